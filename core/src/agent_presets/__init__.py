@@ -1,0 +1,83 @@
+"""agent-presets: decide which tools an AI agent may use right now.
+
+The public names below are a contract: code outside this repository imports
+them from here. They load on first use, so ``import agent_presets`` stays
+cheap for the CLI commands that need only part of the core.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from agent_presets.hookspecs import hookimpl, hookspec
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ActivePreset": "model",
+    "DuplicatePresetError": "model",
+    "DuplicateToolError": "model",
+    "MissingRuntimeError": "model",
+    "OwnershipError": "model",
+    "Preset": "model",
+    "PresetError": "model",
+    "PresetValidationError": "model",
+    "PromptFragment": "model",
+    "Resolution": "model",
+    "ToolArgumentError": "model",
+    "ToolCallError": "model",
+    "ToolDef": "model",
+    "UnknownPresetError": "model",
+    "load_preset_file": "loader",
+    "ToolAdapter": "adapters",
+    "ToolAdapterRegistry": "adapters",
+    "require_runtime": "adapters",
+    "PresetRegistry": "registry",
+    "PresetManager": "manager",
+    "ToolRegistry": "tools",
+    "PresetMcpSync": "sync",
+    "SyncReport": "sync",
+    "Presets": "bootstrap",
+    "bootstrap": "bootstrap",
+    "PluginSet": "plugins",
+    "load_plugins": "plugins",
+}
+
+__all__ = ["__version__", "hookimpl", "hookspec", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_presets' has no attribute {name!r}")
+    value = getattr(import_module(f"agent_presets.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry, require_runtime
+    from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.loader import load_preset_file
+    from agent_presets.manager import PresetManager
+    from agent_presets.model import (
+        ActivePreset,
+        DuplicatePresetError,
+        DuplicateToolError,
+        MissingRuntimeError,
+        OwnershipError,
+        Preset,
+        PresetError,
+        PresetValidationError,
+        PromptFragment,
+        Resolution,
+        ToolArgumentError,
+        ToolCallError,
+        ToolDef,
+        UnknownPresetError,
+    )
+    from agent_presets.plugins import PluginSet, load_plugins
+    from agent_presets.registry import PresetRegistry
+    from agent_presets.sync import PresetMcpSync, SyncReport
+    from agent_presets.tools import ToolRegistry

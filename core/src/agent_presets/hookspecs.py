@@ -1,0 +1,59 @@
+"""The hooks a plugin implements. Signatures and docstrings only.
+
+A plugin is a module (or object) registered under the ``agent_presets`` entry
+point group, with functions decorated by ``agent_presets.hookimpl``. Every
+hook is optional. Built-in plugins use exactly these hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.resources.abc import Traversable
+from os import PathLike
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from agent_presets.adapters import ToolAdapter
+
+PROJECT_NAME = "agent_presets"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def presets_preset_files() -> Sequence[str | PathLike[str] | Traversable]:
+    """Return the YAML preset files this plugin ships.
+
+    Each item is a filesystem path or an ``importlib.resources`` traversable,
+    e.g. ``[files(__package__) / "presets.yaml"]``. Every file holds a
+    ``presets:`` list valid against ``schemas/preset.schema.json``.
+
+    Called once per bootstrap, before any adapter is registered; results from
+    all plugins are gathered as a list of lists.
+    """
+
+
+@hookspec
+def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    """Return the ``ToolAdapter`` objects behind this plugin's tool ids.
+
+    Adapters are data plus a ``handler(app, arguments)``; the handler fetches
+    runtime objects from ``app`` at call time and never captures them here.
+
+    Called once per bootstrap; results from all plugins are gathered.
+    """
+
+
+@hookspec
+def presets_headless_runtime(host: Any) -> None:
+    """Attach this plugin's reference runtime to the headless host.
+
+    ``host`` is an ``agent_presets.host.HeadlessHost``. Use
+    ``host.add_world_runtime(name, factory)`` for state that each world has its
+    own of (a drawing, a scene) and ``host.attach(name, runtime)`` for state
+    the whole host shares (a folder of code units). The host calls this once,
+    before the presets are bootstrapped; embedded apps never call it.
+    """

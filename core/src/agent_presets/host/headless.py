@@ -1,0 +1,306 @@
+"""HeadlessHost and its Shell. See the package docstring."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from agent_presets.host.store import read_json, write_json_atomic
+from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
+
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+    from agent_presets.plugins import PluginSet
+    from agent_presets.tools import ToolRegistry
+
+WorldRuntimeFactory = Callable[[dict[str, Any] | None, Callable[[], None]], Any]
+"""``factory(saved_state_or_None, changed) -> runtime``.
+
+The runtime must offer ``to_state() -> dict`` (JSON-serialisable) and call
+``changed()`` after every mutation so the host persists it.
+"""
+
+SURFACES: Final = ("scene", "canvas")
+THEMES: Final = ("light", "dark", "high-contrast")
+DEFAULT_WORLD: Final = "home"
+WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+ACTIVITY_RE: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+SHELL_FILE: Final = "shell.json"
+
+
+class Shell:
+    """The host's shell state and the operations the general tools drive.
+
+    Every change is validated first (bad input changes nothing), persisted,
+    and then reported to the host's context listeners.
+    """
+
+    def __init__(self, host: HeadlessHost, saved: dict[str, Any] | None) -> None:
+        self._host = host
+        saved = saved or {}
+        self.surface: str = saved.get("surface", "scene")
+        self.activity: str | None = saved.get("activity")
+        self.canvas_visible: bool = bool(saved.get("canvas_visible", False))
+        self.theme: str = saved.get("theme", "light")
+        self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD])) or [DEFAULT_WORLD]
+        self.world: str = saved.get("world", self.worlds[0])
+        if self.world not in self.worlds:
+            self.worlds.append(self.world)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "surface": self.surface,
+            "activity": self.activity,
+            "canvas_visible": self.canvas_visible,
+            "theme": self.theme,
+            "world": self.world,
+            "worlds": list(self.worlds),
+        }
+
+    # -- changes -----------------------------------------------------------
+
+    def set_surface(self, surface: str) -> dict[str, Any]:
+        if surface not in SURFACES:
+            raise ToolCallError(
+                f"unknown surface {surface!r}; use one of: {', '.join(SURFACES)}"
+            )
+        with self._host._lock:
+            self.surface = surface
+            if surface == "canvas":
+                self.canvas_visible = True
+            return self._commit()
+
+    def set_activity(self, activity: str | None) -> dict[str, Any]:
+        if activity is not None and (not isinstance(activity, str) or not ACTIVITY_RE.match(activity)):
+            raise ToolCallError(
+                f"activity {activity!r} must be a lowercase name such as 'drawing' or 'graph', "
+                "or null to clear it"
+            )
+        with self._host._lock:
+            self.activity = activity
+            return self._commit()
+
+    def set_canvas_visible(self, visible: bool) -> dict[str, Any]:
+        if not isinstance(visible, bool):
+            raise ToolCallError(f"visible must be true or false, not {visible!r}")
+        with self._host._lock:
+            self.canvas_visible = visible
+            return self._commit()
+
+    def set_theme(self, theme: str) -> dict[str, Any]:
+        if theme not in THEMES:
+            raise ToolCallError(f"unknown theme {theme!r}; use one of: {', '.join(THEMES)}")
+        with self._host._lock:
+            self.theme = theme
+            return self._commit()
+
+    def create_world(self, name: str) -> dict[str, Any]:
+        self._check_world_name(name)
+        with self._host._lock:
+            if name in self.worlds:
+                raise ToolCallError(f"world {name!r} already exists; switch to it instead")
+            self.worlds.append(name)
+            return self._commit()
+
+    def switch_world(self, name: str) -> dict[str, Any]:
+        with self._host._lock:
+            self._require_world(name)
+            self.world = name
+            return self._commit()
+
+    def delete_world(self, name: str) -> dict[str, Any]:
+        with self._host._lock:
+            self._require_world(name)
+            if name == self.world:
+                raise ToolCallError(
+                    f"world {name!r} is the current world; switch to another world before "
+                    "deleting it"
+                )
+            self.worlds.remove(name)
+            self._commit()
+            self._host._drop_world(name)
+            return self.state()
+
+    # -- helpers -----------------------------------------------------------
+
+    def _check_world_name(self, name: object) -> None:
+        if not isinstance(name, str) or not WORLD_RE.match(name):
+            raise ToolCallError(
+                f"world name {name!r} must be 1-64 letters, digits, '-' or '_', "
+                "starting with a letter or digit"
+            )
+
+    def _require_world(self, name: str) -> None:
+        if name not in self.worlds:
+            raise ToolCallError(
+                f"no world named {name!r}; existing worlds: {', '.join(self.worlds)}"
+            )
+
+    def _commit(self) -> dict[str, Any]:
+        self._host._save_shell()
+        self._host._context_changed()
+        return self.state()
+
+
+class HeadlessHost:
+    """An app with no window: shell state, a file root, and plugin runtimes."""
+
+    def __init__(self, state_dir: str | Path, root: str | Path | None = None) -> None:
+        self.state_dir = Path(state_dir).resolve()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.root = (Path(root) if root is not None else self.state_dir / "files").resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._world_factories: dict[str, WorldRuntimeFactory] = {}
+        self._world_runtimes: dict[tuple[str, str], Any] = {}
+        self._attached: dict[str, Any] = {}
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.presets: Presets | None = None
+        self.shell = Shell(self, read_json(self.state_dir / SHELL_FILE))
+
+    # -- runtimes ----------------------------------------------------------
+
+    def add_world_runtime(self, name: str, factory: WorldRuntimeFactory) -> None:
+        """Give every world its own runtime ``name``, made by ``factory`` on first use."""
+        self._check_slot(name)
+        self._world_factories[name] = factory
+
+    def attach(self, name: str, runtime: Any) -> None:
+        """Attach a runtime that the whole host shares, reachable as ``host.<name>``."""
+        self._check_slot(name)
+        self._attached[name] = runtime
+
+    def runtime(self, name: str) -> Any:
+        """The runtime ``name`` (the current world's one for per-world runtimes)."""
+        if name in self._attached:
+            return self._attached[name]
+        if name in self._world_factories:
+            return self._world_runtime(self.shell.world, name)
+        raise MissingRuntimeError(
+            f"the headless host has no runtime {name!r}; installed runtimes: "
+            f"{', '.join(self.runtime_names()) or 'none'}"
+        )
+
+    def runtime_names(self) -> list[str]:
+        return sorted({*self._attached, *self._world_factories})
+
+    def world_runtime(self, world: str, name: str) -> Any:
+        """The runtime ``name`` of a given world (for tests and tools that compare worlds)."""
+        self.shell._require_world(world)
+        return self._world_runtime(world, name)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for attributes that are not set normally: runtime slots.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.runtime(name)
+        except MissingRuntimeError:
+            raise AttributeError(name) from None
+
+    # -- context -----------------------------------------------------------
+
+    def context(self) -> dict[str, Any]:
+        """The context snapshot the preset manager resolves against."""
+        return {
+            "surface": self.shell.surface,
+            "activity": self.shell.activity,
+            "canvas_visible": self.shell.canvas_visible,
+            "world_id": self.shell.world,
+        }
+
+    def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        self._listeners.append(callback)
+
+    def remove_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    # -- start -------------------------------------------------------------
+
+    def start(
+        self,
+        plugins: PluginSet | Sequence[object] | None = None,
+        *,
+        tool_registry: ToolRegistry | None = None,
+        overrides: dict[str, str] | None = None,
+        owner: str = "agent-presets",
+    ) -> Presets:
+        """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
+        from agent_presets.bootstrap import bootstrap
+        from agent_presets.plugins import PluginSet, load_plugins
+
+        plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
+        plugin_set.hook.presets_headless_runtime(host=self)
+        presets = bootstrap(
+            self,
+            tool_registry=tool_registry,
+            context=self.context(),
+            owner=owner,
+            plugins=plugin_set,
+            overrides=overrides,
+        )
+        self.presets = presets
+        self.add_context_listener(presets.manager.set_context)
+        return presets
+
+    # -- persistence -------------------------------------------------------
+
+    def _world_dir(self, world: str) -> Path:
+        return self.state_dir / "worlds" / world
+
+    def _world_runtime(self, world: str, name: str) -> Any:
+        key = (world, name)
+        with self._lock:
+            runtime = self._world_runtimes.get(key)
+            if runtime is None:
+                path = self._world_dir(world) / f"{name}.json"
+                try:
+                    saved = read_json(path)
+                except ValueError as exc:
+                    raise PresetError(
+                        f"{path}: the saved {name} state is not valid JSON ({exc}); "
+                        "restore it from a backup or delete the file to start empty"
+                    ) from None
+                holder: list[Any] = []
+
+                def changed() -> None:
+                    self._save_world_runtime(world, name, holder[0])
+
+                runtime = self._world_factories[name](saved, changed)
+                holder.append(runtime)
+                self._world_runtimes[key] = runtime
+            return runtime
+
+    def _save_world_runtime(self, world: str, name: str, runtime: Any) -> None:
+        with self._lock:
+            if world not in self.shell.worlds:
+                return
+            write_json_atomic(self._world_dir(world) / f"{name}.json", runtime.to_state())
+
+    def _save_shell(self) -> None:
+        write_json_atomic(self.state_dir / SHELL_FILE, self.shell.state())
+
+    def _drop_world(self, world: str) -> None:
+        for key in [k for k in self._world_runtimes if k[0] == world]:
+            del self._world_runtimes[key]
+        shutil.rmtree(self._world_dir(world), ignore_errors=True)
+
+    def _context_changed(self) -> None:
+        context = self.context()
+        for callback in list(self._listeners):
+            callback(context)
+
+    def _check_slot(self, name: str) -> None:
+        if not name.isidentifier() or name.startswith("_"):
+            raise PresetError(f"runtime name {name!r} must be a Python identifier")
+        taken = name in self._attached or name in self._world_factories
+        if taken or name in self.__dict__ or hasattr(type(self), name):
+            raise PresetError(
+                f"runtime name {name!r} is already taken on the headless host; "
+                "two plugins attach the same runtime"
+            )

@@ -1,0 +1,1 @@
+"""agent-presets built-in plugin: units."""
