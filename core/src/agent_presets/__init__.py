@@ -44,7 +44,38 @@ _EXPORTS = {
     "load_plugins": "plugins",
 }
 
-__all__ = ["__version__", "hookimpl", "hookspec", *sorted(_EXPORTS)]
+__all__ = [
+    "ActivePreset",
+    "DuplicatePresetError",
+    "DuplicateToolError",
+    "MissingRuntimeError",
+    "OwnershipError",
+    "PluginSet",
+    "Preset",
+    "PresetError",
+    "PresetManager",
+    "PresetMcpSync",
+    "PresetRegistry",
+    "PresetValidationError",
+    "Presets",
+    "PromptFragment",
+    "Resolution",
+    "SyncReport",
+    "ToolAdapter",
+    "ToolAdapterRegistry",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolDef",
+    "ToolRegistry",
+    "UnknownPresetError",
+    "__version__",
+    "bootstrap",
+    "hookimpl",
+    "hookspec",
+    "load_plugins",
+    "load_preset_file",
+    "require_runtime",
+]
 
 
 def __getattr__(name: str) -> Any:

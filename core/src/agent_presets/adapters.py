@@ -59,12 +59,14 @@ class ToolAdapter:
             )
         if not isinstance(self.mcp_name, str) or not MCP_NAME_RE.match(self.mcp_name):
             raise PresetValidationError(
-                f"{where}: MCP name {self.mcp_name!r} must be snake_case, like 'space_drawing_undo'",
+                f"{where}: MCP name {self.mcp_name!r} must be snake_case, "
+                "like 'space_drawing_undo'",
                 source=self.source,
             )
         if not isinstance(self.description, str) or not self.description.strip():
-            raise PresetValidationError(f"{where}: description must be a non-empty string",
-                                        source=self.source)
+            raise PresetValidationError(
+                f"{where}: description must be a non-empty string", source=self.source
+            )
         if not isinstance(self.input_schema, Mapping) or self.input_schema.get("type") != "object":
             raise PresetValidationError(
                 f"{where}: input_schema must be a JSON Schema with type: object", source=self.source
@@ -81,14 +83,11 @@ class ToolAdapter:
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
-                f"{where}: unknown annotation(s) {sorted(unknown)}; "
-                f"use {sorted(ANNOTATION_KEYS)}",
+                f"{where}: unknown annotation(s) {sorted(unknown)}; use {sorted(ANNOTATION_KEYS)}",
                 source=self.source,
             )
         object.__setattr__(self, "input_schema", MappingProxyType(dict(self.input_schema)))
-        object.__setattr__(
-            self, "annotations", MappingProxyType(dict(self.annotations or {}))
-        )
+        object.__setattr__(self, "annotations", MappingProxyType(dict(self.annotations or {})))
 
 
 class ToolAdapterRegistry:
@@ -186,9 +185,8 @@ def check_arguments(
     expected = ""
     if not path and props:
         required = validator.schema.get("required", [])
-        expected = (
-            f"; expected {{{', '.join(props)}}}"
-            + (f" with {', '.join(required)} required" if required else "")
+        expected = f"; expected {{{', '.join(props)}}}" + (
+            f" with {', '.join(required)} required" if required else ""
         )
     raise ToolArgumentError(f"{tool}: {where}: {error.message}{expected}")
 

@@ -196,6 +196,11 @@ def _preset_problems(p: Preset) -> Iterable[str]:
             f"{where} has risk {p.risk!r} and must use default_state: off "
             "(dangerous presets are enabled only by an explicit override)"
         )
+    if p.default_state == "auto" and not p.contexts:
+        yield (
+            f"{where} is auto but lists no contexts, so it could never activate; "
+            "add a pattern such as {surface: any} or use default_state: off"
+        )
     for i, pattern in enumerate(p.contexts):
         for problem in pattern_problems(pattern):
             yield f"{where}: contexts[{i}]: {problem}"
@@ -223,7 +228,8 @@ def pattern_problems(pattern: object) -> Iterable[str]:
         if not isinstance(key, str) or not FIELD_RE.match(key):
             yield f"field name {key!r} must be snake_case"
         elif not _is_scalar(value):
-            yield f"field {key!r} must be a string, number, boolean or null, not {type(value).__name__}"
+            kind = type(value).__name__
+            yield f"field {key!r} must be a string, number, boolean or null, not {kind}"
         elif key == "canvas_visible" and not (isinstance(value, bool) or value == ANY):
             yield f"field 'canvas_visible' must be true, false or any, not {value!r}"
 

@@ -65,9 +65,7 @@ class Shell:
 
     def set_surface(self, surface: str) -> dict[str, Any]:
         if surface not in SURFACES:
-            raise ToolCallError(
-                f"unknown surface {surface!r}; use one of: {', '.join(SURFACES)}"
-            )
+            raise ToolCallError(f"unknown surface {surface!r}; use one of: {', '.join(SURFACES)}")
         with self._host._lock:
             self.surface = surface
             if surface == "canvas":
@@ -75,7 +73,9 @@ class Shell:
             return self._commit()
 
     def set_activity(self, activity: str | None) -> dict[str, Any]:
-        if activity is not None and (not isinstance(activity, str) or not ACTIVITY_RE.match(activity)):
+        if activity is not None and (
+            not isinstance(activity, str) or not ACTIVITY_RE.match(activity)
+        ):
             raise ToolCallError(
                 f"activity {activity!r} must be a lowercase name such as 'drawing' or 'graph', "
                 "or null to clear it"

@@ -1,0 +1,87 @@
+"""bootstrap(): the spec's App Bootstrap in one call."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_presets.adapters import ToolAdapterRegistry
+from agent_presets.catalog import collect
+from agent_presets.manager import PresetManager
+from agent_presets.model import PresetValidationError
+from agent_presets.plugins import PluginSet, env_flag, load_plugins
+from agent_presets.registry import PresetRegistry
+from agent_presets.sync import PresetMcpSync
+from agent_presets.tools import ToolRegistry
+
+log = logging.getLogger("agent_presets")
+
+DEFAULT_CONTEXT: Mapping[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
+
+
+@dataclass
+class Presets:
+    """Everything ``bootstrap`` wired together."""
+
+    manager: PresetManager
+    registry: PresetRegistry
+    tool_adapters: ToolAdapterRegistry
+    tool_registry: ToolRegistry
+    sync: PresetMcpSync
+    plugins: PluginSet
+    problems: list[PresetValidationError] = field(default_factory=list)
+    preset_plugin: dict[str, str] = field(default_factory=dict)
+
+
+def bootstrap(
+    app: Any,
+    *,
+    tool_registry: ToolRegistry | None = None,
+    context: Mapping[str, Any] | None = None,
+    owner: str = "agent-presets",
+    plugins: PluginSet | Iterable[object] | None = None,
+    overrides: Mapping[str, str] | None = None,
+) -> Presets:
+    """Discover plugins, load their presets and adapters, build manager and sync, start sync.
+
+    ``plugins`` is a loaded ``PluginSet``, or plugin objects to register
+    instead of discovering entry points. Definition problems (a bad preset
+    file, a collision, a tool id no adapter provides) skip the offending
+    preset and are kept in ``Presets.problems``; ``PRESETS_STRICT=1`` makes
+    them fatal. ``context`` defaults to ``app.context()`` when the app has one.
+    """
+    plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
+    tool_registry = tool_registry if tool_registry is not None else ToolRegistry("space_")
+    catalog = collect(plugin_set, namespace_prefix=tool_registry.namespace_prefix)
+    if catalog.problems and env_flag("PRESETS_STRICT"):
+        raise PresetValidationError(
+            "preset definitions have problems (PRESETS_STRICT=1 makes them fatal):\n"
+            + "\n".join(str(p) for p in catalog.problems),
+            problems=catalog.problems,
+        )
+    for problem in catalog.problems:
+        log.warning("skipped: %s", problem)
+
+    adapters = ToolAdapterRegistry(app, namespace_prefix=tool_registry.namespace_prefix)
+    for adapter in catalog.adapters:
+        adapters.register(adapter)
+    registry = PresetRegistry()
+    for preset in catalog.presets:
+        registry.register(preset)
+    if context is None:
+        context = app.context() if callable(getattr(app, "context", None)) else DEFAULT_CONTEXT
+    manager = PresetManager(registry, adapters, app, context, overrides, owner=owner)
+    sync = PresetMcpSync(manager, tool_registry, owner=owner)
+    sync.start()
+    return Presets(
+        manager=manager,
+        registry=registry,
+        tool_adapters=adapters,
+        tool_registry=tool_registry,
+        sync=sync,
+        plugins=plugin_set,
+        problems=list(catalog.problems),
+        preset_plugin=dict(catalog.preset_plugin),
+    )

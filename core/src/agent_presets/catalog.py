@@ -1,0 +1,148 @@
+"""Everything the loaded plugins define, checked as a whole.
+
+Shared by ``bootstrap`` (which registers what is valid) and ``presets
+validate`` (which reports every problem): presets from each plugin's files,
+adapters from each plugin, cross-plugin collisions named with both sources,
+tool ids that no adapter provides, MCP names without the registry prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from importlib.resources.abc import Traversable
+from os import PathLike, fspath
+from pathlib import Path
+from typing import Any
+
+from agent_presets.adapters import ToolAdapter
+from agent_presets.loader import _display, parse_presets
+from agent_presets.model import Preset, PresetValidationError
+from agent_presets.plugins import PluginInfo, PluginSet
+
+
+@dataclass
+class Catalog:
+    presets: list[Preset] = field(default_factory=list)
+    adapters: list[ToolAdapter] = field(default_factory=list)
+    problems: list[PresetValidationError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    preset_plugin: dict[str, str] = field(default_factory=dict)
+
+
+def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = "space_") -> Catalog:
+    catalog = Catalog()
+    for info, result in plugin_set.call_each("presets_preset_files"):
+        for item in _items(info, result, catalog):
+            _load_file(info, item, catalog)
+    adapters: dict[str, ToolAdapter] = {}
+    for info, result in plugin_set.call_each("presets_tool_adapters"):
+        for adapter in _items(info, result, catalog):
+            if not isinstance(adapter, ToolAdapter):
+                catalog.problems.append(
+                    PresetValidationError(
+                        f"plugin {info.name!r}: presets_tool_adapters returned "
+                        f"{type(adapter).__name__}, expected ToolAdapter",
+                        source=info.name,
+                    )
+                )
+                continue
+            adapter = replace(adapter, source=adapter.source or info.name)
+            first = adapters.get(adapter.id)
+            if first is not None:
+                catalog.problems.append(
+                    PresetValidationError(
+                        f"tool adapter {adapter.id!r} is provided twice: by {first.source} and by "
+                        f"{adapter.source}; uninstall or disable one of them",
+                        source=adapter.source,
+                    )
+                )
+                continue
+            if namespace_prefix and not adapter.mcp_name.startswith(namespace_prefix):
+                catalog.problems.append(
+                    PresetValidationError(
+                        f"tool adapter {adapter.id!r}: MCP name {adapter.mcp_name!r} must start "
+                        f"with {namespace_prefix!r}",
+                        source=adapter.source,
+                    )
+                )
+                continue
+            adapters[adapter.id] = adapter
+    catalog.adapters = list(adapters.values())
+    catalog.presets = _check_presets(catalog, adapters)
+    return catalog
+
+
+def _items(info: PluginInfo, result: Any, catalog: Catalog) -> Iterable[Any]:
+    if result is None:
+        return ()
+    if isinstance(result, str | bytes | PathLike) or not isinstance(result, Iterable):
+        catalog.problems.append(
+            PresetValidationError(
+                f"plugin {info.name!r}: a hook returned {type(result).__name__}; return a list",
+                source=info.name,
+            )
+        )
+        return ()
+    return list(result)
+
+
+def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
+    if not isinstance(item, str | PathLike | Traversable):
+        catalog.problems.append(
+            PresetValidationError(
+                f"plugin {info.name!r}: presets_preset_files returned {type(item).__name__}; "
+                "return paths or importlib.resources traversables",
+                source=info.name,
+            )
+        )
+        return
+    source = _display(item)
+    try:
+        text = (
+            item.read_text(encoding="utf-8")
+            if isinstance(item, Traversable)
+            else Path(fspath(item)).read_text(encoding="utf-8")
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        catalog.problems.append(
+            PresetValidationError(
+                f"plugin {info.name!r}: cannot read preset file: {exc}", source=source
+            )
+        )
+        return
+    catalog.files.append(source)
+    presets, problems = parse_presets(text, source)
+    catalog.problems.extend(problems)
+    catalog.presets.extend(presets)
+    for p in presets:
+        catalog.preset_plugin.setdefault(p.name, info.name)
+
+
+def _check_presets(catalog: Catalog, adapters: dict[str, ToolAdapter]) -> list[Preset]:
+    valid: list[Preset] = []
+    names: dict[str, Preset] = {}
+    for preset in catalog.presets:
+        first = names.get(preset.name)
+        if first is not None:
+            catalog.problems.append(
+                PresetValidationError(
+                    f"preset {preset.name!r} is defined twice: in {first.source} and in "
+                    f"{preset.source}; rename one of them",
+                    source=preset.source,
+                )
+            )
+            continue
+        missing = [t for t in preset.tool_ids if t not in adapters]
+        if missing:
+            catalog.problems.append(
+                PresetValidationError(
+                    f"preset {preset.name!r}: no installed plugin provides tool id(s) "
+                    f"{', '.join(map(repr, missing))}; install the plugin that does or fix the id",
+                    source=preset.source,
+                )
+            )
+            continue
+        names[preset.name] = preset
+        valid.append(preset)
+    return valid

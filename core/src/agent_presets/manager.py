@@ -1,0 +1,203 @@
+"""PresetManager: live context, session overrides, the cached resolution, notifications."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from agent_presets.adapters import ToolAdapterRegistry
+from agent_presets.matching import Context, validate_context
+from agent_presets.model import (
+    OVERRIDE_STATES,
+    ActivePreset,
+    DuplicateToolError,
+    Preset,
+    PresetValidationError,
+    PromptFragment,
+    Resolution,
+    ToolDef,
+    UnknownPresetError,
+)
+from agent_presets.registry import PresetRegistry
+
+ChangeListener = Callable[[Resolution], None]
+_MEMO_SIZE = 64
+
+
+class PresetManager:
+    """The one place the context and overrides change, so caches and listeners stay right.
+
+    Listeners hear about a change only when the active presets, their reasons,
+    the tool ids, the prompt fragments or the overrides change: a context field
+    no pattern cares about changes nothing they can see.
+    """
+
+    def __init__(
+        self,
+        registry: PresetRegistry,
+        tool_adapters: ToolAdapterRegistry,
+        app: Any,
+        context: Mapping[str, Any],
+        overrides: Mapping[str, str] | None = None,
+        *,
+        owner: str = "agent-presets",
+    ) -> None:
+        self.registry = registry
+        self.tool_adapters = tool_adapters
+        self.app = app
+        self.owner = owner
+        self._lock = threading.RLock()
+        self._listeners: list[ChangeListener] = []
+        self._context: Context = validate_context(context)
+        self._overrides: dict[str, str] = registry.validate_overrides(overrides)
+        self._memo: OrderedDict[tuple[Any, ...], Resolution] = OrderedDict()
+        self._resolution = self._compute(self._context, self._overrides)
+        self._tool_defs: tuple[ToolDef, ...] | None = None
+        self._tool_def_cache: dict[str, ToolDef] = {}
+        self._adapters_version = -1
+        registry.add_on_change(self._registry_changed)
+
+    # -- definitions -------------------------------------------------------
+
+    def register(self, preset: Preset) -> None:
+        self.registry.register(preset)
+
+    def unregister(self, name: str) -> None:
+        self.registry.unregister(name)
+
+    # -- context and overrides ---------------------------------------------
+
+    def set_context(self, context: Mapping[str, Any]) -> None:
+        new_context = validate_context(context)
+        with self._lock:
+            if new_context == self._context:
+                return
+            resolution = self._compute(new_context, self._overrides)
+            self._context = new_context
+            self._commit(resolution, overrides_changed=False)
+
+    def get_context(self) -> Context:
+        return dict(self._context)
+
+    def set_override(self, name: str, state: str) -> None:
+        """Force ``name`` on or off for this session, or return it to ``auto``."""
+        if state not in OVERRIDE_STATES:
+            raise PresetValidationError(
+                f"override state {state!r} for {name!r} is not one of: on, off, auto"
+            )
+        with self._lock:
+            if name not in self.registry:
+                raise UnknownPresetError(self.registry._unknown_message(name))
+            overrides = dict(self._overrides)
+            if state == "auto":
+                overrides.pop(name, None)
+            else:
+                overrides[name] = state
+            if overrides == self._overrides:
+                return
+            resolution = self._compute(self._context, overrides)
+            self._overrides = overrides
+            self._commit(resolution, overrides_changed=True)
+
+    def get_overrides(self) -> dict[str, str]:
+        return dict(self._overrides)
+
+    # -- results -----------------------------------------------------------
+
+    def resolve(self) -> Resolution:
+        """The cached resolution (immutable)."""
+        return self._resolution
+
+    def get_active_presets(self) -> list[ActivePreset]:
+        return list(self._resolution.active_presets)
+
+    def get_prompt_fragments(self) -> list[PromptFragment]:
+        return list(self._resolution.prompt_fragments)
+
+    def get_tool_defs(self) -> list[ToolDef]:
+        """Full MCP tool definitions for the active tool ids, stamped with this owner."""
+        with self._lock:
+            if self._tool_defs is None or self._adapters_version != self.tool_adapters.version:
+                self._tool_defs = self._build_tool_defs()
+            return list(self._tool_defs)
+
+    def status(self) -> dict[str, Any]:
+        r = self._resolution
+        return {
+            "context": self.get_context(),
+            "overrides": self.get_overrides(),
+            "active_presets": [a.name for a in r.active_presets],
+            "tool_ids": list(r.tool_ids),
+            "registry": self.registry.status(),
+        }
+
+    # -- listeners ---------------------------------------------------------
+
+    def add_on_change(self, callback: ChangeListener) -> None:
+        self._listeners.append(callback)
+
+    def remove_on_change(self, callback: ChangeListener) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    # -- internals ---------------------------------------------------------
+
+    def _compute(self, context: Context, overrides: dict[str, str]) -> Resolution:
+        key = (self.registry.version, frozenset(context.items()), frozenset(overrides.items()))
+        cached = self._memo.get(key)
+        if cached is not None:
+            self._memo.move_to_end(key)
+            return cached
+        resolution = self.registry._resolve(context, overrides)
+        self._memo[key] = resolution
+        if len(self._memo) > _MEMO_SIZE:
+            self._memo.popitem(last=False)
+        return resolution
+
+    def _commit(self, resolution: Resolution, *, overrides_changed: bool) -> None:
+        if resolution == self._resolution and not overrides_changed:
+            return
+        if resolution.tool_ids != self._resolution.tool_ids:
+            self._tool_defs = None
+        self._resolution = resolution
+        for callback in list(self._listeners):
+            callback(resolution)
+
+    def _registry_changed(self, event: str, preset: Preset) -> None:
+        with self._lock:
+            overrides = self._overrides
+            if event == "unregister" and preset.name in overrides:
+                overrides = {k: v for k, v in overrides.items() if k != preset.name}
+            resolution = self._compute(self._context, overrides)
+            changed = overrides != self._overrides
+            self._overrides = overrides
+            self._commit(resolution, overrides_changed=changed)
+
+    def _build_tool_defs(self) -> tuple[ToolDef, ...]:
+        if self._adapters_version != self.tool_adapters.version:
+            self._tool_def_cache.clear()
+            self._adapters_version = self.tool_adapters.version
+        defs: list[ToolDef] = []
+        sources: dict[str, str] = {}
+        for tool_id in self._resolution.tool_ids:
+            tool_def = self._tool_def_cache.get(tool_id)
+            if tool_def is None:
+                tool_def = replace(
+                    self.tool_adapters.resolve(tool_id, self.app),
+                    managed_owner=self.owner,
+                    managed_source=tool_id,
+                )
+                self._tool_def_cache[tool_id] = tool_def
+            previous = sources.get(tool_def.name)
+            if previous is not None:
+                raise DuplicateToolError(
+                    f"MCP tool name {tool_def.name!r} is provided by both {previous!r} and "
+                    f"{tool_id!r}, which are active at once; an MCP call names a tool only, so "
+                    "turn off one of the presets that provide them"
+                )
+            sources[tool_def.name] = tool_id
+            defs.append(tool_def)
+        return tuple(defs)

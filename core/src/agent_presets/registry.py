@@ -1,0 +1,199 @@
+"""PresetRegistry: immutable preset definitions and pure resolution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_presets.matching import CompiledPattern, compile_pattern, validate_context
+from agent_presets.model import (
+    OVERRIDE_STATES,
+    ActivePreset,
+    DuplicatePresetError,
+    DuplicateToolError,
+    Preset,
+    PresetValidationError,
+    PromptFragment,
+    Resolution,
+    UnknownPresetError,
+)
+
+RegistryListener = Callable[[str, Preset], None]
+"""``callback(event, preset)`` with event ``"register"`` or ``"unregister"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    preset: Preset
+    auto: bool
+    patterns: tuple[CompiledPattern, ...]
+    active_by_context: ActivePreset
+    active_by_override: ActivePreset
+    fragment: PromptFragment | None
+
+
+def _compile(preset: Preset) -> _Entry:
+    return _Entry(
+        preset=preset,
+        auto=preset.default_state == "auto",
+        patterns=tuple(compile_pattern(p) for p in preset.contexts),
+        active_by_context=ActivePreset(preset.name, "context", preset.risk),
+        active_by_override=ActivePreset(preset.name, "override", preset.risk),
+        fragment=PromptFragment(preset.name, preset.system_prompt)
+        if preset.system_prompt
+        else None,
+    )
+
+
+class PresetRegistry:
+    """Stores presets in registration order and resolves them against a context."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._listeners: list[RegistryListener] = []
+        self.version = 0
+
+    # -- definitions -------------------------------------------------------
+
+    def register(self, preset: Preset) -> None:
+        if not isinstance(preset, Preset):
+            raise PresetValidationError(f"expected a Preset, got {type(preset).__name__}")
+        existing = self._entries.get(preset.name)
+        if existing is not None:
+            raise DuplicatePresetError(
+                f"preset {preset.name!r} is defined twice: in {existing.preset.source or '?'} "
+                f"and in {preset.source or '?'}; rename one of them",
+                source=preset.source,
+            )
+        self._entries[preset.name] = _compile(preset)
+        self.version += 1
+        self._notify("register", preset)
+
+    def unregister(self, name: str) -> Preset:
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            raise UnknownPresetError(f"no preset named {name!r} is registered")
+        self.version += 1
+        self._notify("unregister", entry.preset)
+        return entry.preset
+
+    def get(self, name: str) -> Preset | None:
+        entry = self._entries.get(name)
+        return entry.preset if entry else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def list(self) -> list[Preset]:
+        return [e.preset for e in self._entries.values()]
+
+    def list_by_group(self, group: str) -> list[Preset]:
+        return [e.preset for e in self._entries.values() if e.preset.group == group]
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    # -- resolution --------------------------------------------------------
+
+    def validate_overrides(self, overrides: Mapping[str, str] | None) -> dict[str, str]:
+        """A copy of ``overrides`` without ``auto`` entries; unknown names or states are errors."""
+        if overrides is None:
+            return {}
+        if not isinstance(overrides, Mapping):
+            raise PresetValidationError(
+                f"overrides must map preset names to on/off/auto, not {type(overrides).__name__}"
+            )
+        result: dict[str, str] = {}
+        for name, state in overrides.items():
+            if state not in OVERRIDE_STATES:
+                raise PresetValidationError(
+                    f"override for {name!r} has state {state!r}; use on, off or auto"
+                )
+            if name not in self._entries:
+                raise UnknownPresetError(self._unknown_message(name))
+            if state != "auto":
+                result[name] = state
+        return result
+
+    def resolve(
+        self, context: Mapping[str, Any], overrides: Mapping[str, str] | None = None
+    ) -> Resolution:
+        """Which presets are active, in registration order, and why. Pure and deterministic."""
+        ctx = validate_context(context)
+        return self._resolve(ctx, self.validate_overrides(overrides))
+
+    def _resolve(self, ctx: Mapping[str, Any], overrides: Mapping[str, str]) -> Resolution:
+        items = frozenset(ctx.items())
+        active: list[ActivePreset] = []
+        tool_ids: list[str] = []
+        fragments: list[PromptFragment] = []
+        for name, entry in self._entries.items():
+            state = overrides.get(name) if overrides else None
+            if state == "on":
+                active.append(entry.active_by_override)
+            elif state == "off" or not entry.auto:
+                continue
+            else:
+                for pattern in entry.patterns:
+                    if pattern.required <= items and (
+                        not pattern.absent or pattern.matches(items, ctx)
+                    ):
+                        active.append(entry.active_by_context)
+                        break
+                else:
+                    continue
+            tool_ids.extend(entry.preset.tool_ids)
+            if entry.fragment is not None:
+                fragments.append(entry.fragment)
+        if len(set(tool_ids)) != len(tool_ids):
+            self._raise_duplicate_tools(active)
+        return Resolution(tuple(active), tuple(tool_ids), tuple(fragments))
+
+    def _raise_duplicate_tools(self, active: list[ActivePreset]) -> None:
+        owner: dict[str, str] = {}
+        for a in active:
+            for tool_id in self._entries[a.name].preset.tool_ids:
+                if tool_id in owner:
+                    raise DuplicateToolError(
+                        f"tool id {tool_id!r} is provided by both active presets "
+                        f"{owner[tool_id]!r} and {a.name!r}; a tool may be active through "
+                        "one preset only, so turn one of them off"
+                    )
+                owner[tool_id] = a.name
+
+    def _unknown_message(self, name: str) -> str:
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(self._entries), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "; `presets list` shows the names"
+        return f"no preset named {name!r}{hint}"
+
+    # -- status and listeners ----------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        groups: dict[str, int] = {}
+        for e in self._entries.values():
+            key = e.preset.group or ""
+            groups[key] = groups.get(key, 0) + 1
+        return {
+            "presets": len(self._entries),
+            "auto": sum(1 for e in self._entries.values() if e.auto),
+            "off": sum(1 for e in self._entries.values() if not e.auto),
+            "dangerous": [e.preset.name for e in self._entries.values() if e.preset.dangerous],
+            "groups": groups,
+        }
+
+    def add_on_change(self, callback: RegistryListener) -> None:
+        self._listeners.append(callback)
+
+    def remove_on_change(self, callback: RegistryListener) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def _notify(self, event: str, preset: Preset) -> None:
+        for callback in list(self._listeners):
+            callback(event, preset)

@@ -1,0 +1,121 @@
+"""PresetMcpSync: the only writer of preset tools into the MCP tool registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agent_presets.manager import PresetManager
+from agent_presets.model import OwnershipError, Resolution, ToolDef
+from agent_presets.tools import ToolRegistry
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.replaced)
+
+
+class PresetMcpSync:
+    """Keeps the tool registry's preset tools equal to the manager's tool defs.
+
+    It remembers which names it registered (name -> source tool id) and
+    touches nothing else: a host's own tools and other owners' tools stay, and
+    a resolved name that someone else holds is an ``OwnershipError`` raised
+    before anything changes.
+    """
+
+    def __init__(
+        self, manager: PresetManager, tool_registry: ToolRegistry, owner: str = "agent-presets"
+    ) -> None:
+        self.manager = manager
+        self.tool_registry = tool_registry
+        self.owner = owner
+        self._managed: dict[str, str] = {}
+        self._started = False
+        self.last_report = SyncReport()
+
+    def start(self) -> SyncReport:
+        if not self._started:
+            self.manager.add_on_change(self._on_change)
+            self._started = True
+        return self.sync()
+
+    def stop(self) -> SyncReport:
+        """Stop following the manager and remove exactly the tools this sync added."""
+        if self._started:
+            self.manager.remove_on_change(self._on_change)
+            self._started = False
+        removed = []
+        with self.tool_registry.batch():
+            for name in list(self._managed):
+                tool = self.tool_registry.get(name)
+                if tool is not None and tool.managed_owner == self.owner:
+                    self.tool_registry.unregister(name)
+                    removed.append(name)
+                del self._managed[name]
+        self.last_report = SyncReport(removed=tuple(removed))
+        return self.last_report
+
+    def sync(self) -> SyncReport:
+        desired: dict[str, ToolDef] = {}
+        for tool_def in self.manager.get_tool_defs():
+            if tool_def.managed_owner != self.owner:
+                tool_def = replace(tool_def, managed_owner=self.owner)
+            desired[tool_def.name] = tool_def
+        registry = self.tool_registry
+        # Check every name before changing anything.
+        for name in desired:
+            if name in registry and registry.owner_of(name) != self.owner:
+                holder = registry.owner_of(name)
+                raise OwnershipError(
+                    f"cannot register preset tool {name!r}: the tool registry already has a "
+                    f"tool of that name owned by {holder or 'the host'}; rename one of them"
+                )
+        added: list[str] = []
+        removed: list[str] = []
+        replaced: list[str] = []
+        with registry.batch():
+            for name in [n for n in self._managed if n not in desired]:
+                tool = registry.get(name)
+                if tool is not None and tool.managed_owner == self.owner:
+                    registry.unregister(name)
+                    removed.append(name)
+                del self._managed[name]
+            for name, tool_def in desired.items():
+                source = tool_def.managed_source or ""
+                current = self._managed.get(name)
+                if current is None:
+                    registry.register(tool_def)
+                    added.append(name)
+                elif current != source or registry.get(name) is None:
+                    registry.register(tool_def, replace=True)
+                    replaced.append(name)
+                else:
+                    continue
+                self._managed[name] = source
+        self.last_report = SyncReport(tuple(added), tuple(removed), tuple(replaced))
+        return self.last_report
+
+    def managed(self) -> dict[str, str]:
+        return dict(self._managed)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "owner": self.owner,
+            "started": self._started,
+            "managed": len(self._managed),
+            "last_sync": {
+                "added": list(self.last_report.added),
+                "removed": list(self.last_report.removed),
+                "replaced": list(self.last_report.replaced),
+            },
+        }
+
+    def _on_change(self, _resolution: Resolution) -> None:
+        self.sync()
