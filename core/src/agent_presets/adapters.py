@@ -181,10 +181,11 @@ def check_arguments(
         return
     path = ".".join(str(p) for p in error.absolute_path)
     where = f"argument {path!r}" if path else "arguments"
-    props = validator.schema.get("properties", {})
+    schema = validator.schema if isinstance(validator.schema, Mapping) else {}
+    props = schema.get("properties", {})
     expected = ""
     if not path and props:
-        required = validator.schema.get("required", [])
+        required = schema.get("required", [])
         expected = f"; expected {{{', '.join(props)}}}" + (
             f" with {', '.join(required)} required" if required else ""
         )

@@ -30,7 +30,7 @@ from agent_presets.model import (
 )
 
 SCHEMA_NAME = "preset.schema.json"
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class PresetYamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
@@ -53,7 +53,8 @@ PathKey = tuple[str | int, ...]
 
 def schema() -> dict[str, Any]:
     """The preset-file JSON Schema shipped in the package."""
-    return json.loads(_schema_text())
+    value: dict[str, Any] = json.loads(_schema_text())
+    return value
 
 
 @cache
@@ -258,9 +259,13 @@ def _sorted_errors(validator: jsonschema.protocols.Validator, data: Any) -> list
     return sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
 
 
+def _schema_of(error: ValidationError) -> Mapping[str, Any]:
+    return error.schema if isinstance(error.schema, Mapping) else {}
+
+
 def _extra_key(error: ValidationError) -> str | None:
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-        allowed = set(error.schema.get("properties", {}))
+        allowed = set(_schema_of(error).get("properties", {}))
         extras = [k for k in error.instance if k not in allowed]
         if extras:
             return str(extras[0])
@@ -310,10 +315,10 @@ def _describe(error: ValidationError, data: Any) -> str:
         return f"{prefix}missing required field {missing!r}{hint}"
     if v == "additionalProperties":
         extra = _extra_key(error)
-        allowed = ", ".join(error.schema.get("properties", {}))
+        allowed = ", ".join(_schema_of(error).get("properties", {}))
         return f"{prefix}unknown field {extra!r}; allowed fields: {allowed}"
     if v == "enum":
-        options = ", ".join(str(o) for o in error.validator_value)
+        options = ", ".join(str(o) for o in _schema_of(error).get("enum", []))
         return f"{prefix}{inst!r} is not one of: {options}"
     if v == "const" and rest and rest[-1] == "default_state":
         risk = _risk_of(data, path)
@@ -375,7 +380,7 @@ def _display(path: str | PathLike[str] | Traversable) -> str:
     if isinstance(path, Traversable) and not isinstance(path, Path):
         return str(path)
     try:
-        p = Path(fspath(path))  # type: ignore[arg-type]
+        p = Path(fspath(path))
     except TypeError:
         return str(path)
     try:

@@ -141,9 +141,11 @@ def load_plugins(
     if plugins is not None:
         for obj in plugins:
             name = getattr(obj, "__name__", None) or type(obj).__name__
-            _register(
-                plugin_set, name, lambda obj=obj, name=name: pm.register(obj, name=name), None, None
-            )
+
+            def register(obj: object = obj, name: str = name) -> None:
+                pm.register(obj, name=name)
+
+            _register(plugin_set, name, register, None, None)
     else:
         _discover(plugin_set, env)
     if plugin_set.problems and env_flag("PRESETS_STRICT", env):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,13 +89,13 @@ class PresetRegistry:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def list(self) -> list[Preset]:
+    def list(self) -> builtins.list[Preset]:
         return [e.preset for e in self._entries.values()]
 
-    def list_by_group(self, group: str) -> list[Preset]:
+    def list_by_group(self, group: str) -> builtins.list[Preset]:
         return [e.preset for e in self._entries.values() if e.preset.group == group]
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         return list(self._entries)
 
     # -- resolution --------------------------------------------------------
@@ -128,9 +129,9 @@ class PresetRegistry:
 
     def _resolve(self, ctx: Mapping[str, Any], overrides: Mapping[str, str]) -> Resolution:
         items = frozenset(ctx.items())
-        active: list[ActivePreset] = []
-        tool_ids: list[str] = []
-        fragments: list[PromptFragment] = []
+        active: builtins.list[ActivePreset] = []
+        tool_ids: builtins.list[str] = []
+        fragments: builtins.list[PromptFragment] = []
         for name, entry in self._entries.items():
             state = overrides.get(name) if overrides else None
             if state == "on":
@@ -153,7 +154,7 @@ class PresetRegistry:
             self._raise_duplicate_tools(active)
         return Resolution(tuple(active), tuple(tool_ids), tuple(fragments))
 
-    def _raise_duplicate_tools(self, active: list[ActivePreset]) -> None:
+    def _raise_duplicate_tools(self, active: builtins.list[ActivePreset]) -> None:
         owner: dict[str, str] = {}
         for a in active:
             for tool_id in self._entries[a.name].preset.tool_ids:
