@@ -1,1 +1,38 @@
-"""agent-presets built-in plugin: general."""
+"""agent-presets built-in plugin: general.
+
+The app-wide tools of the spec's General table: theme, surface, activity and
+canvas visibility, worlds, files under the host's file root, and bash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from agent_presets import ToolAdapter, hookimpl
+
+from agent_presets_general.bash import BashRunner
+from agent_presets_general.files import FileRoot
+
+__all__ = ["BashRunner", "FileRoot"]
+
+
+@hookimpl
+def presets_preset_files() -> Sequence[Traversable]:
+    # Not `from importlib.resources import files`: the submodule `files` would shadow it.
+    return [resources.files(__name__) / "presets.yaml"]
+
+
+@hookimpl
+def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    from agent_presets_general.adapters import ADAPTERS
+
+    return ADAPTERS
+
+
+@hookimpl
+def presets_headless_runtime(host: Any) -> None:
+    host.attach("files", FileRoot(host.root))
+    host.attach("bash", BashRunner(host.root))

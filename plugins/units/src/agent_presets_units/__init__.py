@@ -1,1 +1,36 @@
-"""agent-presets built-in plugin: units."""
+"""agent-presets built-in plugin: units.
+
+Code units are Python files in the host's state folder that the agent can list,
+inspect, create, edit, patch and (re)load. Inspecting is safe and on by
+default; changing and loading units are off until a user turns them on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from agent_presets import ToolAdapter, hookimpl
+
+from agent_presets_units.units import UnitFolder
+
+__all__ = ["UnitFolder"]
+
+
+@hookimpl
+def presets_preset_files() -> Sequence[Traversable]:
+    return [resources.files(__name__) / "presets.yaml"]
+
+
+@hookimpl
+def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    from agent_presets_units.adapters import ADAPTERS
+
+    return ADAPTERS
+
+
+@hookimpl
+def presets_headless_runtime(host: Any) -> None:
+    host.attach("units", UnitFolder(host.state_dir / "units"))

@@ -1,0 +1,170 @@
+"""The unit tools. Handlers fetch ``app.units`` when they are called."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from agent_presets import ToolAdapter, require_runtime
+
+SOURCE: Final = "agent-presets-units"
+
+UNIT_NAME: Final = {
+    "type": "string",
+    "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+    "description": "The unit's name: a Python identifier such as 'colour_tools' (the file is "
+    "<name>.py in the unit folder).",
+}
+CHECK_SYNTAX: Final = {
+    "type": "boolean",
+    "default": True,
+    "description": "Refuse the change when the new source is not valid Python (default true). "
+    "Pass false only to save unfinished work.",
+}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def list_units(app: Any, arguments: dict[str, Any]) -> Any:
+    return require_runtime(app, "units", "space_unit_list").list()
+
+
+def inspect_unit(app: Any, arguments: dict[str, Any]) -> Any:
+    return require_runtime(app, "units", "space_unit_inspect").inspect(arguments["name"])
+
+
+def create_unit(app: Any, arguments: dict[str, Any]) -> Any:
+    units = require_runtime(app, "units", "space_unit_create")
+    return units.create(
+        arguments["name"], arguments["source"], check_syntax=arguments.get("check_syntax", True)
+    )
+
+
+def edit_unit(app: Any, arguments: dict[str, Any]) -> Any:
+    units = require_runtime(app, "units", "space_unit_edit")
+    return units.edit(
+        arguments["name"], arguments["source"], check_syntax=arguments.get("check_syntax", True)
+    )
+
+
+def apply_unit_patch(app: Any, arguments: dict[str, Any]) -> Any:
+    units = require_runtime(app, "units", "space_unit_apply_patch")
+    return units.apply_patch(
+        arguments["name"], arguments["patch"], check_syntax=arguments.get("check_syntax", True)
+    )
+
+
+def reload_unit(app: Any, arguments: dict[str, Any]) -> Any:
+    return require_runtime(app, "units", "space_unit_reload").reload(arguments["name"])
+
+
+STATUS_NOTE: Final = (
+    "Load status is 'never-loaded', 'loaded' or 'error' (with type, message and line); "
+    "'stale' means the source changed since that load."
+)
+
+ADAPTERS: Final = [
+    ToolAdapter(
+        id="unit.list",
+        mcp_name="space_unit_list",
+        description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
+        input_schema=_schema({}, []),
+        handler=list_units,
+        annotations={"readOnlyHint": True},
+        source=SOURCE,
+    ),
+    ToolAdapter(
+        id="unit.inspect",
+        mcp_name="space_unit_inspect",
+        description=(
+            "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
+            "its top-level functions (with signatures) and classes, or the syntax error that "
+            "stops them being read. " + STATUS_NOTE
+        ),
+        input_schema=_schema({"name": UNIT_NAME}, ["name"]),
+        handler=inspect_unit,
+        annotations={"readOnlyHint": True},
+        source=SOURCE,
+    ),
+    ToolAdapter(
+        id="unit.create",
+        mcp_name="space_unit_create",
+        description=(
+            "Create a new unit with the given Python source. Refused when the unit already "
+            "exists or (unless check_syntax is false) the source has a syntax error. Creating "
+            "does not run it: reload it to load it."
+        ),
+        input_schema=_schema(
+            {
+                "name": UNIT_NAME,
+                "source": {"type": "string", "description": "The unit's complete Python source."},
+                "check_syntax": CHECK_SYNTAX,
+            },
+            ["name", "source"],
+        ),
+        handler=create_unit,
+        source=SOURCE,
+    ),
+    ToolAdapter(
+        id="unit.edit",
+        mcp_name="space_unit_edit",
+        description=(
+            "Replace an existing unit's whole source (atomically). For small changes prefer "
+            "space_unit_apply_patch. Editing does not reload the unit."
+        ),
+        input_schema=_schema(
+            {
+                "name": UNIT_NAME,
+                "source": {"type": "string", "description": "The unit's complete new source."},
+                "check_syntax": CHECK_SYNTAX,
+            },
+            ["name", "source"],
+        ),
+        handler=edit_unit,
+        annotations={"destructiveHint": True, "idempotentHint": True},
+        source=SOURCE,
+    ),
+    ToolAdapter(
+        id="unit.apply-patch",
+        mcp_name="space_unit_apply_patch",
+        description=(
+            "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
+            "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
+            "context and removed line must equal the current source exactly; a hunk that does "
+            "not match at its line is applied only where it matches uniquely. A patch that "
+            "does not apply is refused whole and changes nothing; the error names the hunk "
+            "and line. Inspect the unit first to diff against its current source."
+        ),
+        input_schema=_schema(
+            {
+                "name": UNIT_NAME,
+                "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
+                "check_syntax": CHECK_SYNTAX,
+            },
+            ["name", "patch"],
+        ),
+        handler=apply_unit_patch,
+        annotations={"destructiveHint": True},
+        source=SOURCE,
+    ),
+    ToolAdapter(
+        id="unit.reload",
+        mcp_name="space_unit_reload",
+        description=(
+            "Load (or load again) a unit: run its current source fresh in the host process. "
+            "An exception while loading, a SyntaxError included, becomes the unit's error "
+            "status (type, message, line, traceback) instead of failing the host. Returns the "
+            "status and, when loaded, the public names the unit defines."
+        ),
+        input_schema=_schema({"name": UNIT_NAME}, ["name"]),
+        handler=reload_unit,
+        annotations={"destructiveHint": True, "openWorldHint": True},
+        source=SOURCE,
+    ),
+]

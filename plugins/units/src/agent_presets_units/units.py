@@ -1,0 +1,363 @@
+"""A folder of code units: Python files the agent writes, edits and loads.
+
+Each unit is ``<folder>/<name>.py``. The sources live on disk (written
+atomically), so they survive a restart; the load status lives in memory,
+because after a restart nothing is loaded until it is reloaded.
+
+Loading runs the unit's code in this process under a private module name. Any
+exception it raises, a SyntaxError included, becomes the unit's error status;
+the host keeps running.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import itertools
+import keyword
+import re
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from agent_presets import ToolCallError
+from agent_presets.host.store import write_atomic
+
+from agent_presets_units.patch import PatchError, apply_patch
+
+UNIT_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+MAX_SOURCE_BYTES: Final = 1024 * 1024
+MODULE_PREFIX: Final = "_agent_presets_unit_"
+_generation = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class LoadStatus:
+    state: str  # "never-loaded" | "loaded" | "error"
+    sha256: str | None = None  # of the source that was loaded (or failed to load)
+    error: dict[str, Any] | None = None
+    loaded_at: str | None = None
+
+    def to_dict(self, current_sha256: str | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"state": self.state}
+        if self.state != "never-loaded":
+            data["at"] = self.loaded_at
+            # Stale: the source changed since this load; reload to run the new code.
+            data["stale"] = self.sha256 != current_sha256
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+NEVER_LOADED: Final = LoadStatus("never-loaded")
+
+
+class UnitFolder:
+    """The runtime behind the ``space_unit_*`` tools."""
+
+    def __init__(self, folder: str | Path, *, max_source_bytes: int = MAX_SOURCE_BYTES) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.max_source_bytes = max_source_bytes
+        self._lock = threading.RLock()
+        self._status: dict[str, LoadStatus] = {}
+        self._modules: dict[str, ModuleType] = {}
+
+    # -- reading -------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return sorted(
+            p.stem for p in self.folder.glob("*.py") if p.is_file() and _valid_name(p.stem)
+        )
+
+    def list(self) -> dict[str, Any]:
+        with self._lock:
+            units = []
+            for name in self.names():
+                data = self.path(name).read_bytes()
+                sha = _sha256(data)
+                units.append(
+                    {
+                        "name": name,
+                        "size": len(data),
+                        "status": self.status(name).to_dict(sha),
+                    }
+                )
+            return {"units": units}
+
+    def inspect(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            path = self._existing(name)
+            data = path.read_bytes()
+            stat = path.stat()
+            sha = _sha256(data)
+            result: dict[str, Any] = {
+                "name": name,
+                "size": len(data),
+                "sha256": sha,
+                "mtime": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(),
+                "lines": data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1),
+                "status": self.status(name).to_dict(sha),
+            }
+            try:
+                source = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                result["source"] = None
+                result["syntax_error"] = {
+                    "message": f"not UTF-8 text (invalid byte at offset {exc.start})",
+                    "line": None,
+                }
+                return result
+            result["source"] = source
+            try:
+                tree = ast.parse(source, filename=f"{name}.py")
+            except SyntaxError as exc:
+                result["syntax_error"] = _syntax_error(exc)
+            else:
+                result.update(_outline(tree))
+            return result
+
+    def status(self, name: str) -> LoadStatus:
+        return self._status.get(name, NEVER_LOADED)
+
+    def module(self, name: str) -> ModuleType | None:
+        """The unit's module from its last successful load (None after a failed one)."""
+        return self._modules.get(name)
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.py"
+
+    # -- writing -------------------------------------------------------------
+
+    def create(self, name: str, source: str, *, check_syntax: bool = True) -> dict[str, Any]:
+        with self._lock:
+            _check_name(name)
+            if self.path(name).exists():
+                raise ToolCallError(
+                    f"unit {name!r} already exists; edit it or patch it instead, or pick "
+                    "another name"
+                )
+            self._write(name, source, check_syntax)
+            return self._summary(name, created=True)
+
+    def edit(self, name: str, source: str, *, check_syntax: bool = True) -> dict[str, Any]:
+        with self._lock:
+            self._existing(name)
+            self._write(name, source, check_syntax)
+            return self._summary(name)
+
+    def apply_patch(self, name: str, patch: str, *, check_syntax: bool = True) -> dict[str, Any]:
+        with self._lock:
+            path = self._existing(name)
+            if len(patch.encode("utf-8")) > self.max_source_bytes:
+                raise ToolCallError(
+                    f"the patch is over {self.max_source_bytes} bytes; split it or edit the "
+                    "unit with its full source"
+                )
+            original = _decode(path.read_bytes(), name)
+            try:
+                patched, hunks = apply_patch(original, patch)
+            except PatchError as exc:
+                raise ToolCallError(f"patch for unit {name!r} refused: {exc}") from None
+            self._write(name, patched, check_syntax)
+            summary = self._summary(name)
+            summary["hunks"] = [
+                {"hunk": h.number, "line": h.line, "offset": h.offset} for h in hunks
+            ]
+            return summary
+
+    def reload(self, name: str) -> dict[str, Any]:
+        """Import the unit fresh from its file; its failure becomes its status."""
+        with self._lock:
+            path = self._existing(name)
+            data = path.read_bytes()
+            sha = _sha256(data)
+            old = self._modules.pop(name, None)
+            if old is not None:
+                sys.modules.pop(old.__name__, None)
+            module_name = f"{MODULE_PREFIX}{name}_{next(_generation)}"
+            now = datetime.now(UTC).isoformat()
+            try:
+                module = _import_fresh(module_name, path, data)
+            except (Exception, SystemExit) as exc:  # the unit's failure, not ours
+                sys.modules.pop(module_name, None)
+                self._status[name] = LoadStatus("error", sha, _error_report(exc, path), now)
+            else:
+                self._modules[name] = module
+                self._status[name] = LoadStatus("loaded", sha, None, now)
+            result: dict[str, Any] = {
+                "name": name,
+                "status": self._status[name].to_dict(sha),
+            }
+            if name in self._modules:
+                result["defines"] = sorted(
+                    k for k in vars(self._modules[name]) if not k.startswith("_")
+                )
+            return result
+
+    # -- helpers -------------------------------------------------------------
+
+    def _existing(self, name: str) -> Path:
+        _check_name(name)
+        path = self.path(name)
+        if not path.is_file():
+            known = ", ".join(self.names()) or "none yet"
+            raise ToolCallError(f"no unit named {name!r}; existing units: {known}. Create it first")
+        return path
+
+    def _write(self, name: str, source: str, check_syntax: bool) -> None:
+        data = source.encode("utf-8")
+        if len(data) > self.max_source_bytes:
+            raise ToolCallError(
+                f"the source is {len(data)} bytes, over the {self.max_source_bytes}-byte limit "
+                "for a unit; split it into several units"
+            )
+        if check_syntax:
+            try:
+                ast.parse(source, filename=f"{name}.py")
+            except SyntaxError as exc:
+                err = _syntax_error(exc)
+                raise ToolCallError(
+                    f"unit {name!r} was not changed: SyntaxError at line {err['line']}: "
+                    f"{err['message']}; fix it, or pass check_syntax: false to save it anyway"
+                ) from None
+        write_atomic(self.path(name), data)
+
+    def _summary(self, name: str, *, created: bool = False) -> dict[str, Any]:
+        data = self.path(name).read_bytes()
+        sha = _sha256(data)
+        summary: dict[str, Any] = {
+            "name": name,
+            "size": len(data),
+            "sha256": sha,
+            "status": self.status(name).to_dict(sha),
+        }
+        if created:
+            summary["created"] = True
+        return summary
+
+
+class _UnitLoader(importlib.abc.Loader):
+    """Compiles the bytes it was given: no bytecode cache can serve a stale version.
+
+    (A ``.pyc`` is keyed on mtime in whole seconds and size, so an edit of the
+    same length within a second would otherwise load the old code.)
+    """
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self.path = path
+        self.data = data
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        code = compile(self.data, str(self.path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+
+
+def _import_fresh(module_name: str, path: Path, data: bytes) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path, loader=_UnitLoader(path, data))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered while it runs, as a real import does (dataclasses and pickle look it up).
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _error_report(exc: BaseException, path: Path) -> dict[str, Any]:
+    if isinstance(exc, SyntaxError) and exc.filename == str(path):
+        report = _syntax_error(exc)
+        report["type"] = type(exc).__name__
+        return report
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    line = frames[-1].lineno if frames else None
+    lines = traceback.format_exception_only(type(exc), exc)
+    return {
+        "type": type(exc).__name__,
+        "message": "".join(lines).strip(),
+        "line": line,
+        "traceback": "".join(traceback.format_list(frames)).rstrip() or None,
+    }
+
+
+def _syntax_error(exc: SyntaxError) -> dict[str, Any]:
+    return {
+        "message": exc.msg,
+        "line": exc.lineno,
+        "column": exc.offset,
+        "text": (exc.text or "").rstrip() or None,
+    }
+
+
+def _outline(tree: ast.Module) -> dict[str, Any]:
+    functions: list[dict[str, Any]] = []
+    classes: list[dict[str, Any]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
+            returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+            functions.append(
+                {
+                    "name": node.name,
+                    "line": node.lineno,
+                    "signature": f"{prefix}def {node.name}({ast.unparse(node.args)}){returns}",
+                    "doc": _first_doc_line(node),
+                }
+            )
+        elif isinstance(node, ast.ClassDef):
+            classes.append(
+                {
+                    "name": node.name,
+                    "line": node.lineno,
+                    "bases": [ast.unparse(b) for b in node.bases],
+                    "methods": [
+                        n.name
+                        for n in node.body
+                        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                    ],
+                    "doc": _first_doc_line(node),
+                }
+            )
+    return {"doc": _first_doc_line(tree), "functions": functions, "classes": classes}
+
+
+def _first_doc_line(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    doc = ast.get_docstring(node)
+    return doc.strip().splitlines()[0] if doc and doc.strip() else None
+
+
+def _valid_name(name: str) -> bool:
+    return bool(UNIT_NAME_RE.match(name)) and not keyword.iskeyword(name)
+
+
+def _check_name(name: str) -> None:
+    if not _valid_name(name):
+        raise ToolCallError(
+            f"unit name {name!r} must be a Python identifier (letters, digits, '_', not "
+            "starting with a digit, at most 64 characters) and not a keyword, e.g. 'colour_tools'"
+        )
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolCallError(
+            f"unit {name!r} is not UTF-8 text and cannot be patched; replace it with an edit"
+        ) from None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
