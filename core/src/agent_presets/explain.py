@@ -1,0 +1,202 @@
+"""Why a tool is or is not available now, and what would make it available.
+
+Used by ``presets explain`` and by the MCP server when a client calls a tool
+that exists in some preset but is not active.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
+from agent_presets.manager import PresetManager
+from agent_presets.model import ANY, NONE, Preset
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class PresetVerdict:
+    preset: str
+    risk: str
+    default_state: str
+    active: bool
+    reason: str
+    """Why it is active or not, one sentence."""
+    enable: str | None
+    """What would turn it on (None when it is active)."""
+    override: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "risk": self.risk,
+            "default_state": self.default_state,
+            "active": self.active,
+            "reason": self.reason,
+            "enable": self.enable,
+            "override": self.override,
+        }
+
+
+@dataclass(frozen=True)
+class ToolExplanation:
+    query: str
+    tool_id: str | None
+    mcp_name: str | None
+    active: bool
+    presets: tuple[PresetVerdict, ...] = field(default=())
+
+    @property
+    def known(self) -> bool:
+        return self.tool_id is not None
+
+    def message(self) -> str:
+        """One paragraph for a person or a model."""
+        if not self.known:
+            return f"no installed plugin provides a tool named {self.query!r}"
+        name = self.mcp_name or self.tool_id
+        if not self.presets:
+            return f"tool {name!r} exists but no preset includes it, so it is never active"
+        if self.active:
+            on = next(v for v in self.presets if v.active)
+            return f"tool {name!r} is active through preset {on.preset!r}: {on.reason}"
+        parts = [
+            f"preset {v.preset!r}, which is inactive because {v.reason}. To enable it: {v.enable}"
+            for v in self.presets
+        ]
+        return f"tool {name!r} is not active now. It is provided by " + " Or by ".join(parts) + "."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "tool_id": self.tool_id,
+            "mcp_name": self.mcp_name,
+            "active": self.active,
+            "presets": [v.to_dict() for v in self.presets],
+            "message": self.message(),
+        }
+
+
+def find_adapter(adapters: ToolAdapterRegistry, tool: str) -> ToolAdapter | None:
+    """The adapter for a tool id or MCP name (the first, for a shared MCP name)."""
+    adapter = adapters.get(tool)
+    if adapter is not None:
+        return adapter
+    return next((a for a in adapters.list() if a.mcp_name == tool), None)
+
+
+def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
+    adapters = manager.tool_adapters
+    matching = [a for a in adapters.list() if tool in (a.id, a.mcp_name)]
+    if not matching:
+        return ToolExplanation(query=tool, tool_id=None, mcp_name=None, active=False)
+    ids = {a.id for a in matching}
+    resolution = manager.resolve()
+    active = {a.name: a for a in resolution.active_presets}
+    overrides = manager.get_overrides()
+    context = manager.get_context()
+    verdicts = []
+    for preset in manager.registry.list():
+        if not ids.intersection(preset.tool_ids):
+            continue
+        verdicts.append(
+            _verdict(preset, active.get(preset.name), overrides.get(preset.name), context)
+        )
+    verdicts.sort(key=lambda v: not v.active)
+    active_ids = ids.intersection(resolution.tool_ids)
+    chosen = next((a for a in matching if a.id in active_ids), matching[0])
+    return ToolExplanation(
+        query=tool,
+        tool_id=chosen.id,
+        mcp_name=chosen.mcp_name,
+        active=bool(active_ids),
+        presets=tuple(verdicts),
+    )
+
+
+def _verdict(
+    preset: Preset, active: Any, override: str | None, context: Mapping[str, Any]
+) -> PresetVerdict:
+    common = {
+        "preset": preset.name,
+        "risk": preset.risk,
+        "default_state": preset.default_state,
+        "override": override,
+    }
+    if active is not None:
+        reason = (
+            "forced on by a session override"
+            if active.reason == "override"
+            else "the current context matches " + describe_patterns(preset)
+        )
+        return PresetVerdict(active=True, reason=reason, enable=None, **common)
+    enable_override = f"turn on preset {preset.name!r} (session override {preset.name}=on)"
+    if override == "off":
+        return PresetVerdict(
+            active=False,
+            reason="forced off by a session override",
+            enable=f"set preset {preset.name!r} back to auto or on",
+            **common,
+        )
+    if preset.default_state == "off":
+        why = f"it is off by default (risk: {preset.risk})"
+        return PresetVerdict(active=False, reason=why, enable=enable_override, **common)
+    if not preset.contexts:
+        return PresetVerdict(
+            active=False, reason="it has no contexts", enable=enable_override, **common
+        )
+    missing = [_difference(p, context) for p in preset.contexts]
+    return PresetVerdict(
+        active=False,
+        reason="the current context does not match " + describe_patterns(preset),
+        enable=", or ".join(missing) + f", or {enable_override}",
+        **common,
+    )
+
+
+def describe_pattern(pattern: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in pattern.items():
+        if value == ANY:
+            parts.append(f"any {key}")
+        elif value is None or value == NONE:
+            parts.append(f"no {key}")
+        else:
+            parts.append(f"{key}={_fmt(value)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def describe_patterns(preset: Preset) -> str:
+    return " or ".join(describe_pattern(p) for p in preset.contexts) or "{}"
+
+
+def _difference(pattern: Mapping[str, Any], context: Mapping[str, Any]) -> str:
+    needs = []
+    for key, value in pattern.items():
+        if value == ANY:
+            continue
+        if value is None or value == NONE:
+            if context.get(key) is not None:
+                needs.append("clear the activity" if key == "activity" else f"clear {key}")
+        elif context.get(key, _MISSING) != value:
+            needs.append(_need(key, value))
+    return " and ".join(needs) if needs else describe_pattern(pattern)
+
+
+def _need(key: str, value: Any) -> str:
+    if key == "surface":
+        return f"switch to the {value} surface"
+    if key == "activity":
+        return "clear the activity" if value is None else f"set the activity to {_fmt(value)}"
+    if key == "canvas_visible":
+        return "show the canvas" if value else "hide the canvas"
+    return f"have {key}={_fmt(value)}"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
