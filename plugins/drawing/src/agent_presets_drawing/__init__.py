@@ -1,1 +1,35 @@
-"""agent-presets built-in plugin: drawing."""
+"""agent-presets built-in plugin: drawing.
+
+Presets for vector drawing on the canvas, the tools behind them, and a
+reference drawing runtime (one per world) for the headless host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from agent_presets import ToolAdapter, hookimpl
+
+from agent_presets_drawing.document import Drawing, DrawingError
+
+__all__ = ["Drawing", "DrawingError"]
+
+
+@hookimpl
+def presets_preset_files() -> list[Traversable]:
+    return [files(__name__) / "presets.yaml"]
+
+
+@hookimpl
+def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    from agent_presets_drawing.adapters import ADAPTERS
+
+    return ADAPTERS
+
+
+@hookimpl
+def presets_headless_runtime(host: Any) -> None:
+    host.add_world_runtime("drawing", Drawing.factory)

@@ -1,0 +1,394 @@
+"""The drawing tools: one ``ToolAdapter`` per MCP tool in the spec's Drawing table.
+
+Each handler fetches the current world's drawing from the app when it runs,
+calls one method on it, and turns a refusal into a ``ToolCallError`` the model
+can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent_presets import ToolAdapter, ToolCallError, require_runtime
+
+from agent_presets_drawing.document import MATCH_MODES, SHAPES, TOOLS, Drawing, DrawingError
+
+RUNTIME = "drawing"
+
+# ------------------------------------------------------------------ schemas
+
+NUMBER: dict[str, Any] = {"type": "number"}
+COLOR: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^(none|#[0-9a-fA-F]{3}|#[0-9a-fA-F]{6})$",
+    "description": "'#rrggbb', '#rgb', or 'none' for no paint.",
+}
+WIDTH: dict[str, Any] = {
+    "type": "number",
+    "minimum": 0,
+    "description": "Stroke width in drawing units (0 draws no outline).",
+}
+POINT: dict[str, Any] = {
+    "type": "array",
+    "items": NUMBER,
+    "minItems": 2,
+    "maxItems": 2,
+    "description": "An [x, y] pair.",
+}
+LAYER: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "description": "A layer id (like 'layer-2') or its exact name.",
+}
+LAYER_NAME: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "description": "A layer name, unique in the drawing.",
+}
+
+
+def _style(*, fill: bool) -> dict[str, Any]:
+    properties: dict[str, Any] = {"stroke": COLOR, "width": WIDTH}
+    if fill:
+        properties = {"fill": COLOR, **properties}
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "description": "Style for this object; keys left out come from the drawing's defaults.",
+    }
+
+
+def _schema(
+    properties: dict[str, Any] | None = None, required: list[str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties or {},
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    schema.update(extra)
+    return schema
+
+
+STYLE_CHANGE = _schema(
+    {
+        "fill": {**COLOR, "description": "Fill colour: '#rrggbb', '#rgb' or 'none'."},
+        "stroke": {**COLOR, "description": "Outline colour: '#rrggbb', '#rgb' or 'none'."},
+        "width": WIDTH,
+    },
+    minProperties=1,
+)
+
+# ------------------------------------------------------------------ handlers
+
+
+def _drawing(app: Any, tool: str) -> Drawing:
+    drawing: Drawing = require_runtime(app, RUNTIME, tool)
+    return drawing
+
+
+def _tool(
+    name: str, action: Callable[[Drawing, dict[str, Any]], Any]
+) -> Callable[[Any, dict[str, Any]], Any]:
+    def handler(app: Any, arguments: dict[str, Any]) -> Any:
+        drawing = _drawing(app, name)
+        try:
+            return action(drawing, arguments)
+        except DrawingError as exc:
+            raise ToolCallError(f"{name}: {exc}") from None
+
+    handler.__name__ = name
+    return handler
+
+
+def _inspect(d: Drawing, a: dict[str, Any]) -> Any:
+    result = d.inspect()
+    if a.get("include_svg"):
+        result["svg"] = d.to_svg()
+    return result
+
+
+def _transform(d: Drawing, a: dict[str, Any]) -> Any:
+    moves = {k: a[k] for k in ("dx", "dy", "sx", "sy", "degrees") if k in a}
+    if not moves:
+        raise DrawingError("say how to transform: dx/dy to move, sx/sy to scale, degrees to rotate")
+    origin = (a["origin"]["x"], a["origin"]["y"]) if "origin" in a else None
+    return d.transform_selection(**moves, origin=origin)
+
+
+def _adapter(
+    slug: str,
+    description: str,
+    schema: dict[str, Any],
+    action: Callable[[Drawing, dict[str, Any]], Any],
+    annotations: dict[str, Any] | None = None,
+) -> ToolAdapter:
+    name = "space_drawing_" + slug.replace("-", "_")
+    return ToolAdapter(
+        id=f"drawing.{slug}",
+        mcp_name=name,
+        description=description,
+        input_schema=schema,
+        handler=_tool(name, action),
+        annotations=annotations,
+    )
+
+
+READ_ONLY = {"readOnlyHint": True}
+DESTRUCTIVE = {"destructiveHint": True}
+
+ADAPTERS: list[ToolAdapter] = [
+    _adapter(
+        "inspect",
+        "Read the whole drawing as JSON: layers bottom to top with their objects (id, kind, "
+        "geometry, style, bounding box), the active layer, the selected object ids, the current "
+        "tool, the default style, and how many steps can be undone or redone. Set include_svg "
+        "to also get the drawing rendered as SVG.",
+        _schema({"include_svg": {"type": "boolean", "default": False}}),
+        _inspect,
+        READ_ONLY,
+    ),
+    _adapter(
+        "set-tool",
+        "Switch the active drawing tool the user sees in the toolbar.",
+        _schema(
+            {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}}, ["tool"]
+        ),
+        lambda d, a: d.set_tool(a["tool"]),
+    ),
+    _adapter(
+        "insert-shape",
+        "Add a shape to the drawing and return its id and the stored object. A rect or ellipse "
+        "fills the box x, y (top-left), width, height, optionally turned clockwise by rotation "
+        "degrees about its centre; a polygon takes its corner points instead of a box. The "
+        "shape goes on top of the given layer (default: the active layer) with the default "
+        "style, overridden by any style keys you give.",
+        _schema(
+            {
+                "shape": {"enum": list(SHAPES)},
+                "x": {**NUMBER, "description": "Left edge of the box (rect, ellipse)."},
+                "y": {**NUMBER, "description": "Top edge of the box (rect, ellipse)."},
+                "width": {"type": "number", "exclusiveMinimum": 0},
+                "height": {"type": "number", "exclusiveMinimum": 0},
+                "rotation": {**NUMBER, "description": "Degrees clockwise (rect, ellipse)."},
+                "points": {
+                    "type": "array",
+                    "items": POINT,
+                    "minItems": 3,
+                    "description": "Polygon corners in order, at least 3 [x, y] pairs.",
+                },
+                "style": _style(fill=True),
+                "layer": LAYER,
+            },
+            ["shape"],
+            allOf=[
+                {
+                    "if": {
+                        "properties": {"shape": {"enum": ["rect", "ellipse"]}},
+                        "required": ["shape"],
+                    },
+                    "then": {"required": ["x", "y", "width", "height"]},
+                },
+                {
+                    "if": {"properties": {"shape": {"const": "polygon"}}, "required": ["shape"]},
+                    "then": {"required": ["points"]},
+                },
+            ],
+        ),
+        lambda d, a: d.insert_shape(
+            a["shape"],
+            a.get("x"),
+            a.get("y"),
+            a.get("width"),
+            a.get("height"),
+            points=a.get("points"),
+            rotation=a.get("rotation", 0.0),
+            style=a.get("style"),
+            layer=a.get("layer"),
+        ),
+    ),
+    _adapter(
+        "insert-line",
+        "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored object. "
+        "Lines have a stroke colour and width but no fill.",
+        _schema(
+            {
+                "x1": NUMBER,
+                "y1": NUMBER,
+                "x2": NUMBER,
+                "y2": NUMBER,
+                "style": _style(fill=False),
+                "layer": LAYER,
+            },
+            ["x1", "y1", "x2", "y2"],
+        ),
+        lambda d, a: d.insert_line(
+            a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
+        ),
+    ),
+    _adapter(
+        "insert-stroke",
+        "Add a freehand stroke: an open path through points in drawing order, with round caps "
+        "and joins. Returns its id and the stored object. Strokes have no fill.",
+        _schema(
+            {
+                "points": {
+                    "type": "array",
+                    "items": POINT,
+                    "minItems": 2,
+                    "description": "The path, at least 2 [x, y] pairs.",
+                },
+                "style": _style(fill=False),
+                "layer": LAYER,
+            },
+            ["points"],
+        ),
+        lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
+    ),
+    _adapter(
+        "add-layer",
+        "Add an empty layer just above the active layer and make it active. Without a name it "
+        "is called 'Layer N'.",
+        _schema({"name": LAYER_NAME}),
+        lambda d, a: d.add_layer(a.get("name")),
+    ),
+    _adapter(
+        "duplicate-layer",
+        "Copy a layer (default: the active one) with all its objects, which get new ids. The "
+        "copy goes just above the original and becomes active; without a name it is called "
+        "'<name> copy'.",
+        _schema({"layer": LAYER, "name": LAYER_NAME}),
+        lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
+    ),
+    _adapter(
+        "rename-layer",
+        "Rename a layer. Names are unique within the drawing.",
+        _schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
+        lambda d, a: d.rename_layer(a["layer"], a["name"]),
+    ),
+    _adapter(
+        "set-active-layer",
+        "Make a layer the active one: new objects are inserted on it.",
+        _schema({"layer": LAYER}, ["layer"]),
+        lambda d, a: d.set_active_layer(a["layer"]),
+    ),
+    _adapter(
+        "delete-layer",
+        "Delete a layer and every object on it. The last remaining layer cannot be deleted. "
+        "space_drawing_undo restores it.",
+        _schema({"layer": LAYER}, ["layer"]),
+        lambda d, a: d.delete_layer(a["layer"]),
+        DESTRUCTIVE,
+    ),
+    _adapter(
+        "set-defaults",
+        "Change the default style that new objects get: fill colour, stroke colour and stroke "
+        "width. Existing objects keep their style (use space_drawing_update_selection_style).",
+        STYLE_CHANGE,
+        lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
+    ),
+    _adapter(
+        "update-selection-style",
+        "Restyle the selected objects: set any of fill colour, stroke colour and stroke width. "
+        "Lines and strokes have no fill and keep none.",
+        STYLE_CHANGE,
+        lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
+    ),
+    _adapter(
+        "sample-color",
+        "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill of "
+        "the topmost object covering that point (a stroke covers width/2 either side of its "
+        "outline; 'none' paint lets lower objects show), or the background colour.",
+        _schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+        lambda d, a: d.sample_color(a["x"], a["y"]),
+        READ_ONLY,
+    ),
+    _adapter(
+        "undo",
+        "Undo the last change to the drawing and say what it was.",
+        _schema(),
+        lambda d, a: d.undo(),
+    ),
+    _adapter(
+        "redo",
+        "Redo the change most recently undone and say what it was.",
+        _schema(),
+        lambda d, a: d.redo(),
+    ),
+    _adapter(
+        "select",
+        "Select objects: give either ids or rect (exactly one). A rectangle selects the "
+        "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
+        "wholly inside it (match: inside), on every layer or only on the given layer. The "
+        "new selection replaces the old one unless extend is true.",
+        _schema(
+            {
+                "ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "description": "Object ids, like 'obj-3'.",
+                },
+                "rect": _schema(
+                    {
+                        "x": NUMBER,
+                        "y": NUMBER,
+                        "width": {"type": "number", "minimum": 0},
+                        "height": {"type": "number", "minimum": 0},
+                    },
+                    ["x", "y", "width", "height"],
+                    description="Selection rectangle: top-left x, y and its size.",
+                ),
+                "match": {"enum": list(MATCH_MODES), "default": "intersects"},
+                "extend": {"type": "boolean", "default": False},
+                "layer": {**LAYER, "description": "Only select objects on this layer (rect)."},
+            },
+        ),
+        lambda d, a: d.select(
+            a.get("ids"),
+            a.get("rect"),
+            match=a.get("match", "intersects"),
+            extend=a.get("extend", False),
+            layer=a.get("layer"),
+        ),
+    ),
+    _adapter(
+        "transform-selection",
+        "Transform the selected objects' geometry: first scale by sx/sy, then rotate by degrees "
+        "(clockwise on screen), both about origin (default: the centre of the selection's "
+        "bounding box), then move by dx/dy. Stroke widths are kept. A turned rectangle scaled "
+        "unevenly becomes a 4-point polygon.",
+        _schema(
+            {
+                "dx": NUMBER,
+                "dy": NUMBER,
+                "sx": {
+                    **NUMBER,
+                    "description": "Horizontal scale factor, not 0; negative mirrors.",
+                },
+                "sy": {**NUMBER, "description": "Vertical scale factor, not 0; negative mirrors."},
+                "degrees": NUMBER,
+                "origin": _schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+            }
+        ),
+        _transform,
+    ),
+    _adapter(
+        "clear-selection",
+        "Deselect everything.",
+        _schema(),
+        lambda d, a: d.clear_selection(),
+    ),
+    _adapter(
+        "delete-selected",
+        "Delete the selected objects. space_drawing_undo brings them back.",
+        _schema(),
+        lambda d, a: d.delete_selected(),
+        DESTRUCTIVE,
+    ),
+]
