@@ -1,0 +1,235 @@
+"""Carry change notices from any thread to every connected MCP client.
+
+The tool registry and the preset manager call their listeners synchronously,
+from whatever thread made the change: a tool call in the server's worker
+thread, a host's UI thread, a test. ``ChangeFanout.changed`` only records the
+change and wakes the server's event loop; one flush task on the loop then
+tells every client, in both protocol eras:
+
+- legacy (handshake) connections get ``notifications/*/list_changed`` on the
+  connection's standalone channel (stdio's pipe, streamable HTTP's GET
+  stream), and ``notifications/resources/updated`` for URIs they subscribed;
+- modern (2026-07-28) clients get the same events on their
+  ``subscriptions/listen`` streams through the subscription bus.
+
+Changes that arrive while a flush is pending merge into it: list-changed
+notices are level triggers ("refetch"), so one notice covers a burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    SubscriptionBus,
+    ToolsListChanged,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+log = logging.getLogger("agent_presets.server")
+
+Kind = Literal["tools", "context"]
+"""``tools``: the tool list changed. ``context``: the active presets changed
+(prompt fragments and the status resources)."""
+
+SEND_TIMEOUT: Final = 5.0
+"""Seconds one client may take to accept a notice before it is dropped from the fan-out."""
+
+SETTLE_TIMEOUT: Final = 5.0
+
+
+@dataclass(eq=False)
+class _Peer:
+    """A legacy-era connection that can hear server-initiated notices."""
+
+    session: ServerSession
+    resources: set[str] = field(default_factory=set)
+
+
+class ChangeFanout:
+    """Records changes from any thread; delivers them from the server's event loop."""
+
+    def __init__(self, bus: SubscriptionBus, resource_uris: Iterable[str]) -> None:
+        self._bus = bus
+        self._resource_uris = tuple(resource_uris)
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_users = 0
+        self._pending: set[Kind] = set()
+        self._scheduled = False
+        # Touched only on the loop thread:
+        self._peers: dict[object, _Peer] = {}
+        self._waiters: list[asyncio.Future[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- the loop ----------------------------------------------------------
+
+    def attach_loop(self) -> None:
+        """Deliver on the running loop (called when the server starts serving)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._loop is not loop:
+                if self._loop is not None:
+                    log.warning("the MCP server moved to another event loop; notices follow it")
+                self._loop = loop
+                self._loop_users = 0
+                self._pending.clear()
+                self._scheduled = False
+            self._loop_users += 1
+
+    def detach_loop(self) -> None:
+        with self._lock:
+            self._loop_users -= 1
+            if self._loop_users <= 0:
+                self._loop = None
+                self._loop_users = 0
+
+    # -- recording changes (any thread) --------------------------------------
+
+    def changed(self, kind: Kind) -> None:
+        with self._lock:
+            self._pending.add(kind)
+            loop = self._loop
+            if self._scheduled or loop is None:
+                return
+            self._scheduled = True
+        try:
+            loop.call_soon_threadsafe(self._start_flush)
+        except RuntimeError:  # the loop has closed: nobody is connected any more
+            with self._lock:
+                self._scheduled = False
+
+    @property
+    def pending(self) -> bool:
+        return self._scheduled
+
+    # -- delivering (loop thread) -------------------------------------------
+
+    def _start_flush(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _flush(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    kinds, self._pending = self._pending, set()
+                    if not kinds:
+                        self._scheduled = False
+                        break
+                try:
+                    await self._deliver(kinds)
+                except Exception:
+                    log.exception("delivering a change notice failed")
+        finally:
+            with self._lock:
+                if self._pending and self._loop is not None:
+                    # Cancelled with work left: hand it to a fresh task.
+                    self._loop.call_soon(self._start_flush)
+                else:
+                    self._scheduled = False
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def settle(self) -> None:
+        """Wait until changes recorded so far have gone out (bounded).
+
+        A tool call that changed the tool list awaits this before answering, so
+        a client reads ``list_changed`` before the result that caused it.
+        """
+        if not self._scheduled:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        with anyio.move_on_after(SETTLE_TIMEOUT):
+            await waiter
+
+    async def _deliver(self, kinds: set[Kind]) -> None:
+        legacy: list[types.ServerNotification] = []
+        events: list[ServerEvent] = []
+        if "tools" in kinds:
+            legacy.append(types.ToolListChangedNotification())
+            events.append(ToolsListChanged())
+        if "context" in kinds:
+            legacy.append(types.PromptListChangedNotification())
+            events.append(PromptsListChanged())
+            events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
+        peers = list(self._peers.items())
+        if peers:
+            async with anyio.create_task_group() as tg:
+                for key, peer in peers:
+                    tg.start_soon(self._notify_peer, key, peer, legacy, "context" in kinds)
+        for event in events:
+            await self._bus.publish(event)
+
+    async def _notify_peer(
+        self, key: object, peer: _Peer, notes: list[types.ServerNotification], resources: bool
+    ) -> None:
+        if resources:
+            notes = notes + [
+                types.ResourceUpdatedNotification(
+                    params=types.ResourceUpdatedNotificationParams(uri=uri)
+                )
+                for uri in self._resource_uris
+                if uri in peer.resources
+            ]
+        try:
+            with anyio.fail_after(SEND_TIMEOUT):
+                for note in notes:
+                    await peer.session.send_notification(note)
+        except Exception as exc:  # a closed or stuck client leaves the fan-out
+            log.debug("dropping an MCP client from change notices: %r", exc)
+            self._peers.pop(key, None)
+
+    # -- legacy connections ---------------------------------------------------
+
+    async def track(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware: remember each legacy connection once it is initialized."""
+        result = await call_next(ctx)
+        if ctx.method != "initialize" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._add_peer(ctx.session)
+        return result
+
+    def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str, on: bool) -> None:
+        """``resources/subscribe`` / ``unsubscribe`` from a legacy connection."""
+        peer = self._add_peer(ctx.session)
+        if peer is not None:
+            (peer.resources.add if on else peer.resources.discard)(uri)
+
+    @property
+    def peer_count(self) -> int:
+        return len(self._peers)
+
+    def _add_peer(self, session: ServerSession) -> _Peer | None:
+        # The SDK keeps the connection behind the per-request session; it is
+        # the one stable identity of a client and owns the teardown stack.
+        connection = getattr(session, "_connection", None)
+        key: object = connection if connection is not None else session
+        peer = self._peers.get(key)
+        if peer is not None:
+            return peer
+        if isinstance(connection, Connection):
+            if not (connection.has_standalone_channel and connection.initialize_accepted):
+                return None
+            connection.exit_stack.callback(self._peers.pop, key, None)
+        peer = _Peer(session)
+        self._peers[key] = peer
+        return peer

@@ -1,0 +1,512 @@
+"""The MCP server: serves the live ToolRegistry to MCP clients such as opencode.
+
+``build_server(presets)`` returns a low-level ``mcp`` server (usable in memory
+with ``mcp.Client(server)``) that serves ``presets.tool_registry`` itself, not
+a copy: ``tools/list`` reads the registry, ``tools/call`` runs the registry's
+``ToolDef``, and every change to the registry reaches every connected client
+in both protocol eras. ``serve(presets, transport=...)`` runs it over stdio or
+streamable HTTP until stdin closes or the process is told to stop.
+
+This is the only module of the core that imports ``mcp`` (about a second to
+import); ``cli.py`` imports it inside the ``serve`` command only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import ipaddress
+import json
+import logging
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+
+from agent_presets import __version__
+from agent_presets.mcpserver.explain import explain_unavailable
+from agent_presets.mcpserver.fanout import ChangeFanout
+from agent_presets.mcpserver.hints import annotations_for, risk_map
+from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
+from agent_presets.tools import ToolRegistryChange
+
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+
+__all__ = [
+    "PROMPT_NAME",
+    "PROMPT_URI",
+    "STATUS_URI",
+    "PresetServer",
+    "build_server",
+    "main",
+    "serve",
+]
+
+log = logging.getLogger("agent_presets.server")
+
+SERVER_NAME: Final = "agent-presets"
+PROMPT_NAME: Final = "active-presets"
+PROMPT_URI: Final = "presets://active/prompt"
+STATUS_URI: Final = "presets://active/status"
+DEFAULT_PORT: Final = 8765
+HTTP_PATH: Final = "/mcp"
+
+INSTRUCTIONS: Final = (
+    "The tools offered here follow what the user is doing in the app: they change when the "
+    "surface or activity changes, and the server announces each change (tools/list_changed). "
+    f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
+    "active now. A tool that is not offered right now answers with what would turn it on."
+)
+
+_NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
+_NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
+
+Transport = Literal["stdio", "http"]
+
+
+class PresetServer(Server[Any]):
+    """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
+
+    def __init__(self, presets: Presets, *, name: str = SERVER_NAME) -> None:
+        self.presets = presets
+        self.tool_registry = presets.tool_registry
+        self._bus = InMemorySubscriptionBus()
+        self.listen_handler = ListenHandler(self._bus)
+        self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
+        # One worker runs tool handlers: the loop stays free for other clients
+        # and notices, and calls reach the app one at a time, in arrival order.
+        self._executor: ThreadPoolExecutor | None = None
+        self._tools_key: tuple[int, int, int] | None = None
+        self._tools_cache: list[dict[str, Any]] = []
+        super().__init__(
+            name,
+            version=__version__,
+            title="agent-presets",
+            instructions=INSTRUCTIONS,
+            lifespan=_lifespan,
+            cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
+            get_tool_input_schema=self._input_schema,
+            on_subscriptions_listen=self.listen_handler,
+        )
+        # Registered here rather than as on_* arguments: these return wire dicts,
+        # which the SDK validates like models but without building them first.
+        add = self.add_request_handler
+        add("tools/list", types.PaginatedRequestParams, self._list_tools)
+        add("tools/call", types.CallToolRequestParams, self._call_tool)
+        add("prompts/list", types.PaginatedRequestParams, self._list_prompts)
+        add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
+        add("resources/list", types.PaginatedRequestParams, self._list_resources)
+        add("resources/read", types.ReadResourceRequestParams, self._read_resource)
+        add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
+        add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        self.middleware.append(self.fanout.track)
+        self.tool_registry.add_on_change(self._tools_changed)
+        presets.manager.add_on_change(self._context_changed)
+
+    def close(self) -> None:
+        """Stop following the registry and manager; end listen streams; stop the worker."""
+        self.tool_registry.remove_on_change(self._tools_changed)
+        self.presets.manager.remove_on_change(self._context_changed)
+        self.listen_handler.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # The SDK advertises listChanged: false unless told; every transport
+        # (and mcp.Client in memory) asks here without options.
+        return super().create_initialization_options(
+            notification_options or _NOTIFY_ALL, experimental_capabilities, extensions
+        )
+
+    # -- change listeners (any thread) --------------------------------------
+
+    def _tools_changed(self, _change: ToolRegistryChange) -> None:
+        self.fanout.changed("tools")
+
+    def _context_changed(self, _resolution: Resolution) -> None:
+        self.fanout.changed("context")
+
+    # -- tools -------------------------------------------------------------
+
+    def tool_entries(self) -> list[dict[str, Any]]:
+        """The wire form of ``tools/list``, rebuilt only when a registry changes."""
+        presets = self.presets
+        key = (self.tool_registry.version, presets.registry.version, presets.tool_adapters.version)
+        if key != self._tools_key:
+            by_id, by_name = risk_map(presets)
+            entries = []
+            for tool in self.tool_registry.list():
+                risk = by_id.get(tool.managed_source or "") or by_name.get(tool.name)
+                entries.append(_tool_entry(tool, annotations_for(risk, tool.annotations)))
+            self._tools_cache = entries
+            self._tools_key = key
+        return self._tools_cache
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {"tools": self.tool_entries(), "resultType": "complete"}
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.tool_registry.get(name)
+        return dict(tool.input_schema) if tool is not None else None
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        name = params.name
+        tool = self.tool_registry.get(name)
+        if tool is None:
+            return _error(explain_unavailable(name, self.presets))
+        try:
+            value = await self._run(tool, params.arguments or {})
+            result = _success(value)
+        except PresetError as exc:
+            result = _error(str(exc))
+        except Exception:
+            log.exception("tool %s failed", name)
+            result = _error(
+                f"{name} failed with an internal error (the server logged the details). "
+                "Do not retry it with the same arguments; tell the user it failed."
+            )
+        if self.fanout.pending:
+            await self.fanout.settle()
+        return result
+
+    async def _run(self, tool: ToolDef, arguments: dict[str, Any]) -> Any:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="presets-tool")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, tool.run, arguments)
+
+    # -- prompt and resources ------------------------------------------------
+
+    def _fragments(self) -> list[PromptFragment]:
+        return self.presets.manager.get_prompt_fragments()
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {"prompts": [_prompt_entry(self._fragments())], "resultType": "complete"}
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> dict[str, Any]:
+        if params.name != PROMPT_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
+            )
+        fragments = self._fragments()
+        return {
+            "description": _prompt_entry(fragments)["description"],
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": prompt_text(fragments)}}
+            ],
+            "resultType": "complete",
+        }
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {
+            "resources": [
+                {
+                    "uri": PROMPT_URI,
+                    "name": "active-presets-prompt",
+                    "title": "Guidance for the active tools",
+                    "description": "The prompt fragments of the presets active now.",
+                    "mimeType": "text/markdown",
+                },
+                {
+                    "uri": STATUS_URI,
+                    "name": "active-presets-status",
+                    "title": "Active presets",
+                    "description": "The context, overrides, active presets and tools, as JSON.",
+                    "mimeType": "application/json",
+                },
+            ],
+            "resultType": "complete",
+        }
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> dict[str, Any]:
+        uri = str(params.uri)
+        if uri == PROMPT_URI:
+            text, mime = prompt_text(self._fragments()), "text/markdown"
+        elif uri == STATUS_URI:
+            text, mime = json.dumps(self.status(), indent=1, default=str), "application/json"
+        else:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown resource {uri!r}; this server has {PROMPT_URI} and {STATUS_URI}",
+            )
+        return {
+            "contents": [{"uri": uri, "mimeType": mime, "text": text}],
+            "resultType": "complete",
+        }
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> dict[str, Any]:
+        self.fanout.subscribe(ctx, str(params.uri), True)
+        return {}
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> dict[str, Any]:
+        self.fanout.subscribe(ctx, str(params.uri), False)
+        return {}
+
+    def status(self) -> dict[str, Any]:
+        manager = self.presets.manager
+        return {
+            "context": manager.get_context(),
+            "overrides": manager.get_overrides(),
+            "active_presets": [
+                {"name": a.name, "reason": a.reason, "risk": a.risk}
+                for a in manager.get_active_presets()
+            ],
+            "tools": self.tool_registry.names(),
+        }
+
+
+@asynccontextmanager
+async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    # Entered once per stdio/in-memory connection and once per HTTP app: it
+    # binds change delivery to the loop that serves.
+    assert isinstance(server, PresetServer)
+    server.fanout.attach_loop()
+    try:
+        yield {}
+    finally:
+        server.fanout.detach_loop()
+
+
+# ---------------------------------------------------------------- wire shapes
+
+
+def _tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": _plain(tool.input_schema),
+    }
+    title = tool.title or annotations.get("title")
+    if title:
+        entry["title"] = title
+    if annotations:
+        entry["annotations"] = annotations
+    return entry
+
+
+def _plain(value: Any) -> Any:
+    """Frozen mappings (MappingProxyType) to dicts, for the wire."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _success(value: Any) -> dict[str, Any]:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    result: dict[str, Any] = {
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+        "resultType": "complete",
+    }
+    if isinstance(value, dict):
+        result["structuredContent"] = value
+    return result
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+        "resultType": "complete",
+    }
+
+
+def prompt_text(fragments: Sequence[PromptFragment]) -> str:
+    """The active prompt fragments as one markdown text."""
+    if not fragments:
+        return "No active preset has guidance right now."
+    parts = ["Guidance for the tools that are active now:"]
+    parts.extend(f"## {f.preset}\n\n{f.prompt.strip()}" for f in fragments)
+    return "\n\n".join(parts) + "\n"
+
+
+def _prompt_entry(fragments: Sequence[PromptFragment]) -> dict[str, Any]:
+    names = ", ".join(f.preset for f in fragments) or "none"
+    return {
+        "name": PROMPT_NAME,
+        "title": "Guidance for the active tools",
+        "description": f"How to use the tools active now (presets with guidance: {names}).",
+    }
+
+
+# -------------------------------------------------------------------- serving
+
+
+def build_server(presets: Presets) -> PresetServer:
+    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
+    return PresetServer(presets)
+
+
+def serve(
+    presets: Presets,
+    *,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    banner: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
+
+    ``banner`` receives one line once the server is ready (for http it names
+    the URL, with the real port when ``port`` is 0); write it to stderr, never
+    to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
+    the HTTP port cannot be bound.
+    """
+    if transport not in ("stdio", "http"):
+        raise PresetError(f"unknown transport {transport!r}; use stdio or http")
+    server = build_server(presets)
+    try:
+        if transport == "stdio":
+            anyio.run(_serve_stdio, server, banner)
+        else:
+            sock = _bind(host, port)
+            anyio.run(_serve_http, server, sock, banner)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | None) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        if banner is not None:
+            banner("agent-presets MCP server on stdio")
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise PresetError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pass another --port "
+            "(0 picks a free one)"
+        ) from None
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve_http(
+    server: PresetServer, sock: socket.socket, banner: Callable[[str], None] | None
+) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    security = None
+    if not _is_loopback(host):
+        # The SDK protects loopback hosts by itself; elsewhere accept only this host name.
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{shown}:*"],
+            allowed_origins=[f"http://{shown}:*"],
+        )
+        log.warning(
+            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
+        )
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, transport_security=security
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    uv_server = uvicorn.Server(config)
+    if banner is not None:
+        banner(f"agent-presets MCP server on http://{shown}:{port}{HTTP_PATH}")
+    await uv_server.serve(sockets=[sock])
+
+
+# ------------------------------------------------------------ python -m entry
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agent_presets.server``: the headless host served over MCP.
+
+    ``presets serve`` is the supported entry; this one exists for tests and
+    debugging and takes the same transport options.
+    """
+    from agent_presets.host import HeadlessHost
+
+    parser = argparse.ArgumentParser(prog="python -m agent_presets.server")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--state-dir", required=True, type=Path)
+    parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--on", action="append", default=[], metavar="PRESET")
+    parser.add_argument("--off", action="append", default=[], metavar="PRESET")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    overrides = {name: "on" for name in args.on} | {name: "off" for name in args.off}
+    try:
+        presets = HeadlessHost(args.state_dir, args.root).start(overrides=overrides or None)
+        serve(
+            presets,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            banner=functools.partial(print, file=sys.stderr, flush=True),
+        )
+    except PresetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
