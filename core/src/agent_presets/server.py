@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import functools
 import ipaddress
 import json
@@ -37,7 +38,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets import __version__
-from agent_presets.mcpserver.explain import explain_unavailable
+from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for, risk_map
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
@@ -177,7 +178,7 @@ class PresetServer(Server[Any]):
         name = params.name
         tool = self.tool_registry.get(name)
         if tool is None:
-            return _error(explain_unavailable(name, self.presets))
+            return _error(self.unavailable_message(name))
         try:
             value = await self._run(tool, params.arguments or {})
             result = _success(value)
@@ -192,6 +193,28 @@ class PresetServer(Server[Any]):
         if self.fanout.pending:
             await self.fanout.settle()
         return result
+
+    def unavailable_message(self, name: str) -> str:
+        """What a model reads when it calls a tool that is not in the list now."""
+        explanation = explain_tool(self.presets.manager, name)
+        if not explanation.known:
+            known = sorted(
+                {a.mcp_name for a in self.presets.tool_adapters.list()}
+                | set(self.tool_registry.names())
+            )
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            return (
+                f"Unknown tool {name!r}: no installed plugin provides it.{hint} "
+                "List the tools to see what is available now."
+            )
+        if explanation.active:
+            return f"Tool {name!r} is being updated; list the tools again and retry."
+        text = explanation.message()
+        text = text[0].upper() + text[1:] + " Only the user can set an override."
+        if any(v.default_state == "auto" and v.override != "off" for v in explanation.presets):
+            text += " After a context change, list the tools again."
+        return text
 
     async def _run(self, tool: ToolDef, arguments: dict[str, Any]) -> Any:
         if self._executor is None:
@@ -411,7 +434,7 @@ async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | Non
 
     async with stdio_server() as (read_stream, write_stream):
         if banner is not None:
-            banner("agent-presets MCP server on stdio")
+            banner("serving MCP on stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -465,7 +488,7 @@ async def _serve_http(
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     uv_server = uvicorn.Server(config)
     if banner is not None:
-        banner(f"agent-presets MCP server on http://{shown}:{port}{HTTP_PATH}")
+        banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")
     await uv_server.serve(sockets=[sock])
 
 

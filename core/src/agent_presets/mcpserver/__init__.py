@@ -1,5 +1,5 @@
 """Pieces of the MCP server (``agent_presets.server``) that read best on their own.
 
-``explain`` and ``hints`` are pure and import nothing from ``mcp``, so other
-commands may use them; ``fanout`` is server machinery and imports ``mcp``.
+``hints`` (risk -> tool annotations) is pure; ``fanout`` (change notices to
+every client) is server machinery and imports ``mcp``.
 """
