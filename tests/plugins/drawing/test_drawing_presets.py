@@ -1,0 +1,154 @@
+"""The drawing presets: exactly the spec's Drawing table, offered in the drawing context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.resources import files
+from types import SimpleNamespace
+from typing import Any
+
+import agent_presets_drawing
+import pytest
+from agent_presets import MissingRuntimeError, load_preset_file
+from agent_presets.bootstrap import bootstrap
+
+CONTEXT = {"surface": "canvas", "activity": "drawing"}
+
+# The spec's "Built-In Presets / Drawing" table: name -> (default, risk, MCP tools).
+SPEC = {
+    "drawing-shape-tools": (
+        "auto",
+        "normal",
+        [
+            "space_drawing_inspect",
+            "space_drawing_set_tool",
+            "space_drawing_insert_shape",
+            "space_drawing_insert_line",
+            "space_drawing_insert_stroke",
+        ],
+    ),
+    "drawing-layer-tools": (
+        "auto",
+        "normal",
+        [
+            "space_drawing_add_layer",
+            "space_drawing_duplicate_layer",
+            "space_drawing_rename_layer",
+            "space_drawing_set_active_layer",
+        ],
+    ),
+    "drawing-layer-destructive-tools": ("off", "destructive", ["space_drawing_delete_layer"]),
+    "drawing-color-tools": (
+        "auto",
+        "normal",
+        [
+            "space_drawing_set_defaults",
+            "space_drawing_update_selection_style",
+            "space_drawing_sample_color",
+        ],
+    ),
+    "drawing-history-tools": ("auto", "normal", ["space_drawing_undo", "space_drawing_redo"]),
+    "drawing-selection-tools": (
+        "auto",
+        "normal",
+        [
+            "space_drawing_select",
+            "space_drawing_transform_selection",
+            "space_drawing_clear_selection",
+        ],
+    ),
+    "drawing-selection-destructive-tools": (
+        "off",
+        "destructive",
+        ["space_drawing_delete_selected"],
+    ),
+}
+
+
+def spec_tools(*, include_off: bool) -> set[str]:
+    return {
+        tool
+        for default, _, tools in SPEC.values()
+        if include_off or default == "auto"
+        for tool in tools
+    }
+
+
+def test_preset_file_defines_exactly_the_spec_table() -> None:
+    presets = load_preset_file(files(agent_presets_drawing) / "presets.yaml")
+    assert [p.name for p in presets] == list(SPEC)
+    adapters = {a.id: a for a in agent_presets_drawing.presets_tool_adapters()}
+    for preset in presets:
+        default, risk, tools = SPEC[preset.name]
+        assert (preset.default_state, preset.risk, preset.group) == (default, risk, "drawing")
+        assert [dict(c) for c in preset.contexts] == [CONTEXT]
+        assert [adapters[t].mcp_name for t in preset.tool_ids] == tools
+        assert preset.system_prompt and len(preset.system_prompt) > 80
+
+
+def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
+    adapters = agent_presets_drawing.presets_tool_adapters()
+    assert {a.mcp_name for a in adapters} == spec_tools(include_off=True)
+    for adapter in adapters:
+        slug = adapter.id.removeprefix("drawing.")
+        assert adapter.mcp_name == "space_drawing_" + slug.replace("-", "_")
+        assert adapter.input_schema.get("additionalProperties") is False
+
+
+def test_only_reading_tools_are_marked_read_only() -> None:
+    read_only = {
+        a.mcp_name
+        for a in agent_presets_drawing.presets_tool_adapters()
+        if (a.annotations or {}).get("readOnlyHint")
+    }
+    assert read_only == {"space_drawing_inspect", "space_drawing_sample_color"}
+
+
+def test_drawing_context_offers_the_auto_presets_only(make_app: Callable[..., Any]) -> None:
+    app = make_app(destructive=False)
+    assert set(app.tools()) == spec_tools(include_off=False)
+    active = {a.name for a in app.presets.manager.get_active_presets()}
+    assert active == {name for name, (default, _, _) in SPEC.items() if default == "auto"}
+
+
+def test_destructive_tools_come_only_with_an_override(make_app: Callable[..., Any]) -> None:
+    app = make_app(destructive=False)
+    assert "space_drawing_delete_layer" not in app.tools()
+    app.presets.manager.set_override("drawing-layer-destructive-tools", "on")
+    assert "space_drawing_delete_layer" in app.tools()
+    assert "space_drawing_delete_selected" not in app.tools()
+    app.presets.manager.set_override("drawing-selection-destructive-tools", "on")
+    assert set(app.tools()) == spec_tools(include_off=True)
+
+
+@pytest.mark.parametrize(
+    ("surface", "activity"), [("canvas", "graph"), ("canvas", None), ("scene", "drawing")]
+)
+def test_drawing_tools_leave_outside_the_drawing_context(
+    make_app: Callable[..., Any], surface: str, activity: str | None
+) -> None:
+    app = make_app(destructive=False)
+    app.host.shell.set_surface(surface)
+    app.host.shell.set_activity(activity)
+    assert app.tools() == {}
+    assert app.presets.tool_registry.names() == []
+
+
+def test_tool_list_follows_the_shell_into_the_registry(make_app: Callable[..., Any]) -> None:
+    app = make_app(destructive=False)
+    assert set(app.presets.tool_registry.names()) == spec_tools(include_off=False)
+    app.host.shell.set_activity("graph")
+    assert app.presets.tool_registry.names() == []
+    app.host.shell.set_activity("drawing")
+    assert set(app.presets.tool_registry.names()) == spec_tools(include_off=False)
+
+
+def test_an_app_without_a_drawing_runtime_gets_an_error_naming_it() -> None:
+    presets = bootstrap(
+        SimpleNamespace(),
+        plugins=[agent_presets_drawing],
+        context={**CONTEXT, "canvas_visible": True},
+    )
+    tools = {t.name: t for t in presets.manager.get_tool_defs()}
+    with pytest.raises(MissingRuntimeError, match=r"space_drawing_inspect requires app\.drawing"):
+        tools["space_drawing_inspect"].run({})
