@@ -155,7 +155,7 @@ def context_options(func: F) -> F:
 def _context(
     surface: str | None, activity: str | None, canvas_visible: bool | None, facts: Sequence[str]
 ) -> dict[str, Any]:
-    surface = surface or "scene"
+    surface = "scene" if surface is None else surface
     context: dict[str, Any] = {
         "surface": surface,
         "activity": activity or None,
@@ -185,15 +185,26 @@ def _presets(
 
 
 def _table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A readable table on a terminal; one unwrapped line per row when piped (for grep)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False, header_style="bold", title_justify="left")
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    console = Console(soft_wrap=False)
+    piped = not console.is_terminal
+    if piped:
+        console = Console(width=10_000, soft_wrap=False, no_color=True)
+    table = Table(
+        title=title,
+        header_style="bold",
+        title_justify="left",
+        box=box.SIMPLE if piped else box.HEAVY_HEAD,
+    )
+    for i, column in enumerate(columns):
+        table.add_column(column, no_wrap=piped or i == 0, overflow="fold")
     for row in rows:
         table.add_row(*("" if c is None else str(c) for c in row))
-    Console(soft_wrap=False).print(table)
+    console.print(table)
 
 
 # ------------------------------------------------------------------ validate
