@@ -14,7 +14,6 @@ import); ``cli.py`` imports it inside the ``serve`` command only.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import functools
 import ipaddress
@@ -23,7 +22,6 @@ import logging
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -39,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 
 from agent_presets import __version__
 from agent_presets.explain import explain_tool
+from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for, risk_map
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
@@ -88,9 +87,8 @@ class PresetServer(Server[Any]):
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
-        # One worker runs tool handlers: the loop stays free for other clients
-        # and notices, and calls reach the app one at a time, in arrival order.
-        self._executor: ThreadPoolExecutor | None = None
+        self.calls = ToolCalls()
+        self._offload: frozenset[str] = frozenset()
         self._tools_key: tuple[int, int, int] | None = None
         self._tools_cache: list[dict[str, Any]] = []
         super().__init__(
@@ -123,9 +121,7 @@ class PresetServer(Server[Any]):
         self.tool_registry.remove_on_change(self._tools_changed)
         self.presets.manager.remove_on_change(self._context_changed)
         self.listen_handler.close()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        self.calls.close()
 
     def create_initialization_options(
         self,
@@ -156,10 +152,14 @@ class PresetServer(Server[Any]):
         if key != self._tools_key:
             by_id, by_name = risk_map(presets)
             entries = []
+            offload = set()
             for tool in self.tool_registry.list():
                 risk = by_id.get(tool.managed_source or "") or by_name.get(tool.name)
                 entries.append(_tool_entry(tool, annotations_for(risk, tool.annotations)))
+                if risk in OFFLOAD_RISKS:
+                    offload.add(tool.name)
             self._tools_cache = entries
+            self._offload = frozenset(offload)
             self._tools_key = key
         return self._tools_cache
 
@@ -180,7 +180,10 @@ class PresetServer(Server[Any]):
         if tool is None:
             return _error(self.unavailable_message(name))
         try:
-            value = await self._run(tool, params.arguments or {})
+            self.tool_entries()  # refreshes which tools do I/O
+            value = await self.calls.run(
+                tool, params.arguments or {}, offload=name in self._offload
+            )
             result = _success(value)
         except PresetError as exc:
             result = _error(str(exc))
@@ -215,12 +218,6 @@ class PresetServer(Server[Any]):
         if any(v.default_state == "auto" and v.override != "off" for v in explanation.presets):
             text += " After a context change, list the tools again."
         return text
-
-    async def _run(self, tool: ToolDef, arguments: dict[str, Any]) -> Any:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="presets-tool")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, tool.run, arguments)
 
     # -- prompt and resources ------------------------------------------------
 

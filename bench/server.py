@@ -1,0 +1,241 @@
+"""MCP server overhead: agent-presets' server against a bare ``mcp`` low-level server.
+
+Run: uv run python bench/server.py [--rounds N] [--quick] [--json]
+
+Both servers run as stdio subprocesses of this script (it re-runs itself with
+``--serve``) and expose the same number of no-op tools; the client is the
+SDK's ``mcp.Client`` in the legacy (handshake) era that opencode speaks. Each
+round measures both servers, alternating which goes first, and the figures
+are medians over the rounds:
+
+- startup: spawn -> initialize -> first ``tools/list`` answer (20 tools);
+- calls: 1,000 sequential ``tools/call`` of a no-op tool (20 tools listed);
+- list500: one ``tools/list`` of 500 tools (median of 20 per round).
+
+Targets (ratio presets / bare): every figure <= 1.15.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+TARGET = 1.15
+SMALL = 20
+LARGE = 500
+
+
+# ------------------------------------------------------------------- servers
+
+
+def _schema(i: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"value": {"type": "integer", "description": f"any number for tool {i}"}},
+        "additionalProperties": False,
+    }
+
+
+def serve_bare(count: int) -> None:
+    """The baseline: an idiomatic low-level server with prebuilt tool models."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.stdio import stdio_server
+
+    # The same wire tools agent-presets serves, hints included (a normal-risk preset).
+    hints = types.ToolAnnotations(destructive_hint=False, open_world_hint=False)
+    tools = [
+        types.Tool(
+            name=f"space_noop_{i:03d}",
+            description=f"No-op tool {i}.",
+            input_schema=_schema(i),
+            annotations=hints,
+        )
+        for i in range(count)
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="null")])
+
+    server: Server[Any] = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def main() -> None:
+        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, options)
+
+    anyio.run(main)
+
+
+def serve_presets(count: int) -> None:
+    """agent-presets: bootstrap a plugin whose one preset holds ``count`` no-op tools."""
+    from agent_presets import ToolAdapter, bootstrap, hookimpl
+    from agent_presets.server import serve
+
+    folder = Path(tempfile.mkdtemp(prefix="presets-bench-"))
+    ids = [f"bench.noop-{i:03d}" for i in range(count)]
+    preset_file = folder / "presets.yaml"
+    preset_file.write_text(
+        "presets:\n  - name: bench-tools\n    default_state: auto\n    risk: normal\n"
+        "    contexts: [{surface: any}]\n    tool_ids: [" + ", ".join(ids) + "]\n"
+    )
+
+    def noop(app: Any, arguments: dict[str, Any]) -> None:
+        return None
+
+    class BenchPlugin:
+        @hookimpl
+        def presets_preset_files(self) -> list[Path]:
+            return [preset_file]
+
+        @hookimpl
+        def presets_tool_adapters(self) -> list[ToolAdapter]:
+            return [
+                ToolAdapter(tool_id, f"space_noop_{i:03d}", f"No-op tool {i}.", _schema(i), noop)
+                for i, tool_id in enumerate(ids)
+            ]
+
+    context = {"surface": "scene", "canvas_visible": False}
+    presets = bootstrap(None, plugins=[BenchPlugin()], context=context)
+    serve(presets)
+
+
+# -------------------------------------------------------------------- client
+
+
+def _params(kind: str, count: int) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    script = str(Path(__file__).resolve())
+    return StdioServerParameters(
+        command=sys.executable, args=[script, "--serve", kind, "--tools", str(count)]
+    )
+
+
+async def measure_startup(kind: str) -> float:
+    from mcp import Client
+
+    start = time.perf_counter()
+    async with Client(_params(kind, SMALL), mode="legacy") as client:
+        tools = await client.list_tools()
+        elapsed = time.perf_counter() - start
+    assert len(tools.tools) == SMALL, (kind, len(tools.tools))
+    return elapsed
+
+
+async def measure_calls(kind: str, calls: int) -> float:
+    from mcp import Client
+
+    async with Client(_params(kind, SMALL), mode="legacy") as client:
+        for _ in range(20):  # warm up
+            await client.call_tool("space_noop_000", {"value": 1})
+        start = time.perf_counter()
+        for _ in range(calls):
+            result = await client.call_tool("space_noop_000", {"value": 1})
+        elapsed = time.perf_counter() - start
+    assert not result.is_error, result
+    return elapsed
+
+
+async def measure_list(kind: str, repeat: int) -> float:
+    from mcp import Client
+
+    async with Client(_params(kind, LARGE), mode="legacy") as client:
+        for _ in range(3):
+            await client.list_tools()
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            tools = await client.list_tools()
+            samples.append(time.perf_counter() - start)
+    assert len(tools.tools) == LARGE
+    return statistics.median(samples)
+
+
+def run(rounds: int, calls: int, list_repeat: int) -> dict[str, Any]:
+    import anyio
+
+    figures: dict[str, dict[str, list[float]]] = {
+        name: {"bare": [], "presets": []} for name in ("startup", "calls", "list500")
+    }
+    measures: dict[str, Callable[[str], Any]] = {
+        "startup": measure_startup,
+        "calls": lambda kind: measure_calls(kind, calls),
+        "list500": lambda kind: measure_list(kind, list_repeat),
+    }
+    for r in range(rounds):
+        order = ("bare", "presets") if r % 2 == 0 else ("presets", "bare")
+        for name, measure in measures.items():
+            for kind in order:
+                figures[name][kind].append(anyio.run(measure, kind))
+        print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
+    report: dict[str, Any] = {
+        "rounds": rounds,
+        "calls": calls,
+        "target_ratio": TARGET,
+        "figures": {},
+    }
+    for name, by_kind in figures.items():
+        bare = statistics.median(by_kind["bare"])
+        ours = statistics.median(by_kind["presets"])
+        ratios = [p / b for p, b in zip(by_kind["presets"], by_kind["bare"], strict=True)]
+        report["figures"][name] = {
+            "bare_s": bare,
+            "presets_s": ours,
+            "ratio_of_medians": ours / bare,
+            "median_ratio": statistics.median(ratios),
+            "ok": ours / bare <= TARGET,
+        }
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serve", choices=("bare", "presets"), help=argparse.SUPPRESS)
+    parser.add_argument("--tools", type=int, default=SMALL, help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1 round, 200 calls")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.serve == "bare":
+        serve_bare(args.tools)
+        return 0
+    if args.serve == "presets":
+        serve_presets(args.tools)
+        return 0
+    rounds, calls = (1, 200) if args.quick else (args.rounds, 1000)
+    report = run(rounds, calls, list_repeat=20)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"MCP server overhead, stdio, legacy era; medians of {rounds} rounds, order alternating")
+    labels = {
+        "startup": f"spawn to first tools/list ({SMALL} tools)",
+        "calls": f"{calls} sequential tools/call",
+        "list500": f"one tools/list of {LARGE} tools",
+    }
+    ok = True
+    for name, fig in report["figures"].items():
+        ok = ok and fig["ok"]
+        print(
+            f"  {labels[name]:<38} bare {fig['bare_s'] * 1000:9.2f} ms   presets "
+            f"{fig['presets_s'] * 1000:9.2f} ms   ratio {fig['ratio_of_medians']:.3f} "
+            f"(median of per-round ratios {fig['median_ratio']:.3f})  "
+            f"target <= {TARGET}  {'ok' if fig['ok'] else 'OVER'}"
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
