@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from agent_presets import OwnershipError, PresetMcpSync, SyncReport
 from agent_presets.tools import ToolRegistryChange
 
