@@ -1,1 +1,30 @@
-"""agent-presets built-in plugin: scene."""
+"""agent-presets built-in plugin: scene (objects, physics, terrain, lights, sky, camera)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from agent_presets import ToolAdapter, hookimpl
+from agent_presets_scene.adapters import tool_adapters
+from agent_presets_scene.errors import SceneError
+from agent_presets_scene.model import Scene
+
+__all__ = ["Scene", "SceneError"]
+
+
+@hookimpl
+def presets_preset_files() -> Sequence[Traversable]:
+    return [files(__name__) / "presets.yaml"]
+
+
+@hookimpl
+def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    return tool_adapters()
+
+
+@hookimpl
+def presets_headless_runtime(host: Any) -> None:
+    host.add_world_runtime("scene", Scene.factory)

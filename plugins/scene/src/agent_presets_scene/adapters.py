@@ -1,0 +1,472 @@
+"""The scene tools: MCP adapters over the current world's ``Scene``.
+
+Each handler fetches ``app.scene`` when it runs (the headless host resolves
+it to the current world's scene) and turns a ``SceneError`` into a
+``ToolCallError`` the model reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+from agent_presets import ToolAdapter, ToolCallError, require_runtime
+from agent_presets_scene.errors import SceneError
+from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
+from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
+from agent_presets_scene.vectors import HEX_COLOR_PATTERN, rounded
+
+Handler = Callable[[Any, dict[str, Any]], Any]
+
+READ_ONLY = {"readOnlyHint": True}
+
+
+def _vector(description: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": {"type": "number"},
+        "minItems": 3,
+        "maxItems": 3,
+        "description": description,
+    }
+
+
+COLOR = {
+    "type": "string",
+    "pattern": HEX_COLOR_PATTERN,
+    "description": "Hex color, e.g. '#ff8800'.",
+}
+NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+ID = {"type": "string", "minLength": 1, "maxLength": 100}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def _tool(mcp_name: str) -> Callable[[Callable[[Scene, dict[str, Any]], Any]], Handler]:
+    """Wrap a ``(scene, arguments)`` function as a handler that finds the scene at call time."""
+
+    def wrap(fn: Callable[[Scene, dict[str, Any]], Any]) -> Handler:
+        @functools.wraps(fn)
+        def handler(app: Any, arguments: dict[str, Any]) -> Any:
+            scene: Scene = require_runtime(app, "scene", mcp_name)
+            try:
+                return fn(scene, arguments)
+            except SceneError as exc:
+                raise ToolCallError(f"{mcp_name}: {exc}") from None
+
+        return handler
+
+    return wrap
+
+
+def _terrain_summary(terrain: Heightfield) -> dict[str, Any]:
+    lo, hi = terrain.bounds()
+    return {
+        "rows": terrain.rows,
+        "cols": terrain.cols,
+        "cell_size": terrain.cell_size,
+        "origin": list(terrain.origin),
+        "seed": terrain.seed,
+        "bounds": {"min": rounded(lo), "max": rounded(hi)},
+    }
+
+
+@_tool("space_scene_add_cuboid")
+def add_cuboid(scene: Scene, args: dict[str, Any]) -> Any:
+    cuboid = scene.add_cuboid(
+        args["position"], args["size"], name=args.get("name"), color=args.get("color")
+    )
+    return cuboid.to_dict()
+
+
+@_tool("space_scene_add_physics_body")
+def add_physics_body(scene: Scene, args: dict[str, Any]) -> Any:
+    cuboid, replaced = scene.add_physics_body(args["object_id"], args["kind"], args.get("mass"))
+    return {"replaced": replaced, **cuboid.to_dict()}
+
+
+@_tool("space_scene_select_object")
+def select_object(scene: Scene, args: dict[str, Any]) -> Any:
+    scene.select_object(args["object_id"])
+    selected = scene.selected
+    return {
+        "selected": selected,
+        "object": scene.get_object(selected).to_dict() if selected else None,
+    }
+
+
+@_tool("space_scene_add_terrain")
+def add_terrain(scene: Scene, args: dict[str, Any]) -> Any:
+    layout = {"cell_size": args.get("cell_size", 1.0), "origin": args.get("origin", [0, 0, 0])}
+    generated = {k: args[k] for k in ("seed", "rows", "cols", "amplitude") if k in args}
+    if "heights" in args:
+        if generated:
+            raise SceneError(
+                f"give either 'heights' or a 'seed' (with rows, cols, amplitude), not both; "
+                f"drop {', '.join(sorted(generated))}"
+            )
+        terrain = Heightfield(args["heights"], **layout)
+    elif "seed" in args:
+        terrain = Heightfield.generate(**generated, **layout)
+    else:
+        raise SceneError(
+            "give 'heights' (a grid of numbers) or a 'seed' to generate hills; "
+            "for flat ground use a seed with amplitude 0"
+        )
+    return _terrain_summary(scene.add_terrain(terrain))
+
+
+@_tool("space_scene_remove_terrain")
+def remove_terrain(scene: Scene, args: dict[str, Any]) -> Any:
+    return {"removed": _terrain_summary(scene.remove_terrain())}
+
+
+@_tool("space_scene_raycast_terrain")
+def raycast_terrain(scene: Scene, args: dict[str, Any]) -> Any:
+    max_distance = args.get("max_distance", math.inf)
+    hit = scene.raycast_terrain(args["origin"], args["direction"], max_distance)
+    return hit.to_dict() if hit is not None else {"hit": False}
+
+
+@_tool("space_scene_add_light")
+def add_light(scene: Scene, args: dict[str, Any]) -> Any:
+    light = scene.add_light(
+        args["kind"],
+        position=args.get("position"),
+        direction=args.get("direction"),
+        color=args.get("color"),
+        intensity=args.get("intensity", 1.0),
+        angle=args.get("angle"),
+        name=args.get("name"),
+    )
+    return light.to_dict()
+
+
+@_tool("space_scene_set_light_state")
+def set_light_state(scene: Scene, args: dict[str, Any]) -> Any:
+    return scene.set_light_state(args["light_id"], args["on"]).to_dict()
+
+
+@_tool("space_scene_set_skybox")
+def set_skybox(scene: Scene, args: dict[str, Any]) -> Any:
+    scene.set_skybox(args["name"])
+    return {"skybox": scene.skybox, "background": scene.background}
+
+
+@_tool("space_scene_set_background")
+def set_background(scene: Scene, args: dict[str, Any]) -> Any:
+    scene.set_background(args["color"])
+    return {"skybox": scene.skybox, "background": scene.background}
+
+
+@_tool("space_scene_set_camera")
+def set_camera(scene: Scene, args: dict[str, Any]) -> Any:
+    return scene.set_camera(args["position"], args["target"], args.get("fov")).to_dict()
+
+
+@_tool("space_scene_reset_camera")
+def reset_camera(scene: Scene, args: dict[str, Any]) -> Any:
+    return scene.reset_camera().to_dict()
+
+
+@_tool("space_scene_screen_ray")
+def screen_ray(scene: Scene, args: dict[str, Any]) -> Any:
+    origin, direction = scene.screen_ray(args["x"], args["y"], args["width"], args["height"])
+    return {"origin": rounded(origin), "direction": rounded(direction)}
+
+
+@_tool("space_scene_get_state")
+def get_state(scene: Scene, args: dict[str, Any]) -> Any:
+    return scene.to_state()
+
+
+@_tool("space_scene_restore_state")
+def restore_state(scene: Scene, args: dict[str, Any]) -> Any:
+    scene.restore(args["state"])
+    return {
+        "objects": len(scene.objects),
+        "lights": len(scene.lights),
+        "terrain": scene.terrain is not None,
+    }
+
+
+def tool_adapters() -> list[ToolAdapter]:
+    source = __package__ or "agent_presets_scene"
+    samples = {"type": "integer", "minimum": MIN_SAMPLES, "maximum": MAX_SAMPLES, "default": 33}
+    return [
+        ToolAdapter(
+            "scene.add-cuboid",
+            "space_scene_add_cuboid",
+            "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
+            "physics and selection tools take.",
+            _schema(
+                {
+                    "position": _vector("Centre of the box [x, y, z] in world units."),
+                    "size": {
+                        **_vector("Width, height, depth [w, h, d]; each greater than 0."),
+                        "items": {"type": "number", "exclusiveMinimum": 0},
+                    },
+                    "name": {**NAME, "description": "A readable name; defaults to the id."},
+                    "color": COLOR,
+                },
+                ["position", "size"],
+            ),
+            add_cuboid,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.add-physics-body",
+            "space_scene_add_physics_body",
+            "Give a scene object a physics body (replacing any body it has). 'dynamic' "
+            "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
+            "move; 'kinematic' ones are moved by code, not by forces.",
+            _schema(
+                {
+                    "object_id": {**ID, "description": "Id of an existing scene object."},
+                    "kind": {"enum": list(BODY_KINDS)},
+                    "mass": {
+                        "type": "number",
+                        "minimum": 0,
+                        "description": "Mass in kg; must be > 0 for dynamic bodies.",
+                    },
+                },
+                ["object_id", "kind"],
+            ),
+            add_physics_body,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.select-object",
+            "space_scene_select_object",
+            "Select a scene object by id, or clear the selection with null.",
+            _schema(
+                {
+                    "object_id": {
+                        "type": ["string", "null"],
+                        "minLength": 1,
+                        "description": "Id of the object to select; null clears the selection.",
+                    }
+                },
+                ["object_id"],
+            ),
+            select_object,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.add-terrain",
+            "space_scene_add_terrain",
+            "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
+            "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
+            "'amplitude' above/below the origin. Sample (row r, col c) sits at "
+            "origin + [c * cell_size, height, r * cell_size].",
+            _schema(
+                {
+                    "heights": {
+                        "type": "array",
+                        "minItems": MIN_SAMPLES,
+                        "maxItems": MAX_SAMPLES,
+                        "items": {
+                            "type": "array",
+                            "minItems": MIN_SAMPLES,
+                            "maxItems": MAX_SAMPLES,
+                            "items": {"type": "number"},
+                        },
+                        "description": "The height grid; all rows equally long.",
+                    },
+                    "seed": {"type": "integer", "description": "Generate the terrain from this."},
+                    "rows": {**samples, "description": "Generated rows (along z)."},
+                    "cols": {**samples, "description": "Generated columns (along x)."},
+                    "amplitude": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": 1000,
+                        "default": 4,
+                        "description": "Generated hills' height; 0 gives flat ground.",
+                    },
+                    "cell_size": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "default": 1,
+                        "description": "Distance between neighbouring samples.",
+                    },
+                    "origin": _vector("World position of sample (0, 0); default [0, 0, 0]."),
+                },
+                [],
+            ),
+            add_terrain,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.raycast-terrain",
+            "space_scene_raycast_terrain",
+            "Cast a ray against the terrain: returns the first hit point, its distance along "
+            "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
+            "solid: a ray starting below the surface hits at distance 0 with inside: true.",
+            _schema(
+                {
+                    "origin": _vector("Start of the ray [x, y, z]."),
+                    "direction": _vector("Direction of the ray; any non-zero length."),
+                    "max_distance": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "description": "Ignore hits farther than this (default: unlimited).",
+                    },
+                },
+                ["origin", "direction"],
+            ),
+            raycast_terrain,
+            annotations=READ_ONLY,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.remove-terrain",
+            "space_scene_remove_terrain",
+            "Delete the scene's terrain and its height data. This cannot be undone.",
+            _schema({}, []),
+            remove_terrain,
+            annotations={"destructiveHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.add-light",
+            "space_scene_add_light",
+            "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
+            "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
+            "Directions default to straight down. Returns the light with its id.",
+            _schema(
+                {
+                    "kind": {"enum": list(LIGHT_KINDS)},
+                    "position": _vector("Where the light is (point and spot only)."),
+                    "direction": _vector("Where it shines (directional and spot only)."),
+                    "color": {**COLOR, "default": "#ffffff"},
+                    "intensity": {"type": "number", "minimum": 0, "default": 1},
+                    "angle": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "exclusiveMaximum": 90,
+                        "description": "Spot only: half-angle of the cone in degrees (default 30).",
+                    },
+                    "name": NAME,
+                },
+                ["kind"],
+            ),
+            add_light,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.set-light-state",
+            "space_scene_set_light_state",
+            "Switch a light on or off by id.",
+            _schema(
+                {
+                    "light_id": {**ID, "description": "Id of an existing light."},
+                    "on": {"type": "boolean"},
+                },
+                ["light_id", "on"],
+            ),
+            set_light_state,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.set-skybox",
+            "space_scene_set_skybox",
+            "Set the sky. 'none' shows the plain background color instead.",
+            _schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
+            set_skybox,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.set-background",
+            "space_scene_set_background",
+            "Set the background color, visible where no skybox is drawn (skybox 'none').",
+            _schema({"color": COLOR}, ["color"]),
+            set_background,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.set-camera",
+            "space_scene_set_camera",
+            "Place the perspective camera (y is up): it stands at 'position' and looks at "
+            "'target'. 'fov' is the vertical field of view in degrees (kept when omitted).",
+            _schema(
+                {
+                    "position": _vector("Where the camera is."),
+                    "target": _vector("The point it looks at; must differ from position."),
+                    "fov": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 180},
+                },
+                ["position", "target"],
+            ),
+            set_camera,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.reset-camera",
+            "space_scene_reset_camera",
+            "Put the camera back to its default view: at [0, 5, 10] looking at the origin, fov 60.",
+            _schema({}, []),
+            reset_camera,
+            annotations={"idempotentHint": True},
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.screen-ray",
+            "space_scene_screen_ray",
+            "Turn a point on the screen into a world ray from the camera (origin and unit "
+            "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
+            "x runs right over [0, width], y down over [0, height], from the top-left corner.",
+            _schema(
+                {
+                    "x": {"type": "number", "minimum": 0},
+                    "y": {"type": "number", "minimum": 0},
+                    "width": {"type": "integer", "minimum": 1, "description": "Viewport width."},
+                    "height": {"type": "integer", "minimum": 1, "description": "Viewport height."},
+                },
+                ["x", "y", "width", "height"],
+            ),
+            screen_ray,
+            annotations=READ_ONLY,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.get-state",
+            "space_scene_get_state",
+            "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
+            "for space_scene_restore_state.",
+            _schema({}, []),
+            get_state,
+            annotations=READ_ONLY,
+            source=source,
+        ),
+        ToolAdapter(
+            "scene.restore-state",
+            "space_scene_restore_state",
+            "Replace the whole scene with a state from space_scene_get_state. The state is "
+            "checked first; an invalid one changes nothing. Everything not in it is lost.",
+            _schema(
+                {
+                    "state": {
+                        "type": "object",
+                        "description": "A scene state exactly as space_scene_get_state returns.",
+                    }
+                },
+                ["state"],
+            ),
+            restore_state,
+            annotations={"destructiveHint": True},
+            source=source,
+        ),
+    ]
