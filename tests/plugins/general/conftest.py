@@ -4,8 +4,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import agent_presets_general
 import pytest
+
+import agent_presets_general
 from agent_presets import ToolDef
 from agent_presets.bootstrap import Presets
 from agent_presets.host import HeadlessHost

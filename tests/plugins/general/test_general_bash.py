@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
 from agent_presets import ToolArgumentError, ToolCallError
 from agent_presets_general.bash import BashRunner
 

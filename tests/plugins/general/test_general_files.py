@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agent_presets import ToolArgumentError, ToolCallError
 from agent_presets.host import store
 from agent_presets_general.files import FileRoot
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 if TYPE_CHECKING:
     from conftest import GeneralApp

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import agent_presets_general
 import pytest
+
+import agent_presets_general
 from agent_presets import MissingRuntimeError, load_preset_file
 from agent_presets.bootstrap import bootstrap
 from agent_presets.model import DANGEROUS_RISKS

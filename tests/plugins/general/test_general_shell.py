@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import agent_presets_general
 import pytest
+
+import agent_presets_general
 from agent_presets import ToolAdapter, ToolArgumentError, ToolCallError, hookimpl
 from agent_presets.host import HeadlessHost
 

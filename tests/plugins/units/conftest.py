@@ -3,8 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import agent_presets_units
 import pytest
+
+import agent_presets_units
 from agent_presets import ToolDef
 from agent_presets.bootstrap import Presets
 from agent_presets.host import HeadlessHost

@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 
 import pytest
-from agent_presets_units.patch import PatchError, apply_patch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+from agent_presets_units.patch import PatchError, apply_patch
 
 BASE = "def f(x):\n    return x\n\n\ndef g(y):\n    return y * 2\n"
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from typing import TYPE_CHECKING, Any
 
-import agent_presets_units
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
 from agent_presets.bootstrap import bootstrap
 
@@ -270,3 +274,38 @@ def test_tools_fail_loudly_in_an_app_without_units() -> None:
     tools = {t.name: t for t in presets.manager.get_tool_defs()}
     with pytest.raises(MissingRuntimeError, match=r"requires app\.units"):
         tools["space_unit_list"].run({})
+
+
+TEXT_LINES = st.lists(st.sampled_from(["a = 1", "", "b = 2", "def f():", "    pass"]), max_size=15)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(old=TEXT_LINES.filter(bool), new=TEXT_LINES, data=st.data())
+def test_through_the_tool_a_generated_patch_applies_and_a_corrupted_one_changes_no_byte(
+    editing_app: UnitsApp, old: list[str], new: list[str], data: st.DataObject
+) -> None:
+    before = "\n".join(old) + "\n"
+    after = "\n".join(new) + "\n" if new else ""
+    if "space_unit_edit" not in editing_app.tools():
+        editing_app.enable_all()
+    if not (editing_app.unit_dir / "prop.py").exists():
+        editing_app.call("space_unit_create", name="prop", source="", check_syntax=False)
+    editing_app.call("space_unit_edit", name="prop", source=before, check_syntax=False)
+    path = editing_app.unit_dir / "prop.py"
+    patch = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a", "b"))
+    if not patch:
+        return
+    lines = patch.splitlines(keepends=True)
+    targets = [i for i, line in enumerate(lines[2:], 2) if line[:1] in (" ", "-")]
+    if targets:
+        i = data.draw(st.sampled_from(targets))
+        bad = [*lines[:i], lines[i][0] + "§" + lines[i][1:], *lines[i + 1 :]]
+        with pytest.raises(ToolCallError, match="does not apply"):
+            editing_app.call(
+                "space_unit_apply_patch", name="prop", patch="".join(bad), check_syntax=False
+            )
+        assert path.read_bytes() == before.encode()
+    editing_app.call("space_unit_apply_patch", name="prop", patch=patch, check_syntax=False)
+    assert path.read_text() == after

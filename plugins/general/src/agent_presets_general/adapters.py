@@ -10,7 +10,6 @@ from typing import Any, Final
 
 from agent_presets import ToolAdapter, require_runtime
 from agent_presets.host import SURFACES, THEMES
-
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
 

@@ -134,7 +134,10 @@ def _wait_unreaped(pid: int, deadline: float) -> bool:
     """Wait until ``pid`` exits without reaping it; False when the deadline passes first."""
     delay = 0.002
     while True:
-        result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        try:
+            result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # someone else (a global child watcher) reaped it
+            return True
         if result is not None:
             return True
         remaining = deadline - time.monotonic()

@@ -13,7 +13,6 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from agent_presets import ToolAdapter, hookimpl
-
 from agent_presets_units.units import UnitFolder
 
 __all__ = ["UnitFolder"]
