@@ -120,40 +120,34 @@ def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
 def _verdict(
     preset: Preset, active: Any, override: str | None, context: Mapping[str, Any]
 ) -> PresetVerdict:
-    common = {
-        "preset": preset.name,
-        "risk": preset.risk,
-        "default_state": preset.default_state,
-        "override": override,
-    }
-    if active is not None:
-        reason = (
-            "forced on by a session override"
-            if active.reason == "override"
-            else "the current context matches " + describe_patterns(preset)
+    def verdict(reason: str, enable: str | None) -> PresetVerdict:
+        return PresetVerdict(
+            preset=preset.name,
+            risk=preset.risk,
+            default_state=preset.default_state,
+            active=enable is None,
+            reason=reason,
+            enable=enable,
+            override=override,
         )
-        return PresetVerdict(active=True, reason=reason, enable=None, **common)
+
+    if active is not None:
+        if active.reason == "override":
+            return verdict("forced on by a session override", None)
+        return verdict("the current context matches " + describe_patterns(preset), None)
     enable_override = f"turn on preset {preset.name!r} (session override {preset.name}=on)"
     if override == "off":
-        return PresetVerdict(
-            active=False,
-            reason="forced off by a session override",
-            enable=f"set preset {preset.name!r} back to auto or on",
-            **common,
+        return verdict(
+            "forced off by a session override", f"set preset {preset.name!r} back to auto or on"
         )
     if preset.default_state == "off":
-        why = f"it is off by default (risk: {preset.risk})"
-        return PresetVerdict(active=False, reason=why, enable=enable_override, **common)
+        return verdict(f"it is off by default (risk: {preset.risk})", enable_override)
     if not preset.contexts:
-        return PresetVerdict(
-            active=False, reason="it has no contexts", enable=enable_override, **common
-        )
+        return verdict("it has no contexts", enable_override)
     missing = [_difference(p, context) for p in preset.contexts]
-    return PresetVerdict(
-        active=False,
-        reason="the current context does not match " + describe_patterns(preset),
-        enable=", or ".join(missing) + f", or {enable_override}",
-        **common,
+    return verdict(
+        "the current context does not match " + describe_patterns(preset),
+        ", or ".join(missing) + f", or {enable_override}",
     )
 
 

@@ -127,8 +127,9 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
     positions: dict[PathKey, Position] = {}
     key_positions: dict[PathKey, Position] = {}
     problems: list[PresetValidationError] = []
+    duplicates: list[tuple[PathKey, int, int]] = []
     if node is not None:
-        _walk(node, (), positions, key_positions, problems, source)
+        _walk(node, (), positions, key_positions, duplicates)
     if data is None:
         problems.append(
             PresetValidationError(
@@ -145,6 +146,17 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         line, col = pos if pos else (None, None)
         return PresetValidationError(message, source=source, line=line, column=col)
 
+    for path, line, col in duplicates:
+        label, rest = _preset_label(data, path)
+        where = f"{label}, field {_field_label(rest)!r}" if label else _field_label(path)
+        problems.append(
+            PresetValidationError(
+                f"{where}: key {path[-1]!r} appears twice in one mapping; keep one",
+                source=source,
+                line=line,
+                column=col,
+            )
+        )
     bad_presets: set[int] = set()
     for error in _sorted_errors(_file_validator(), data):
         path = tuple(error.absolute_path)
@@ -216,8 +228,7 @@ def _walk(
     path: PathKey,
     positions: dict[PathKey, Position],
     key_positions: dict[PathKey, Position],
-    problems: list[PresetValidationError],
-    source: str,
+    duplicates: list[tuple[PathKey, int, int]],
 ) -> None:
     positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
@@ -226,21 +237,15 @@ def _walk(
             key = key_node.value
             child = (*path, key)
             if key in seen:
-                problems.append(
-                    PresetValidationError(
-                        f"{_field_label(child)}: key {key!r} appears twice in one mapping; "
-                        "keep one",
-                        source=source,
-                        line=key_node.start_mark.line + 1,
-                        column=key_node.start_mark.column + 1,
-                    )
+                duplicates.append(
+                    (child, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                 )
             seen.add(key)
             key_positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _walk(value_node, child, positions, key_positions, problems, source)
+            _walk(value_node, child, positions, key_positions, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, (*path, i), positions, key_positions, problems, source)
+            _walk(item, (*path, i), positions, key_positions, duplicates)
 
 
 def _nearest(positions: dict[PathKey, Position], path: PathKey) -> Position | None:
@@ -330,6 +335,8 @@ def _describe(error: ValidationError, data: Any) -> str:
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         return f"{prefix}expected {expected}, got {_json_type(inst)} {inst!r}"
+    if v == "pattern" and "propertyNames" in error.schema_path:
+        return f"{prefix}field name {inst!r} must be snake_case, like activity or world_id"
     if v == "pattern" and rest and rest[-1] in ("name", "group"):
         return f"{prefix}{inst!r} must be kebab-case (lowercase letters, digits and '-')"
     if v == "pattern" and rest and rest[0] == "tool_ids":

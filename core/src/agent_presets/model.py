@@ -127,11 +127,20 @@ class Preset:
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "contexts", tuple(_freeze_pattern(p) for p in self.contexts))
-        object.__setattr__(self, "tool_ids", tuple(self.tool_ids))
-        problems = list(_preset_problems(self))
+        problems = []
+        for attr in ("contexts", "tool_ids"):
+            value = getattr(self, attr)
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+                problems.append(
+                    f"preset {self.name!r}: {attr} must be a list, not {type(value).__name__}"
+                )
+            else:
+                object.__setattr__(self, attr, tuple(value))
+        if not problems:
+            problems = list(_preset_problems(self))
         if problems:
             raise PresetValidationError("; ".join(problems), source=self.source)
+        object.__setattr__(self, "contexts", tuple(_freeze_pattern(p) for p in self.contexts))
 
     @property
     def dangerous(self) -> bool:
@@ -144,9 +153,7 @@ class Preset:
 
         problems = preset_schema_problems(mapping)
         if problems:
-            name = mapping.get("name") if isinstance(mapping, Mapping) else None
-            label = f"preset {name!r}: " if isinstance(name, str) else ""
-            errors = [PresetValidationError(label + p, source=source) for p in problems]
+            errors = [PresetValidationError(p, source=source) for p in problems]
             if len(errors) == 1:
                 raise errors[0]
             raise PresetValidationError(

@@ -37,6 +37,7 @@ class PresetMcpSync:
         self.tool_registry = tool_registry
         self.owner = owner
         self._managed: dict[str, str] = {}
+        self._defs: dict[str, ToolDef] = {}
         self._started = False
         self.last_report = SyncReport()
 
@@ -54,11 +55,11 @@ class PresetMcpSync:
         removed = []
         with self.tool_registry.batch():
             for name in list(self._managed):
-                tool = self.tool_registry.get(name)
-                if tool is not None and tool.managed_owner == self.owner:
+                if self._holds(name):
                     self.tool_registry.unregister(name)
                     removed.append(name)
                 del self._managed[name]
+                del self._defs[name]
         self.last_report = SyncReport(removed=tuple(removed))
         return self.last_report
 
@@ -69,9 +70,11 @@ class PresetMcpSync:
                 tool_def = replace(tool_def, managed_owner=self.owner)
             desired[tool_def.name] = tool_def
         registry = self.tool_registry
-        # Check every name before changing anything.
+        # Check every name before changing anything. A name is ours only if the registry
+        # still holds the very tool this object registered: another sync with the same
+        # owner string, or a host that replaced our tool, is someone else.
         for name in desired:
-            if name in registry and registry.owner_of(name) != self.owner:
+            if name in registry and not self._holds(name):
                 holder = registry.owner_of(name)
                 raise OwnershipError(
                     f"cannot register preset tool {name!r}: the tool registry already has a "
@@ -82,11 +85,11 @@ class PresetMcpSync:
         replaced: list[str] = []
         with registry.batch():
             for name in [n for n in self._managed if n not in desired]:
-                tool = registry.get(name)
-                if tool is not None and tool.managed_owner == self.owner:
+                if self._holds(name):
                     registry.unregister(name)
                     removed.append(name)
                 del self._managed[name]
+                del self._defs[name]
             for name, tool_def in desired.items():
                 source = tool_def.managed_source or ""
                 current = self._managed.get(name)
@@ -99,8 +102,13 @@ class PresetMcpSync:
                 else:
                     continue
                 self._managed[name] = source
+                self._defs[name] = tool_def
         self.last_report = SyncReport(tuple(added), tuple(removed), tuple(replaced))
         return self.last_report
+
+    def _holds(self, name: str) -> bool:
+        mine = self._defs.get(name)
+        return mine is not None and self.tool_registry.get(name) is mine
 
     def managed(self) -> dict[str, str]:
         return dict(self._managed)
