@@ -13,7 +13,6 @@ from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
 
-SOURCE: Final = "agent-presets-general"
 READ_ONLY: Final = {"readOnlyHint": True}
 
 WORLD_NAME: Final = {
@@ -114,7 +113,6 @@ ADAPTERS: Final = [
         ),
         handler=set_theme,
         annotations={"idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.set-canvas-visible",
@@ -125,7 +123,6 @@ ADAPTERS: Final = [
         ),
         handler=set_canvas_visible,
         annotations={"idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.set-activity",
@@ -147,7 +144,6 @@ ADAPTERS: Final = [
         ),
         handler=set_activity,
         annotations={"idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.switch-surface",
@@ -162,7 +158,6 @@ ADAPTERS: Final = [
         ),
         handler=switch_surface,
         annotations={"idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.create-world",
@@ -170,7 +165,6 @@ ADAPTERS: Final = [
         description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
         input_schema=_schema({"name": WORLD_NAME}),
         handler=create_world,
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.switch-world",
@@ -182,7 +176,6 @@ ADAPTERS: Final = [
         input_schema=_schema({"name": WORLD_NAME}),
         handler=switch_world,
         annotations={"idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.delete-world",
@@ -194,7 +187,6 @@ ADAPTERS: Final = [
         input_schema=_schema({"name": WORLD_NAME}),
         handler=delete_world,
         annotations={"destructiveHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.list-files",
@@ -209,7 +201,6 @@ ADAPTERS: Final = [
         ),
         handler=list_files,
         annotations=READ_ONLY,
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.read-file",
@@ -221,7 +212,6 @@ ADAPTERS: Final = [
         input_schema=_schema({"path": REL_PATH}),
         handler=read_file,
         annotations=READ_ONLY,
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.write-file",
@@ -239,7 +229,6 @@ ADAPTERS: Final = [
         ),
         handler=write_file,
         annotations={"destructiveHint": True, "idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="app.run-bash",
@@ -270,6 +259,5 @@ ADAPTERS: Final = [
         ),
         handler=run_bash,
         annotations={"destructiveHint": True, "openWorldHint": True},
-        source=SOURCE,
     ),
 ]

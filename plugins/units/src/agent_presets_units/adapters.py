@@ -6,8 +6,6 @@ from typing import Any, Final
 
 from agent_presets import ToolAdapter, require_runtime
 
-SOURCE: Final = "agent-presets-units"
-
 UNIT_NAME: Final = {
     "type": "string",
     "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$",
@@ -77,7 +75,6 @@ ADAPTERS: Final = [
         input_schema=_schema({}, []),
         handler=list_units,
         annotations={"readOnlyHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="unit.inspect",
@@ -90,7 +87,6 @@ ADAPTERS: Final = [
         input_schema=_schema({"name": UNIT_NAME}, ["name"]),
         handler=inspect_unit,
         annotations={"readOnlyHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="unit.create",
@@ -109,7 +105,6 @@ ADAPTERS: Final = [
             ["name", "source"],
         ),
         handler=create_unit,
-        source=SOURCE,
     ),
     ToolAdapter(
         id="unit.edit",
@@ -128,7 +123,6 @@ ADAPTERS: Final = [
         ),
         handler=edit_unit,
         annotations={"destructiveHint": True, "idempotentHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="unit.apply-patch",
@@ -151,7 +145,6 @@ ADAPTERS: Final = [
         ),
         handler=apply_unit_patch,
         annotations={"destructiveHint": True},
-        source=SOURCE,
     ),
     ToolAdapter(
         id="unit.reload",
@@ -165,6 +158,5 @@ ADAPTERS: Final = [
         input_schema=_schema({"name": UNIT_NAME}, ["name"]),
         handler=reload_unit,
         annotations={"destructiveHint": True, "openWorldHint": True},
-        source=SOURCE,
     ),
 ]
