@@ -482,11 +482,19 @@ async def _serve_http(
     app = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, host=host, transport_security=security
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
+    )
     uv_server = uvicorn.Server(config)
-    if banner is not None:
-        banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")
-    await uv_server.serve(sockets=[sock])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(uv_server.serve, sockets=[sock]))
+        # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
+        while not uv_server.started:
+            if uv_server.should_exit:
+                return
+            await anyio.sleep(0.01)
+        if banner is not None:
+            banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")
 
 
 # ------------------------------------------------------------ python -m entry
