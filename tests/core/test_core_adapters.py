@@ -1,0 +1,278 @@
+"""Tool adapters: the app at call time, loud missing runtimes, arguments checked first."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agent_presets import (
+    DuplicateToolError,
+    MissingRuntimeError,
+    PresetValidationError,
+    ToolAdapter,
+    ToolAdapterRegistry,
+    ToolArgumentError,
+    ToolCallError,
+    require_runtime,
+)
+
+SET_TOOL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tool": {"enum": ["select", "rect", "line"]},
+        "size": {"type": "integer", "minimum": 1},
+    },
+    "required": ["tool"],
+    "additionalProperties": False,
+}
+
+
+class Drawing:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.tools: list[str] = []
+
+    def set_tool(self, tool: str) -> str:
+        self.tools.append(tool)
+        return f"{self.label}:{tool}"
+
+
+def set_tool(app: Any, arguments: dict[str, Any]) -> str:
+    drawing = require_runtime(app, "drawing", "space_drawing_set_tool")
+    return drawing.set_tool(arguments["tool"])
+
+
+@pytest.fixture
+def adapters() -> ToolAdapterRegistry:
+    registry = ToolAdapterRegistry()
+    registry.register(
+        ToolAdapter(
+            id="drawing.set-tool",
+            mcp_name="space_drawing_set_tool",
+            description="Switch the active drawing tool.",
+            input_schema=SET_TOOL_SCHEMA,
+            handler=set_tool,
+        )
+    )
+    return registry
+
+
+# ------------------------------------------------------------------ app at call time
+
+
+def test_the_handler_gets_the_app_at_call_time(adapters):
+    app = SimpleNamespace(drawing=Drawing("first"))
+    tool = adapters.resolve("drawing.set-tool", app)
+    assert tool.run({"tool": "rect"}) == "first:rect"
+
+    replacement = Drawing("second")
+    app.drawing = replacement
+    assert tool.run({"tool": "line"}) == "second:line"
+    assert replacement.tools == ["line"]
+
+
+def test_a_runtime_attached_after_resolution_is_found(adapters):
+    app = SimpleNamespace()
+    tool = adapters.resolve("drawing.set-tool", app)
+    app.drawing = Drawing("late")
+    assert tool.run({"tool": "select"}) == "late:select"
+
+
+def test_tool_defs_from_the_manager_follow_the_app_too(make_stack, make_preset, adapters):
+    app = SimpleNamespace(drawing=Drawing("old"))
+    stack = make_stack(
+        [make_preset("drawing-tools", ["drawing.set-tool"])],
+        list(adapters.list()),
+        app=app,
+    )
+    tool = stack.tools.get("space_drawing_set_tool")
+    assert tool is not None
+    assert tool.run({"tool": "rect"}) == "old:rect"
+    app.drawing = Drawing("new")
+    assert tool.run({"tool": "rect"}) == "new:rect"
+
+
+def test_the_registry_app_is_used_when_resolve_gets_none(adapters):
+    adapters.app = SimpleNamespace(drawing=Drawing("registry"))
+    assert adapters.resolve("drawing.set-tool").run({"tool": "line"}) == "registry:line"
+
+
+# ------------------------------------------------------------------ missing runtime
+
+
+def test_a_missing_runtime_is_a_clear_error_naming_it(adapters):
+    tool = adapters.resolve("drawing.set-tool", SimpleNamespace())
+    with pytest.raises(MissingRuntimeError) as info:
+        tool.run({"tool": "rect"})
+    message = str(info.value)
+    assert "app.drawing" in message
+    assert "space_drawing_set_tool" in message
+    assert isinstance(info.value, ToolCallError)
+
+
+def test_a_runtime_removed_between_calls_is_reported(adapters):
+    app = SimpleNamespace(drawing=Drawing("gone-soon"))
+    tool = adapters.resolve("drawing.set-tool", app)
+    tool.run({"tool": "rect"})
+    app.drawing = None
+    with pytest.raises(MissingRuntimeError, match=r"app\.drawing"):
+        tool.run({"tool": "rect"})
+
+
+@pytest.mark.parametrize("app", [None, SimpleNamespace(), SimpleNamespace(graph=None)])
+def test_require_runtime_fails_loudly_for_absent_or_none(app):
+    with pytest.raises(MissingRuntimeError) as info:
+        require_runtime(app, "graph", "space_graph_add_node")
+    assert str(info.value).startswith("space_graph_add_node requires app.graph")
+
+
+def test_require_runtime_returns_the_runtime():
+    graph = object()
+    assert require_runtime(SimpleNamespace(graph=graph), "graph", "t") is graph
+
+
+# ------------------------------------------------------------------ arguments
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"tool": "brush"}, "argument 'tool'"),
+        ({"tool": 3}, "argument 'tool'"),
+        ({"tool": "rect", "size": 0}, "argument 'size'"),
+        ({"tool": "rect", "size": "big"}, "argument 'size'"),
+        ({}, "'tool' is a required property"),
+        ({"tool": "rect", "colour": "red"}, "'colour'"),
+    ],
+)
+def test_arguments_are_validated_before_the_handler_runs(arguments, words):
+    calls: list[dict[str, Any]] = []
+    registry = ToolAdapterRegistry()
+    registry.register(
+        ToolAdapter(
+            "drawing.set-tool",
+            "space_drawing_set_tool",
+            "Switch the active drawing tool.",
+            SET_TOOL_SCHEMA,
+            lambda app, args: calls.append(args),
+        )
+    )
+    tool = registry.resolve("drawing.set-tool", SimpleNamespace())
+    with pytest.raises(ToolArgumentError) as info:
+        tool.run(arguments)
+    assert calls == []
+    message = str(info.value)
+    assert message.startswith("space_drawing_set_tool: ")
+    assert words in message
+
+
+def test_a_missing_required_argument_error_lists_what_is_expected(adapters):
+    tool = adapters.resolve("drawing.set-tool", SimpleNamespace(drawing=Drawing("d")))
+    with pytest.raises(ToolArgumentError) as info:
+        tool.run({})
+    assert "expected {tool, size} with tool required" in str(info.value)
+
+
+def test_bad_arguments_are_rejected_even_when_the_runtime_is_missing(adapters):
+    tool = adapters.resolve("drawing.set-tool", SimpleNamespace())
+    with pytest.raises(ToolArgumentError):
+        tool.run({"tool": "brush"})
+
+
+def test_the_handler_gets_a_copy_of_the_arguments():
+    seen: list[dict[str, Any]] = []
+    registry = ToolAdapterRegistry()
+    registry.register(
+        ToolAdapter("a.b", "space_a_b", "d", {"type": "object"}, lambda app, a: seen.append(a))
+    )
+    tool = registry.resolve("a.b")
+    arguments = {"x": 1}
+    tool.run(arguments)
+    tool.run(None)
+    assert seen == [{"x": 1}, {}]
+    assert seen[0] is not arguments
+
+
+# ------------------------------------------------------------------ adapter definitions
+
+
+def test_a_resolved_tool_carries_the_adapter_metadata(adapters):
+    tool = adapters.resolve("drawing.set-tool")
+    assert tool.name == "space_drawing_set_tool"
+    assert tool.description == "Switch the active drawing tool."
+    assert dict(tool.input_schema) == SET_TOOL_SCHEMA
+    assert tool.managed_source == "drawing.set-tool"
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"id": "no-dots"}, "must be dotted"),
+        ({"mcp_name": "Space-Tool"}, "snake_case"),
+        ({"description": "  "}, "description"),
+        ({"input_schema": {"type": "array"}}, "type: object"),
+        ({"input_schema": {"type": "object", "properties": 3}}, "not a valid JSON Schema"),
+        ({"handler": "not callable"}, "handler must be callable"),
+        ({"annotations": {"dangerHint": True}}, "unknown annotation"),
+    ],
+)
+def test_malformed_adapters_are_rejected(changes, words):
+    fields: dict[str, Any] = {
+        "id": "a.b",
+        "mcp_name": "space_a_b",
+        "description": "d",
+        "input_schema": {"type": "object"},
+        "handler": lambda app, a: None,
+    }
+    with pytest.raises(PresetValidationError, match=words):
+        ToolAdapter(**{**fields, **changes})
+
+
+def test_adapter_schema_and_annotations_are_frozen():
+    schema = {"type": "object", "properties": {}}
+    adapter = ToolAdapter(
+        "a.b", "space_a_b", "d", schema, lambda app, a: None, annotations={"readOnlyHint": True}
+    )
+    schema["type"] = "array"
+    assert adapter.input_schema["type"] == "object"
+    with pytest.raises(TypeError):
+        adapter.annotations["readOnlyHint"] = False  # type: ignore[index]
+
+
+def test_the_registry_rejects_a_duplicate_adapter_id_naming_both_sources():
+    registry = ToolAdapterRegistry()
+    registry.register(ToolAdapter("a.b", "space_a_b", "d", {"type": "object"}, print, source="one"))
+    with pytest.raises(DuplicateToolError) as info:
+        registry.register(
+            ToolAdapter("a.b", "space_a_c", "d", {"type": "object"}, print, source="two")
+        )
+    assert "by one and by two" in str(info.value)
+
+
+def test_the_registry_requires_the_namespace_prefix():
+    registry = ToolAdapterRegistry(namespace_prefix="space_")
+    with pytest.raises(PresetValidationError, match="must start with 'space_'"):
+        registry.register(ToolAdapter("a.b", "other_a_b", "d", {"type": "object"}, print))
+    assert (
+        ToolAdapterRegistry(namespace_prefix=None).register(
+            ToolAdapter("a.b", "other_a_b", "d", {"type": "object"}, print)
+        )
+        is None
+    )
+
+
+def test_resolving_an_unknown_tool_id_says_what_to_do(adapters):
+    with pytest.raises(PresetValidationError) as info:
+        adapters.resolve("drawing.nothing")
+    assert "no tool adapter provides tool id 'drawing.nothing'" in str(info.value)
+    assert "install the plugin" in str(info.value)
+
+
+def test_unregister_and_listing(adapters):
+    assert [a.id for a in adapters.list()] == ["drawing.set-tool"]
+    assert "drawing.set-tool" in adapters and len(adapters) == 1
+    adapters.unregister("drawing.set-tool")
+    assert adapters.get("drawing.set-tool") is None
+    assert len(adapters) == 0
