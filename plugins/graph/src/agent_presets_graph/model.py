@@ -101,7 +101,8 @@ class Graph:
     def add_node(
         self, label: str, data: Mapping[str, Any] | None = None, kind: NodeKind = "node"
     ) -> Node:
-        node = Node(self._new_id("n"), _label(label), kind, _data(data))
+        clean_label, clean_data = _label(label), _data(data)  # refuse before taking an id
+        node = Node(self._new_id("n"), clean_label, kind, clean_data)
         self.nodes[node.id] = node
         self._changed()
         return node
