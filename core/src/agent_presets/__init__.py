@@ -10,6 +10,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# The module agent_presets.bootstrap shares its name with the function: once
+# the module is imported, the package attribute would be the module. Binding
+# the function here, after that import, keeps `from agent_presets import
+# bootstrap` the function for everyone.
+from agent_presets.bootstrap import Presets, bootstrap
 from agent_presets.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
@@ -38,8 +43,6 @@ _EXPORTS = {
     "ToolRegistry": "tools",
     "PresetMcpSync": "sync",
     "SyncReport": "sync",
-    "Presets": "bootstrap",
-    "bootstrap": "bootstrap",
     "PluginSet": "plugins",
     "load_plugins": "plugins",
 }
@@ -89,7 +92,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry, require_runtime
-    from agent_presets.bootstrap import Presets, bootstrap
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
     from agent_presets.model import (
