@@ -53,9 +53,17 @@ SETTLE_TIMEOUT: Final = 5.0
 
 @dataclass(eq=False)
 class _Peer:
-    """A legacy-era connection that can hear server-initiated notices."""
+    """A legacy-era connection that can hear server-initiated notices.
+
+    A peer is known from its ``initialize`` on, but hears notices only once
+    it has finished the handshake (``notifications/initialized`` or a later
+    request); what changes in between is kept in ``missed`` and sent then, so
+    a client never misses a change made while it was connecting.
+    """
 
     session: ServerSession
+    ready: bool = False
+    missed: set[Kind] = field(default_factory=set)
     resources: set[str] = field(default_factory=set)
 
 
@@ -161,34 +169,38 @@ class ChangeFanout:
             await waiter
 
     async def _deliver(self, kinds: set[Kind]) -> None:
-        legacy: list[types.ServerNotification] = []
         events: list[ServerEvent] = []
         if "tools" in kinds:
-            legacy.append(types.ToolListChangedNotification())
             events.append(ToolsListChanged())
         if "context" in kinds:
-            legacy.append(types.PromptListChangedNotification())
             events.append(PromptsListChanged())
             events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
-        peers = list(self._peers.items())
-        if peers:
+        ready = []
+        for key, peer in list(self._peers.items()):
+            if peer.ready:
+                ready.append((key, peer))
+            else:
+                peer.missed |= kinds
+        if ready:
             async with anyio.create_task_group() as tg:
-                for key, peer in peers:
-                    tg.start_soon(self._notify_peer, key, peer, legacy, "context" in kinds)
+                for key, peer in ready:
+                    tg.start_soon(self._notify_peer, key, peer, kinds)
         for event in events:
             await self._bus.publish(event)
 
-    async def _notify_peer(
-        self, key: object, peer: _Peer, notes: list[types.ServerNotification], resources: bool
-    ) -> None:
-        if resources:
-            notes = notes + [
+    async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:
+        notes: list[types.ServerNotification] = []
+        if "tools" in kinds:
+            notes.append(types.ToolListChangedNotification())
+        if "context" in kinds:
+            notes.append(types.PromptListChangedNotification())
+            notes.extend(
                 types.ResourceUpdatedNotification(
                     params=types.ResourceUpdatedNotificationParams(uri=uri)
                 )
                 for uri in self._resource_uris
                 if uri in peer.resources
-            ]
+            )
         try:
             with anyio.fail_after(SEND_TIMEOUT):
                 for note in notes:
@@ -202,10 +214,15 @@ class ChangeFanout:
     async def track(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Server middleware: remember each legacy connection once it is initialized."""
+        """Server middleware: remember each legacy connection from its handshake on."""
         result = await call_next(ctx)
-        if ctx.method != "initialize" and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._add_peer(ctx.session)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            peer = self._add_peer(ctx.session)
+            if peer is not None and not peer.ready and ctx.method != "initialize":
+                peer.ready = True
+                if peer.missed:
+                    missed, peer.missed = peer.missed, set()
+                    await self._notify_peer(self._key(ctx.session), peer, missed)
         return result
 
     def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str, on: bool) -> None:
@@ -218,18 +235,22 @@ class ChangeFanout:
     def peer_count(self) -> int:
         return len(self._peers)
 
-    def _add_peer(self, session: ServerSession) -> _Peer | None:
+    @staticmethod
+    def _key(session: ServerSession) -> object:
         # The SDK keeps the connection behind the per-request session; it is
         # the one stable identity of a client and owns the teardown stack.
         connection = getattr(session, "_connection", None)
-        key: object = connection if connection is not None else session
+        return connection if connection is not None else session
+
+    def _add_peer(self, session: ServerSession) -> _Peer | None:
+        key = self._key(session)
         peer = self._peers.get(key)
         if peer is not None:
             return peer
-        if isinstance(connection, Connection):
-            if not (connection.has_standalone_channel and connection.initialize_accepted):
+        if isinstance(key, Connection):
+            if not key.has_standalone_channel:
                 return None
-            connection.exit_stack.callback(self._peers.pop, key, None)
+            key.exit_stack.callback(self._peers.pop, key, None)
         peer = _Peer(session)
         self._peers[key] = peer
         return peer
