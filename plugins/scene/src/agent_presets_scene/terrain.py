@@ -158,7 +158,9 @@ class Heightfield:
         ox, _, oz = self.origin
         entry = add(origin, scale(d, t_enter))
         u0, v0 = (origin[0] - ox) / size, (origin[2] - oz) / size
-        du, dv = d[0] / size, d[2] / size
+        # Components the clip treated as parallel must not step the walk out of the grid.
+        du = d[0] / size if abs(d[0]) >= 1e-15 else 0.0
+        dv = d[2] / size if abs(d[2]) >= 1e-15 else 0.0
         c = _clamp(math.floor((entry[0] - ox) / size), 0, self.cols - 2)
         r = _clamp(math.floor((entry[2] - oz) / size), 0, self.rows - 2)
         step_c, next_c, delta_c = _dda_axis(u0, du, c)
