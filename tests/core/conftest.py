@@ -49,7 +49,7 @@ def build_preset(
         group=group,
         default_state=default_state,  # type: ignore[arg-type]
         risk=risk,  # type: ignore[arg-type]
-        contexts=tuple(contexts) if contexts is not None else None,  # type: ignore[arg-type]
+        contexts=contexts,  # type: ignore[arg-type]
         tool_ids=tuple(tool_ids if tool_ids is not None else [f"{name.replace('-', '_')}.tool"]),
         system_prompt=prompt,
         source=source,

@@ -231,11 +231,6 @@ def test_duplicate_keys_are_reported_at_the_second_key():
     assert "'risk' appears twice" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loader._walk labels a duplicate key by index ('presets[0].default_state'), "
-    "not by the preset's name as every other problem does",
-)
 def test_duplicate_key_message_names_the_preset():
     with pytest.raises(PresetValidationError) as info:
         load_preset_text(
@@ -244,7 +239,10 @@ def test_duplicate_key_message_names_the_preset():
             " risk: shell}\n",
             "dup.yaml",
         )
-    assert "preset 'twice'" in str(info.value)
+    assert str(info.value) == (
+        "dup.yaml:2:84: preset 'twice', field 'risk': key 'risk' appears twice in one mapping; "
+        "keep one"
+    )
 
 
 def test_duplicate_context_pattern_keys_are_reported():
@@ -318,12 +316,6 @@ def test_wrong_shapes_are_reported_with_position(text, expected):
     assert str(info.value) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loader._describe has a 'propertyNames' branch that never runs: jsonschema reports "
-    "the inner 'pattern' validator, so a bad pattern field name gets jsonschema's raw "
-    "\"'Surface' does not match '^[a-z][a-z0-9_]*$'\" instead of the snake_case message",
-)
 def test_a_pattern_field_name_that_is_not_snake_case_says_so():
     with pytest.raises(PresetValidationError) as info:
         load_preset_text(
@@ -332,14 +324,11 @@ def test_a_pattern_field_name_that_is_not_snake_case_says_so():
             " tool_ids: [a.b]}\n",
             "s.yaml",
         )
-    assert "must be snake_case" in str(info.value)
+    assert str(info.value).startswith(
+        "s.yaml:2:60: preset 'a', field 'contexts[0]': field name 'Surface' must be snake_case"
+    )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model.Preset.from_dict prefixes \"preset 'x': \" to messages from "
-    "loader.preset_schema_problems, which already start with \"preset 'x'\"",
-)
 def test_from_dict_names_the_preset_once():
     with pytest.raises(PresetValidationError) as info:
         from agent_presets import Preset

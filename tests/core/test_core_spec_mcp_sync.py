@@ -160,12 +160,6 @@ def test_sync_fails_on_a_collision_with_another_owner_during_a_context_change(
     assert stack.sync.managed() == {"space_scene_add": "scene.add"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sync.PresetMcpSync.sync checks collisions by owner string only: a name held by "
-    "another sync object with the same owner passes the pre-check, then register() raises "
-    "mid-batch after stale tools were already removed",
-)
 def test_a_collision_with_another_sync_of_the_same_owner_changes_nothing(make_stack, make_preset):
     stack = make_stack(
         [

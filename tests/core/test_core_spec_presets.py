@@ -169,15 +169,29 @@ def test_schema_rejects_malformed_context_patterns(pattern, words):
         Preset.from_dict({**VALID, "contexts": [pattern]})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model.Preset.__post_init__ calls dict(pattern) before validating, so a "
-    "non-mapping context pattern raises a bare ValueError/TypeError, not PresetValidationError",
+@pytest.mark.parametrize(
+    ("contexts", "words"),
+    [
+        (["canvas"], "a context pattern must be a mapping of fields, not str"),
+        ([42], "a context pattern must be a mapping of fields, not int"),
+        (None, "contexts must be a list, not NoneType"),
+        ({"surface": "canvas"}, "contexts must be a list"),
+    ],
 )
-@pytest.mark.parametrize("contexts", [["canvas"], [42], None])
-def test_non_mapping_context_patterns_are_a_validation_error(make_preset, contexts):
-    with pytest.raises(PresetValidationError):
+def test_non_mapping_context_patterns_are_a_validation_error(make_preset, contexts, words):
+    with pytest.raises(PresetValidationError, match=words):
         make_preset("p", contexts=contexts)
+
+
+def test_tool_ids_must_be_a_list_not_a_string():
+    with pytest.raises(PresetValidationError, match="tool_ids must be a list, not str"):
+        Preset(
+            name="p",
+            default_state="auto",
+            risk="normal",
+            contexts=({"surface": "any"},),
+            tool_ids="drawing.undo",  # type: ignore[arg-type]
+        )
 
 
 @pytest.mark.parametrize("state", ["enabled", "ON", "", None, True, 1])
