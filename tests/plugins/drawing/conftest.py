@@ -4,8 +4,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import agent_presets_drawing
 import pytest
+
+import agent_presets_drawing
 from agent_presets import ToolCallError, ToolDef
 from agent_presets.bootstrap import Presets
 from agent_presets.host import HeadlessHost
@@ -79,3 +80,9 @@ def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
         return DrawingApp(tmp_path, destructive=destructive)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def shared_app(tmp_path_factory: pytest.TempPathFactory) -> DrawingApp:
+    """One app for a whole module, for property tests that start each example afresh."""
+    return DrawingApp(tmp_path_factory.mktemp("drawing"))

@@ -7,10 +7,10 @@ from importlib.resources import files
 from types import SimpleNamespace
 from typing import Any
 
-import agent_presets_drawing
 import pytest
-from agent_presets import MissingRuntimeError, load_preset_file
-from agent_presets.bootstrap import bootstrap
+
+import agent_presets_drawing
+from agent_presets import MissingRuntimeError, bootstrap, load_preset_file
 
 CONTEXT = {"surface": "canvas", "activity": "drawing"}
 

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
+
 from agent_presets import ToolArgumentError
 
 SVG = "{http://www.w3.org/2000/svg}"

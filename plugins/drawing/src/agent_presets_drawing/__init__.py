@@ -12,7 +12,6 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from agent_presets import ToolAdapter, hookimpl
-
 from agent_presets_drawing.document import Drawing, DrawingError
 
 __all__ = ["Drawing", "DrawingError"]

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_presets import ToolAdapter, ToolCallError, require_runtime
-
 from agent_presets_drawing.document import MATCH_MODES, SHAPES, TOOLS, Drawing, DrawingError
 
 RUNTIME = "drawing"
@@ -96,9 +95,9 @@ def _tool(
     name: str, action: Callable[[Drawing, dict[str, Any]], Any]
 ) -> Callable[[Any, dict[str, Any]], Any]:
     def handler(app: Any, arguments: dict[str, Any]) -> Any:
-        drawing = _drawing(app, name)
         try:
-            return action(drawing, arguments)
+            # Inside the try: loading a world's saved drawing can be refused too.
+            return action(_drawing(app, name), arguments)
         except DrawingError as exc:
             raise ToolCallError(f"{name}: {exc}") from None
 

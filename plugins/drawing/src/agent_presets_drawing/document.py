@@ -5,7 +5,8 @@ One ``Drawing`` belongs to one world of the headless host. It is plain Python
 own controller offering the same methods.
 
 Every mutation is a transaction: it validates first, changes the document,
-and records a snapshot of the document as it was on the undo stack. A refused
+and records a snapshot of the document as it was on the undo stack. Snapshots
+are kept as compact JSON text: immutable, cheap to take and to persist. A refused
 request changes nothing; a request that leaves the document equal records
 nothing. Tool, defaults and selection are part of the document, so undo
 steps back through them too and "undo everything" restores the exact
@@ -15,6 +16,7 @@ starting document.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,6 +86,10 @@ def _point_list(points: object, field: str, minimum: int) -> list[list[float]]:
     return out
 
 
+def _snapshot(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"))
+
+
 class Drawing:
     """A vector drawing: layers of objects, a selection, a tool, defaults, history."""
 
@@ -94,8 +100,8 @@ class Drawing:
         if state is None:
             self._doc = new_document()
             self._next = {"layer": 2, "object": 1}
-            self._undo: list[dict[str, Any]] = []
-            self._redo: list[dict[str, Any]] = []
+            self._undo: list[dict[str, str]] = []
+            self._redo: list[dict[str, str]] = []
         else:
             self._load(state)
 
@@ -109,10 +115,10 @@ class Drawing:
     def to_state(self) -> dict[str, Any]:
         return {
             "format": STATE_FORMAT,
-            "document": copy.deepcopy(self._doc),
+            "document": self.document(),
             "next": dict(self._next),
-            "undo": copy.deepcopy(self._undo),
-            "redo": copy.deepcopy(self._redo),
+            "undo": [dict(step) for step in self._undo],
+            "redo": [dict(step) for step in self._redo],
         }
 
     def _load(self, state: Mapping[str, Any]) -> None:
@@ -126,12 +132,13 @@ class Drawing:
             raise DrawingError("saved drawing has no layers; delete the file to start anew")
         self._doc = doc
         self._next = {"layer": 2, "object": 1, **state.get("next", {})}
-        self._undo = copy.deepcopy(list(state.get("undo", [])))
-        self._redo = copy.deepcopy(list(state.get("redo", [])))
+        self._undo = [dict(step) for step in state.get("undo", [])]
+        self._redo = [dict(step) for step in state.get("redo", [])]
 
     def document(self) -> dict[str, Any]:
         """A copy of the document: what undo and redo restore."""
-        return copy.deepcopy(self._doc)
+        result: dict[str, Any] = json.loads(_snapshot(self._doc))
+        return result
 
     @property
     def undo_depth(self) -> int:
@@ -219,15 +226,15 @@ class Drawing:
 
         The body may rewrite ``step["label"]`` once it knows, say, a new id.
         """
-        before = copy.deepcopy(self._doc)
+        before = _snapshot(self._doc)
         counters = dict(self._next)
         step = {"label": label}
         try:
             yield step
         except BaseException:
-            self._doc, self._next = before, counters
+            self._doc, self._next = json.loads(before), counters
             raise
-        if self._doc == before:
+        if _snapshot(self._doc) == before:
             return
         self._undo.append({"label": step["label"], "document": before})
         del self._undo[:-HISTORY_LIMIT]
@@ -241,8 +248,8 @@ class Drawing:
                 f"(the last {HISTORY_LIMIT} changes are kept)"
             )
         step = self._undo.pop()
-        self._redo.append({"label": step["label"], "document": self._doc})
-        self._doc = step["document"]
+        self._redo.append({"label": step["label"], "document": _snapshot(self._doc)})
+        self._doc = json.loads(step["document"])
         self._changed()
         return {"undone": step["label"], **self._depths()}
 
@@ -253,8 +260,8 @@ class Drawing:
                 "change clears what could be redone"
             )
         step = self._redo.pop()
-        self._undo.append({"label": step["label"], "document": self._doc})
-        self._doc = step["document"]
+        self._undo.append({"label": step["label"], "document": _snapshot(self._doc)})
+        self._doc = json.loads(step["document"])
         self._changed()
         return {"redone": step["label"], **self._depths()}
 

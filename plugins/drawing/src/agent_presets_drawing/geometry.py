@@ -224,6 +224,11 @@ def distance_to_ellipse(local: Point, a: float, b: float) -> float:
     x, y = abs(local[0]), abs(local[1])
     if a < b:  # the method wants the major axis first
         a, b, x, y = b, a, y, x
+    # Components this close to an axis would send the bisection to a division by
+    # zero; treating them as on the axis moves the answer by far less than that.
+    tiny = 1e-9 * a
+    x = 0.0 if x < tiny else x
+    y = 0.0 if y < tiny else y
     if y > 0:
         if x > 0:
             z0, z1 = x / a, y / b

@@ -1,0 +1,112 @@
+"""The drawing runtime in the headless host: one drawing per world, kept across restarts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_presets import ToolCallError
+
+
+def test_a_restarted_host_resumes_the_drawing_and_its_history(
+    make_app: Callable[..., Any],
+) -> None:
+    app = make_app()
+    a = app.rect(0, 0, 10, 10, style={"fill": "#ff0000"})
+    app.call("add_layer", name="Ink")
+    b = app.call("insert_line", x1=0, y1=0, x2=5, y2=5)["id"]
+    app.call("select", ids=[a, b])
+    app.call("set_tool", tool="stroke")
+    app.call("undo")
+    before = app.call("inspect")
+
+    again = make_app()  # a new host on the same state directory
+    assert again.call("inspect") == before
+    assert again.call("redo")["redone"] == "set tool stroke"
+    again.call("undo")
+    again.call("undo")
+    assert again.call("inspect")["selection"] == []
+    c = again.rect(1, 1, 1, 1)
+    assert c not in (a, b)  # the id counter survived too
+
+
+def test_each_world_has_its_own_drawing(app: Any) -> None:
+    shell = app.host.shell
+    home_rect = app.rect(0, 0, 10, 10)
+    shell.create_world("studio")
+    shell.switch_world("studio")
+    assert app.objects() == {}
+    assert app.call("inspect")["undo_depth"] == 0
+    assert "nothing to undo" in app.refused("undo")
+    studio_line = app.call("insert_line", x1=0, y1=0, x2=1, y2=1)["id"]
+    app.call("rename_layer", layer="layer-1", name="Studio")
+
+    shell.switch_world("home")
+    assert list(app.objects()) == [home_rect]
+    assert app.call("inspect")["layers"][0]["name"] == "Layer 1"
+    app.call("undo")  # undoes home's insert, not the studio's changes
+    studio = app.host.world_runtime("studio", "drawing").inspect()
+    assert [o["id"] for o in studio["layers"][0]["objects"]] == [studio_line]
+    assert app.host.world_runtime("home", "drawing").inspect()["layers"][0]["objects"] == []
+
+
+def test_worlds_stay_apart_across_a_restart(make_app: Callable[..., Any]) -> None:
+    app = make_app()
+    app.rect(0, 0, 1, 1)
+    app.host.shell.create_world("other")
+    app.host.shell.switch_world("other")
+    app.rect(5, 5, 2, 2)
+    app.rect(9, 9, 2, 2)
+
+    again = make_app()
+    assert again.host.shell.world == "other"
+    assert len(again.objects()) == 2
+    assert len(again.host.world_runtime("home", "drawing").inspect()["layers"][0]["objects"]) == 1
+
+
+def test_a_deleted_world_takes_its_drawing_with_it(app: Any) -> None:
+    shell = app.host.shell
+    shell.create_world("scratch")
+    shell.switch_world("scratch")
+    app.rect(0, 0, 1, 1)
+    shell.switch_world("home")
+    shell.delete_world("scratch")
+    shell.create_world("scratch")
+    shell.switch_world("scratch")
+    assert app.objects() == {}
+
+
+def test_every_change_is_on_disk_before_the_tool_returns(app: Any) -> None:
+    obj = app.rect(3, 4, 5, 6)
+    path = app.host.state_dir / "worlds" / "home" / "drawing.json"
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert [o["id"] for o in saved["document"]["layers"][0]["objects"]] == [obj]
+    app.call("undo")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["document"]["layers"][0]["objects"] == []
+    assert len(saved["redo"]) == 1
+
+
+def test_a_refused_call_writes_nothing(app: Any) -> None:
+    app.rect(0, 0, 1, 1)
+    path = app.host.state_dir / "worlds" / "home" / "drawing.json"
+    written = path.stat().st_mtime_ns, path.read_bytes()
+    with pytest.raises(ToolCallError):
+        app.call("delete_layer", layer="layer-1")
+    app.call("set_tool", tool="select")  # no change either
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == written
+
+
+def test_a_saved_drawing_of_another_format_is_refused_clearly(
+    make_app: Callable[..., Any],
+) -> None:
+    app = make_app()
+    app.rect(0, 0, 1, 1)
+    path = app.host.state_dir / "worlds" / "home" / "drawing.json"
+    path.write_text(json.dumps({"format": 99}), encoding="utf-8")
+    again = make_app()
+    with pytest.raises(ToolCallError, match="delete the saved drawing file"):
+        again.call("inspect")
