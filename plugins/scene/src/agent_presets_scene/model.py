@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.terrain import Heightfield, RayHit
-from agent_presets_scene.vectors import Vec3, hex_color, normalize, vec3
+from agent_presets_scene.vectors import Vec3, hex_color, length, normalize, vec3
 
 BodyKind = Literal["dynamic", "static", "kinematic"]
 LightKind = Literal["point", "directional", "spot"]
@@ -117,7 +117,9 @@ class Light:
             object.__setattr__(self, "position", vec3(self.position, "position"))
         if kind != "point":
             direction = DOWN if self.direction is None else vec3(self.direction, "direction")
-            object.__setattr__(self, "direction", normalize(direction, "direction"))
+            if abs(length(direction) - 1) > 1e-12:  # keep a saved unit vector bit for bit
+                direction = normalize(direction, "direction")
+            object.__setattr__(self, "direction", direction)
         if kind == "spot":
             angle = DEFAULT_SPOT_ANGLE if self.angle is None else self.angle
             if not isinstance(angle, int | float) or isinstance(angle, bool) or not 0 < angle < 90:
