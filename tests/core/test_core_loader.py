@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -343,6 +346,95 @@ def test_from_dict_names_the_preset_once():
             }
         )
     assert str(info.value).count("preset 'once'") == 1
+
+
+# ------------------------------------------------------------------ anchors and aliases
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="loader.parse_presets runs _walk after construct_document, and PyYAML's "
+    "flatten_mapping has already copied the merged keys into the node, so every key that "
+    "overrides a '<<' merge is reported as 'appears twice in one mapping'",
+)
+def test_a_yaml_merge_key_with_overrides_loads():
+    presets = load_preset_text(
+        "presets:\n"
+        "  - &base {name: first, default_state: auto, risk: normal,"
+        " contexts: [{surface: any}], tool_ids: [a.b]}\n"
+        "  - <<: *base\n"
+        "    name: second\n"
+        "    tool_ids: [b.c]\n",
+        "merge.yaml",
+    )
+    assert [(p.name, p.tool_ids, p.default_state) for p in presets] == [
+        ("first", ("a.b",), "auto"),
+        ("second", ("b.c",), "auto"),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="loader._walk follows alias nodes without cycle detection, so a self-referencing "
+    "alias raises a bare RecursionError although parse_presets 'never raises for bad content'",
+)
+@pytest.mark.parametrize(
+    "text",
+    ["presets: &a [*a]\n", "presets:\n  - &p {name: a, contexts: [*p]}\n"],
+    ids=["list-in-itself", "mapping-in-itself"],
+)
+def test_a_recursive_alias_is_a_validation_error_not_a_crash(text):
+    with pytest.raises(PresetValidationError):
+        load_preset_text(text, "loop.yaml")
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"took longer than {seconds}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="loader._walk visits an aliased node once per reference and records a position per "
+    "path, so nested aliases ('billion laughs') make a 600-byte file take exponential time",
+)
+def test_nested_aliases_do_not_make_loading_exponential():
+    lines = [
+        "presets:",
+        "  - name: laughs",
+        "    default_state: off",
+        "    risk: normal",
+        "    contexts: []",
+        "    tool_ids: [a.b]",
+        "    x0: &x0 [a, a, a, a, a, a, a, a, a]",
+    ]
+    for level in range(1, 9):
+        lines.append(f"    x{level}: &x{level} [" + ", ".join([f"*x{level - 1}"] * 9) + "]")
+    text = "\n".join(lines) + "\n"
+    assert len(text) < 1000
+    with time_limit(2.0), pytest.raises(PresetValidationError):
+        load_preset_text(text, "laughs.yaml")
+
+
+def test_anchors_and_aliases_that_share_a_list_load():
+    presets = load_preset_text(
+        "presets:\n"
+        "  - {name: first, default_state: auto, risk: normal, contexts: &everywhere"
+        " [{surface: any}], tool_ids: [a.b]}\n"
+        "  - {name: second, default_state: auto, risk: normal, contexts: *everywhere,"
+        " tool_ids: [b.c]}\n",
+        "alias.yaml",
+    )
+    assert [p.contexts for p in presets] == [({"surface": "any"},), ({"surface": "any"},)]
 
 
 # ------------------------------------------------------------------ reading files
