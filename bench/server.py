@@ -8,7 +8,8 @@ SDK's ``mcp.Client`` in the legacy (handshake) era that opencode speaks. Each
 round measures both servers, alternating which goes first, and the figures
 are medians over the rounds:
 
-- startup: spawn -> initialize -> first ``tools/list`` answer (20 tools);
+- startup: spawn -> initialize -> first ``tools/list`` answer (20 tools),
+  three spawns of each server per round (process start-up is the noisiest);
 - calls: 1,000 sequential ``tools/call`` of a no-op tool (20 tools listed);
 - list500: one ``tools/list`` of 500 tools (median of 20 per round).
 
@@ -177,8 +178,9 @@ def run(rounds: int, calls: int, list_repeat: int) -> dict[str, Any]:
     for r in range(rounds):
         order = ("bare", "presets") if r % 2 == 0 else ("presets", "bare")
         for name, measure in measures.items():
-            for kind in order:
-                figures[name][kind].append(anyio.run(measure, kind))
+            for _ in range(3 if name == "startup" else 1):
+                for kind in order:
+                    figures[name][kind].append(anyio.run(measure, kind))
         print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
     report: dict[str, Any] = {
         "rounds": rounds,
