@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -500,3 +503,43 @@ def test_delete_selected_refuses_an_empty_selection(app: Any) -> None:
     app.rect(0, 0, 1, 1)
     message = app.refused("delete_selected")
     assert "nothing is selected to delete" in message and "space_drawing_select" in message
+
+
+# ------------------------------------------------------------------ every tool
+
+
+def test_every_tool_rejects_an_unknown_argument_and_changes_nothing(app: Any) -> None:
+    a = app.rect(0, 0, 1, 1)
+    app.call("select", ids=[a])
+    tools = app.tools()
+    assert len(tools) == 19
+    for name, tool in tools.items():
+        before = app.call("inspect")
+        with pytest.raises(ToolArgumentError, match="'colour' was unexpected"):
+            tool.run({"colour": "#000000"})
+        assert app.call("inspect") == before, name
+
+
+def test_concurrent_calls_do_not_interleave(app: Any) -> None:
+    # Switch threads as often as possible, so unguarded check-then-change code would interleave.
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [
+            threading.Thread(target=lambda row=row: [app.rect(c, row, 1, 1) for c in range(12)])
+            for row in range(6)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    objects = app.objects()
+    assert sorted(int(i.removeprefix("obj-")) for i in objects) == list(range(1, 73))
+    saved = app.host.state_dir / "worlds" / "home" / "drawing.json"
+    assert len(json.loads(saved.read_text())["document"]["layers"][0]["objects"]) == 72
+    # Each undo step takes back exactly one insert: no step swallowed another.
+    for remaining in range(71, -1, -1):
+        app.call("undo")
+        assert len(app.objects()) == remaining

@@ -16,12 +16,14 @@ starting document.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar
 
 from agent_presets_drawing import geometry
 from agent_presets_drawing.geometry import Box, Point
@@ -86,6 +88,21 @@ def _point_list(points: object, field: str, minimum: int) -> list[list[float]]:
     return out
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(method: Callable[Concatenate[Drawing, P], R]) -> Callable[Concatenate[Drawing, P], R]:
+    """Run the whole method under the drawing's lock: check and change happen as one."""
+
+    @functools.wraps(method)
+    def wrapper(self: Drawing, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def _snapshot(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
@@ -97,6 +114,8 @@ class Drawing:
         self, state: Mapping[str, Any] | None = None, changed: Callable[[], None] | None = None
     ) -> None:
         self._changed = changed or (lambda: None)
+        # Tool calls may arrive on several server threads at once.
+        self._lock = threading.RLock()
         if state is None:
             self._doc = new_document()
             self._next = {"layer": 2, "object": 1}
@@ -112,6 +131,7 @@ class Drawing:
 
     # -- state ---------------------------------------------------------------
 
+    @_locked
     def to_state(self) -> dict[str, Any]:
         return {
             "format": STATE_FORMAT,
@@ -135,6 +155,7 @@ class Drawing:
         self._undo = [dict(step) for step in state.get("undo", [])]
         self._redo = [dict(step) for step in state.get("redo", [])]
 
+    @_locked
     def document(self) -> dict[str, Any]:
         """A copy of the document: what undo and redo restore."""
         result: dict[str, Any] = json.loads(_snapshot(self._doc))
@@ -150,6 +171,7 @@ class Drawing:
 
     # -- reading -------------------------------------------------------------
 
+    @_locked
     def inspect(self) -> dict[str, Any]:
         """The document as JSON, each object with its bounding box, plus history depths."""
         doc = self.document()
@@ -164,15 +186,16 @@ class Drawing:
 
     def layer(self, ref: str) -> dict[str, Any]:
         """The layer with id ``ref``, else the one named ``ref``."""
-        for layer in self._doc["layers"]:
+        layers: list[dict[str, Any]] = self._doc["layers"]
+        for layer in layers:
             if layer["id"] == ref:
                 return layer
-        for layer in self._doc["layers"]:
+        for layer in layers:
             if layer["name"] == ref:
                 return layer
         raise DrawingError(
             f"no layer {ref!r}; layers (id: name): "
-            + ", ".join(f"{lay['id']}: {lay['name']}" for lay in self._doc["layers"])
+            + ", ".join(f"{lay['id']}: {lay['name']}" for lay in layers)
         )
 
     def find(self, object_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -194,6 +217,7 @@ class Drawing:
     def selected(self) -> list[dict[str, Any]]:
         return [self.find(oid)[1] for oid in self._doc["selection"]]
 
+    @_locked
     def sample_color(self, x: float, y: float) -> dict[str, Any]:
         """The colour painted at ``(x, y)``: the topmost object part covering it."""
         point = (_number(x, "x"), _number(y, "y"))
@@ -213,6 +237,7 @@ class Drawing:
             "layer": None,
         }
 
+    @_locked
     def to_svg(self) -> str:
         from agent_presets_drawing.svg import render
 
@@ -241,6 +266,7 @@ class Drawing:
         self._redo.clear()
         self._changed()
 
+    @_locked
     def undo(self) -> dict[str, Any]:
         if not self._undo:
             raise DrawingError(
@@ -253,6 +279,7 @@ class Drawing:
         self._changed()
         return {"undone": step["label"], **self._depths()}
 
+    @_locked
     def redo(self) -> dict[str, Any]:
         if not self._redo:
             raise DrawingError(
@@ -270,6 +297,7 @@ class Drawing:
 
     # -- tool and defaults ---------------------------------------------------
 
+    @_locked
     def set_tool(self, tool: str) -> dict[str, Any]:
         if tool not in TOOLS:
             raise DrawingError(f"unknown tool {tool!r}; use one of: {', '.join(TOOLS)}")
@@ -278,6 +306,7 @@ class Drawing:
             self._doc["tool"] = tool
         return {"tool": tool, "previous": previous}
 
+    @_locked
     def set_defaults(
         self,
         fill: str | None = None,
@@ -356,6 +385,7 @@ class Drawing:
     def _index(self, layer: dict[str, Any]) -> int:
         return next(i for i, lay in enumerate(self._doc["layers"]) if lay is layer)
 
+    @_locked
     def add_layer(self, name: str | None = None) -> dict[str, Any]:
         """A new empty layer just above the active one; it becomes active."""
         with self._transaction("add layer") as step:
@@ -369,6 +399,7 @@ class Drawing:
             step["label"] = f"add layer {layer_id} ({layer['name']})"
         return {"layer": copy.deepcopy(layer), "position": above}
 
+    @_locked
     def duplicate_layer(self, ref: str | None = None, name: str | None = None) -> dict[str, Any]:
         """Copy a layer (default: the active one) with new object ids, just above it."""
         source = self.layer(ref if ref is not None else self._doc["active_layer"])
@@ -389,6 +420,7 @@ class Drawing:
             step["label"] = f"duplicate layer {source['id']} as {layer_id}"
         return {"layer": copy.deepcopy(layer), "position": position, "source": source["id"]}
 
+    @_locked
     def rename_layer(self, ref: str, name: str) -> dict[str, Any]:
         layer = self.layer(ref)
         name = self._check_layer_name(name, ignore=layer)
@@ -396,12 +428,14 @@ class Drawing:
             layer["name"] = name
         return {"layer": {"id": layer["id"], "name": name}}
 
+    @_locked
     def set_active_layer(self, ref: str) -> dict[str, Any]:
         layer = self.layer(ref)
         with self._transaction(f"set active layer {layer['id']}"):
             self._doc["active_layer"] = layer["id"]
         return {"active_layer": layer["id"], "name": layer["name"]}
 
+    @_locked
     def delete_layer(self, ref: str) -> dict[str, Any]:
         layer = self.layer(ref)
         layers = self._doc["layers"]
@@ -447,6 +481,7 @@ class Drawing:
             )
         return result
 
+    @_locked
     def insert_shape(
         self,
         shape: str,
@@ -495,6 +530,7 @@ class Drawing:
         obj["style"] = self._style_for(shape, style)
         return self._insert(obj, layer)
 
+    @_locked
     def insert_line(
         self,
         x1: float,
@@ -512,6 +548,7 @@ class Drawing:
             {"kind": "line", "points": points, "style": self._style_for("line", style)}, layer
         )
 
+    @_locked
     def insert_stroke(
         self,
         points: Sequence[Sequence[float]],
@@ -529,6 +566,7 @@ class Drawing:
 
     # -- selection -----------------------------------------------------------
 
+    @_locked
     def select(
         self,
         ids: Sequence[str] | None = None,
@@ -582,6 +620,7 @@ class Drawing:
             **({"bounds": self._selection_bounds().to_dict()} if selection else {}),
         }
 
+    @_locked
     def clear_selection(self) -> dict[str, Any]:
         previous = list(self._doc["selection"])
         with self._transaction("clear selection"):
@@ -599,6 +638,7 @@ class Drawing:
             )
         return self.selected()
 
+    @_locked
     def transform_selection(
         self,
         *,
@@ -648,6 +688,7 @@ class Drawing:
             "origin": {"x": geometry.tidy(origin[0]), "y": geometry.tidy(origin[1])},
         }
 
+    @_locked
     def update_selection_style(
         self,
         fill: str | None = None,
@@ -681,6 +722,7 @@ class Drawing:
             result["fill_skipped"] = skipped
         return result
 
+    @_locked
     def delete_selected(self) -> dict[str, Any]:
         objects = self._require_selection("delete")
         gone = {obj["id"] for obj in objects}
