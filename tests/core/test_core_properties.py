@@ -248,3 +248,70 @@ def test_the_tool_registry_equals_the_manager_tools_plus_untouched_foreign_tools
 
     sync.stop()
     assert tools.names() == ["space_other", "space_ping"]
+
+
+def test_concurrent_context_and_override_changes_leave_the_registry_equal_to_the_manager():
+    import random
+    import threading
+
+    presets = [
+        Preset(
+            name=f"preset-{i}",
+            default_state="auto",
+            risk="normal",
+            contexts=(pattern,),
+            tool_ids=(f"p{i}.a", f"p{i}.b"),
+        )
+        for i, pattern in enumerate(
+            [
+                {"surface": "scene"},
+                {"activity": "drawing"},
+                {"activity": "graph"},
+                {"surface": "any"},
+            ]
+        )
+    ]
+    adapters = ToolAdapterRegistry()
+    for preset in presets:
+        for tool_id in preset.tool_ids:
+            adapters.register(adapter(tool_id))
+    for variant in VARIANT_ADAPTERS:
+        adapters.register(variant)
+    manager = PresetManager(
+        registry_of([*presets, *VARIANTS]),
+        adapters,
+        None,
+        {"surface": "scene", "canvas_visible": False},
+    )
+    tools = ToolRegistry("space_")
+    tools.register(foreign_tool("space_ping", None))
+    PresetMcpSync(manager, tools).start()
+    choices = [
+        {"surface": "scene", "activity": None, "canvas_visible": False},
+        {"surface": "canvas", "activity": "drawing", "canvas_visible": True},
+        {"surface": "canvas", "activity": "graph", "canvas_visible": True},
+    ]
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(150):
+                if rng.random() < 0.7:
+                    manager.set_context(rng.choice(choices))
+                else:
+                    manager.set_override(rng.choice(["preset-0", "preset-3"]), rng.choice(STATES))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    wanted = {t.name: t.managed_source for t in manager.get_tool_defs()}
+    held = {n: tools.get(n).managed_source for n in tools.names() if n != "space_ping"}
+    assert held == wanted
+    assert "space_ping" in tools
