@@ -117,3 +117,46 @@ def test_search_finds_exactly_the_matching_nodes_labels_first(
 def test_a_saved_state_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(GraphError, match="must be an object"):
         Graph.factory([], lambda: None)  # type: ignore[arg-type]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _paths(item, (*path, i))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_damaged_state_is_refused_with_a_graph_error_or_loads(data: st.DataObject) -> None:
+    """Whatever one field of a snapshot becomes, restore answers cleanly."""
+    graph = Graph()
+    a, b = graph.add_node("a", {"tags": ["x"]}).id, graph.create_identity("b").id
+    graph.add_edge(a, b, "knows")
+    graph.focus_node(a)
+    state = graph.to_state()
+    path = data.draw(st.sampled_from(_paths(state)[1:]))
+    target = state
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = data.draw(JSON)
+    before = graph.to_state()
+    try:
+        graph.restore(state)
+    except GraphError:
+        assert graph.to_state() == before
+    else:
+        assert Graph.factory(graph.to_state(), lambda: None).to_state() == graph.to_state()

@@ -98,3 +98,49 @@ def test_refusals_change_nothing_and_every_change_is_saved(operations: list[Any]
     other.restore(state)
     assert other.to_state() == scene.to_state()
     assert scene.selected is None or scene.selected in scene.objects
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list) and len(value) < 10:  # not into every height sample
+        for i, item in enumerate(value):
+            found += _paths(item, (*path, i))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_damaged_state_is_refused_with_a_scene_error_or_loads(data: st.DataObject) -> None:
+    """Whatever one field of a snapshot becomes, restore answers cleanly."""
+    scene = Scene()
+    box = scene.add_cuboid((0, 0.5, 0), (1, 1, 1), color="#abcdef").id
+    scene.add_physics_body(box, "dynamic", 2)
+    scene.select_object(box)
+    scene.add_terrain(Heightfield.generate(1, rows=3, cols=4))
+    scene.add_light("spot", position=(0, 4, 0))
+    scene.set_camera((1, 2, 3), (0, 0, 0), 50)
+    state = scene.to_state()
+    path = data.draw(st.sampled_from(_paths(state)[1:]))
+    target = state
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = data.draw(JSON)
+    before = scene.to_state()
+    try:
+        scene.restore(state)
+    except SceneError:
+        assert scene.to_state() == before
+    else:
+        assert Scene.factory(scene.to_state(), lambda: None).to_state() == scene.to_state()

@@ -331,7 +331,7 @@ class Graph:
                 raise GraphError(f"graph state {where}: edge id {edge_id!r} appears twice")
             source, target, label = raw["source"], raw["target"], raw.get("label")
             for end in (source, target):
-                if end not in self.nodes:
+                if not isinstance(end, str) or end not in self.nodes:
                     raise GraphError(f"graph state {where}: edge refers to unknown node {end!r}")
             if source == target:
                 raise GraphError(f"graph state {where}: edge joins node {source!r} to itself")
