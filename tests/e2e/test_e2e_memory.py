@@ -324,16 +324,25 @@ async def test_memory_closed_clients_leave_the_notice_fanout(make: Callable[...,
 # --------------------------------------------------------------------- calls
 
 
+def _exit_process(arguments: Mapping[str, Any]) -> None:
+    raise SystemExit(3)
+
+
 async def test_memory_a_failing_handler_is_an_error_result_without_internals(
     make: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    _app, _presets, server = make()
+    _app, presets, server = make()
     with caplog.at_level(logging.ERROR, logger="agent_presets.server"):
         async with Client(server, mode="legacy") as client:
             result = await client.call_tool("space_app_boom", {})
             assert result.is_error
             assert "internal error" in text(result)
             assert "secret" not in text(result) and "Traceback" not in text(result)
+            assert not (await client.call_tool("space_app_switch", {})).is_error
+            presets.tool_registry.register(
+                ToolDef("space_exit", "Exits.", {"type": "object"}, run=_exit_process)
+            )
+            assert (await client.call_tool("space_exit", {})).is_error
             assert not (await client.call_tool("space_app_switch", {})).is_error
     assert any("secret internals" in r.getMessage() or r.exc_info for r in caplog.records)
 

@@ -170,7 +170,7 @@ class PresetServer(Server[Any]):
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.tool_registry.get(name)
-        return dict(tool.input_schema) if tool is not None else None
+        return _plain(tool.input_schema) if tool is not None else None
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -187,7 +187,7 @@ class PresetServer(Server[Any]):
             result = _success(value)
         except PresetError as exc:
             result = _error(str(exc))
-        except Exception:
+        except (Exception, SystemExit):  # a plugin bug must not take the server down
             log.exception("tool %s failed", name)
             result = _error(
                 f"{name} failed with an internal error (the server logged the details). "

@@ -19,6 +19,7 @@ notices are level triggers ("refetch"), so one notice covers a burst.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable
@@ -132,24 +133,27 @@ class ChangeFanout:
         task.add_done_callback(self._tasks.discard)
 
     async def _flush(self) -> None:
+        drained = False
         try:
             while True:
                 with self._lock:
                     kinds, self._pending = self._pending, set()
                     if not kinds:
                         self._scheduled = False
+                        drained = True
                         break
                 try:
                     await self._deliver(kinds)
                 except Exception:
                     log.exception("delivering a change notice failed")
         finally:
-            with self._lock:
-                if self._pending and self._loop is not None:
-                    # Cancelled with work left: hand it to a fresh task.
-                    self._loop.call_soon(self._start_flush)
-                else:
+            if not drained:  # cancelled: hand what is left to a fresh task
+                with self._lock:
                     self._scheduled = False
+                    if self._pending and self._loop is not None:
+                        with contextlib.suppress(RuntimeError):
+                            self._loop.call_soon(self._start_flush)
+                            self._scheduled = True
             waiters, self._waiters = self._waiters, []
             for waiter in waiters:
                 if not waiter.done():
