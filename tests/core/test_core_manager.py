@@ -137,6 +137,16 @@ def test_on_change_fires_when_a_prompt_fragment_changes(stack, make_preset):
     assert resolution.prompt_fragments[-1].prompt == "Different words."
 
 
+def test_on_change_carries_new_tool_ids_and_the_tool_registry_follows(
+    stack, make_preset, make_adapter
+):
+    stack.adapters.register(make_adapter("app.font"))
+    stack.manager.unregister("general")
+    stack.manager.register(make_preset("general", ["app.theme", "app.font"], prompt="General."))
+    assert stack.changes[-1].tool_ids == ("scene.add", "app.theme", "app.font")
+    assert stack.tools.names() == ["space_app_font", "space_app_theme", "space_scene_add"]
+
+
 def test_registering_an_inactive_preset_does_not_notify(stack, make_preset, make_adapter):
     stack.adapters.register(make_adapter("graph.node"))
     stack.manager.register(

@@ -100,6 +100,20 @@ def test_a_file_defining_one_preset_name_twice_is_rejected():
     assert "line 2" in str(info.value)
 
 
+def test_preset_definitions_are_immutable(make_preset):
+    pattern = {"surface": "canvas"}
+    tool_ids = ["drawing.undo"]
+    preset = make_preset("frozen", tool_ids, contexts=[pattern])
+    pattern["surface"] = "scene"
+    tool_ids.append("drawing.redo")
+    assert dict(preset.contexts[0]) == {"surface": "canvas"}
+    assert preset.tool_ids == ("drawing.undo",)
+    with pytest.raises(AttributeError):
+        preset.name = "thawed"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        preset.contexts[0]["surface"] = "scene"  # type: ignore[index]
+
+
 # ------------------------------------------------------------------ field validation
 
 
