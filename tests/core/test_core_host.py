@@ -276,12 +276,6 @@ def test_a_corrupt_world_file_is_a_clear_error(state_dir, preset_file):
         host.runtime("sketch")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host.headless.HeadlessHost.__init__ calls read_json(shell.json) unguarded, so a "
-    "corrupt shell.json raises a bare json.JSONDecodeError; a corrupt world file already gets "
-    "a PresetError naming the file and what to do",
-)
 def test_a_corrupt_shell_file_is_a_clear_error(state_dir):
     state_dir.mkdir(parents=True)
     (state_dir / "shell.json").write_text("{not json", encoding="utf-8")

@@ -351,12 +351,6 @@ def test_from_dict_names_the_preset_once():
 # ------------------------------------------------------------------ anchors and aliases
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loader.parse_presets runs _walk after construct_document, and PyYAML's "
-    "flatten_mapping has already copied the merged keys into the node, so every key that "
-    "overrides a '<<' merge is reported as 'appears twice in one mapping'",
-)
 def test_a_yaml_merge_key_with_overrides_loads():
     presets = load_preset_text(
         "presets:\n"
@@ -373,11 +367,6 @@ def test_a_yaml_merge_key_with_overrides_loads():
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loader._walk follows alias nodes without cycle detection, so a self-referencing "
-    "alias raises a bare RecursionError although parse_presets 'never raises for bad content'",
-)
 @pytest.mark.parametrize(
     "text",
     ["presets: &a [*a]\n", "presets:\n  - &p {name: a, contexts: [*p]}\n"],
@@ -402,11 +391,6 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loader._walk visits an aliased node once per reference and records a position per "
-    "path, so nested aliases ('billion laughs') make a 600-byte file take exponential time",
-)
 def test_nested_aliases_do_not_make_loading_exponential():
     lines = [
         "presets:",

@@ -424,20 +424,13 @@ def test_duplicate_resolved_mcp_tool_names_are_rejected_by_get_tool_defs(
     )
     assert [t.name for t in stack.manager.get_tool_defs()] == ["space_same"]
     stack.sync.stop()  # only the manager is under test here
-    stack.manager.set_override("right", "on")
     with pytest.raises(DuplicateToolError) as info:
-        stack.manager.get_tool_defs()
+        stack.manager.set_override("right", "on")
     message = str(info.value)
     assert "'space_same'" in message
     assert "'left.tool'" in message and "'right.tool'" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="manager.PresetManager.set_override commits the override and notifies before any "
-    "tool def is built; the DuplicateToolError for a duplicate MCP name only comes from the "
-    "sync listener, so the override sticks, resolve() changed and the tool registry is stale",
-)
 def test_an_override_that_makes_two_mcp_names_collide_changes_nothing(
     make_stack, make_preset, make_adapter
 ):

@@ -32,11 +32,21 @@ class Catalog:
 
 def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = "space_") -> Catalog:
     catalog = Catalog()
-    for info, result in plugin_set.call_each("presets_preset_files"):
+
+    def hook_failed(info: PluginInfo, exc: Exception) -> None:
+        catalog.problems.append(
+            PresetValidationError(
+                f"plugin {info.label}: a hook raised {type(exc).__name__}: {exc}; "
+                "its presets or adapters were skipped",
+                source=info.name,
+            )
+        )
+
+    for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
             _load_file(info, item, catalog)
     adapters: dict[str, ToolAdapter] = {}
-    for info, result in plugin_set.call_each("presets_tool_adapters"):
+    for info, result in plugin_set.call_each("presets_tool_adapters", hook_failed):
         for adapter in _items(info, result, catalog):
             if not isinstance(adapter, ToolAdapter):
                 catalog.problems.append(

@@ -137,8 +137,9 @@ def _verdict(
         return verdict("the current context matches " + describe_patterns(preset), None)
     enable_override = f"turn on preset {preset.name!r} (session override {preset.name}=on)"
     if override == "off":
+        back = "on" if preset.default_state == "off" else "auto or on"
         return verdict(
-            "forced off by a session override", f"set preset {preset.name!r} back to auto or on"
+            "forced off by a session override", f"set preset {preset.name!r} back to {back}"
         )
     if preset.default_state == "off":
         return verdict(f"it is off by default (risk: {preset.risk})", enable_override)

@@ -106,10 +106,13 @@ def load_preset_text(text: str, source: str = "<string>") -> list[Preset]:
 
 def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetValidationError]]:
     """Every valid preset of a file and every problem found; never raises for bad content."""
+    marks = _Positions()
     try:
         loader = PresetYamlLoader(text)
         try:
             node = loader.get_single_node()
+            if node is not None:
+                marks.walk(node)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -122,14 +125,19 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
                 f"YAML syntax error: {what}", source=source, line=line, column=col
             )
         ]
+    except _Refused as exc:
+        return [], [
+            PresetValidationError(
+                f"{exc.message}; write the values out instead",
+                source=source,
+                line=exc.mark.line + 1,
+                column=exc.mark.column + 1,
+            )
+        ]
     except yaml.YAMLError as exc:
         return [], [PresetValidationError(f"YAML error: {exc}", source=source)]
-    positions: dict[PathKey, Position] = {}
-    key_positions: dict[PathKey, Position] = {}
+    positions, key_positions, duplicates = marks.values, marks.keys, marks.duplicates
     problems: list[PresetValidationError] = []
-    duplicates: list[tuple[PathKey, int, int]] = []
-    if node is not None:
-        _walk(node, (), positions, key_positions, duplicates)
     if data is None:
         problems.append(
             PresetValidationError(
@@ -223,29 +231,70 @@ def _combined(problems: list[PresetValidationError], source: str) -> PresetValid
 # ---------------------------------------------------------------- positions
 
 
-def _walk(
-    node: yaml.Node,
-    path: PathKey,
-    positions: dict[PathKey, Position],
-    key_positions: dict[PathKey, Position],
-    duplicates: list[tuple[PathKey, int, int]],
-) -> None:
-    positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value
-            child = (*path, key)
-            if key in seen:
-                duplicates.append(
-                    (child, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                )
-            seen.add(key)
-            key_positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _walk(value_node, child, positions, key_positions, duplicates)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk(item, (*path, i), positions, key_positions, duplicates)
+MAX_VALUES = 200_000
+"""How many values a file may expand to through aliases before it is refused."""
+MAX_DEPTH = 100
+
+
+class _Positions:
+    """Where each value and key of a YAML document starts, walked once per node.
+
+    Walking the node graph (not the constructed data) before construction sees
+    merge keys as written, visits an aliased node once however often it is
+    referenced, and catches alias cycles and alias bombs before jsonschema
+    would walk their expansion.
+    """
+
+    def __init__(self) -> None:
+        self.values: dict[PathKey, Position] = {}
+        self.keys: dict[PathKey, Position] = {}
+        self.duplicates: list[tuple[PathKey, int, int]] = []
+        self._sizes: dict[int, int] = {}
+        self._active: set[int] = set()
+
+    def walk(self, node: yaml.Node, path: PathKey = ()) -> int:
+        """Record positions below ``node``; return how many values it expands to."""
+        mark = node.start_mark
+        self.values.setdefault(path, (mark.line + 1, mark.column + 1))
+        key = id(node)
+        if key in self._sizes:
+            return self._sizes[key]
+        if key in self._active:
+            raise _Refused("an alias refers to a value that contains it", mark)
+        if len(self._active) >= MAX_DEPTH:
+            raise _Refused(f"values are nested more than {MAX_DEPTH} levels deep", mark)
+        self._active.add(key)
+        size = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, value_node in node.value:
+                k = key_node.value
+                child = (*path, k)
+                kmark = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if key_node.tag != "tag:yaml.org,2002:merge":
+                    if k in seen:
+                        self.duplicates.append((child, *kmark))
+                    seen.add(k)
+                self.keys.setdefault(child, kmark)
+                size += self.walk(value_node, child)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                size += self.walk(item, (*path, i))
+        self._active.discard(key)
+        if size > MAX_VALUES:
+            raise _Refused(
+                f"the document expands to more than {MAX_VALUES:,} values through aliases",
+                mark,
+            )
+        self._sizes[key] = size
+        return size
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, mark: yaml.Mark) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
 
 
 def _nearest(positions: dict[PathKey, Position], path: PathKey) -> Position | None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_presets.adapters import ToolAdapterRegistry
+from agent_presets.listeners import call_listeners
 from agent_presets.matching import Context, validate_context
 from agent_presets.model import (
     OVERRIDE_STATES,
@@ -76,8 +77,9 @@ class PresetManager:
             if new_context == self._context:
                 return
             resolution = self._compute(new_context, self._overrides)
+            defs = self._tool_defs_for(resolution)
             self._context = new_context
-            self._commit(resolution, overrides_changed=False)
+            self._commit(resolution, defs, overrides_changed=False)
 
     def get_context(self) -> Context:
         return dict(self._context)
@@ -99,8 +101,9 @@ class PresetManager:
             if overrides == self._overrides:
                 return
             resolution = self._compute(self._context, overrides)
+            defs = self._tool_defs_for(resolution)
             self._overrides = overrides
-            self._commit(resolution, overrides_changed=True)
+            self._commit(resolution, defs, overrides_changed=True)
 
     def get_overrides(self) -> dict[str, str]:
         return dict(self._overrides)
@@ -121,7 +124,7 @@ class PresetManager:
         """Full MCP tool definitions for the active tool ids, stamped with this owner."""
         with self._lock:
             if self._tool_defs is None or self._adapters_version != self.tool_adapters.version:
-                self._tool_defs = self._build_tool_defs()
+                self._tool_defs = self._tool_defs_for(self._resolution)
             return list(self._tool_defs)
 
     def status(self) -> dict[str, Any]:
@@ -157,32 +160,36 @@ class PresetManager:
             self._memo.popitem(last=False)
         return resolution
 
-    def _commit(self, resolution: Resolution, *, overrides_changed: bool) -> None:
+    def _commit(
+        self, resolution: Resolution, defs: tuple[ToolDef, ...], *, overrides_changed: bool
+    ) -> None:
+        """Make a checked resolution current and tell the listeners (all of them)."""
         if resolution == self._resolution and not overrides_changed:
             return
-        if resolution.tool_ids != self._resolution.tool_ids:
-            self._tool_defs = None
         self._resolution = resolution
-        for callback in list(self._listeners):
-            callback(resolution)
+        self._tool_defs = defs
+        call_listeners(self._listeners, resolution)
 
     def _registry_changed(self, event: str, preset: Preset) -> None:
+        # Raising here makes the registry undo the change: nothing is committed.
         with self._lock:
             overrides = self._overrides
             if event == "unregister" and preset.name in overrides:
                 overrides = {k: v for k, v in overrides.items() if k != preset.name}
             resolution = self._compute(self._context, overrides)
+            defs = self._tool_defs_for(resolution)
             changed = overrides != self._overrides
             self._overrides = overrides
-            self._commit(resolution, overrides_changed=changed)
+            self._commit(resolution, defs, overrides_changed=changed)
 
-    def _build_tool_defs(self) -> tuple[ToolDef, ...]:
+    def _tool_defs_for(self, resolution: Resolution) -> tuple[ToolDef, ...]:
+        """The tool defs of a resolution; raises (changing nothing) if they cannot be built."""
         if self._adapters_version != self.tool_adapters.version:
             self._tool_def_cache.clear()
             self._adapters_version = self.tool_adapters.version
         defs: list[ToolDef] = []
         sources: dict[str, str] = {}
-        for tool_id in self._resolution.tool_ids:
+        for tool_id in resolution.tool_ids:
             tool_def = self._tool_def_cache.get(tool_id)
             if tool_def is None:
                 tool_def = replace(

@@ -93,15 +93,39 @@ class PluginSet:
     def get(self, name: str) -> PluginInfo | None:
         return next((p for p in self.plugins if p.name == name), None)
 
-    def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[PluginInfo, Any]]:
-        """Call a hook plugin by plugin, so each result is attributed to its plugin."""
+    def call_each(
+        self,
+        hook_name: str,
+        on_error: Callable[[PluginInfo, Exception], None] | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[PluginInfo, Any]]:
+        """Call a hook plugin by plugin, so each result is attributed to its plugin.
+
+        A plugin whose hook raises is passed to ``on_error`` (default: recorded
+        in ``problems``) and the other plugins still run.
+        """
         results = []
         for info in self.plugins:
             if hook_name not in info.hooks:
                 continue
             others = [p for p in self.pm.get_plugins() if p is not info.plugin]
             caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
-            for result in caller(**kwargs):
+            try:
+                outcome = caller(**kwargs)
+            except Exception as exc:  # one plugin's bug must not stop the others
+                if on_error is not None:
+                    on_error(info, exc)
+                else:
+                    self.problems.append(
+                        PluginProblem(
+                            info.name,
+                            f"plugin {info.label}: hook {hook_name} raised "
+                            f"{type(exc).__name__}: {exc}; its contribution was skipped",
+                            info.distribution,
+                        )
+                    )
+                continue
+            for result in outcome:
                 results.append((info, result))
         return results
 
@@ -139,8 +163,14 @@ def load_plugins(
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
     if plugins is not None:
+        taken: set[str] = set()
         for obj in plugins:
-            name = getattr(obj, "__name__", None) or type(obj).__name__
+            base = getattr(obj, "__name__", None) or type(obj).__name__
+            name, n = base, 1
+            while name in taken:  # two instances of one class
+                n += 1
+                name = f"{base}#{n}"
+            taken.add(name)
 
             def register(obj: object = obj, name: str = name) -> None:
                 pm.register(obj, name=name)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_presets.listeners import call_listeners
 from agent_presets.matching import CompiledPattern, compile_pattern, validate_context
 from agent_presets.model import (
     OVERRIDE_STATES,
@@ -69,7 +70,13 @@ class PresetRegistry:
             )
         self._entries[preset.name] = _compile(preset)
         self.version += 1
-        self._notify("register", preset)
+        try:
+            self._notify("register", preset)
+        except Exception:
+            # A listener (the manager) refused the new preset: undo, so nothing changed.
+            del self._entries[preset.name]
+            self.version += 1
+            raise
 
     def unregister(self, name: str) -> Preset:
         entry = self._entries.pop(name, None)
@@ -196,5 +203,4 @@ class PresetRegistry:
             self._listeners.remove(callback)
 
     def _notify(self, event: str, preset: Preset) -> None:
-        for callback in list(self._listeners):
-            callback(event, preset)
+        call_listeners(self._listeners, event, preset)

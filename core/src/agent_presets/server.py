@@ -7,23 +7,21 @@ a copy: ``tools/list`` reads the registry, ``tools/call`` runs the registry's
 in both protocol eras. ``serve(presets, transport=...)`` runs it over stdio or
 streamable HTTP until stdin closes or the process is told to stop.
 
-This is the only module of the core that imports ``mcp`` (about a second to
-import); ``cli.py`` imports it inside the ``serve`` command only.
+This module and its helpers in ``agent_presets.mcpserver`` are the only parts
+of the core that import ``mcp`` (about a second to import); ``cli.py``
+imports this module inside the ``serve`` command only.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import functools
 import ipaddress
 import json
 import logging
 import socket
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
@@ -52,7 +50,6 @@ __all__ = [
     "STATUS_URI",
     "PresetServer",
     "build_server",
-    "main",
     "serve",
 ]
 
@@ -470,11 +467,13 @@ async def _serve_http(
     shown = f"[{host}]" if ":" in host else host
     security = None
     if not _is_loopback(host):
-        # The SDK protects loopback hosts by itself; elsewhere accept only this host name.
+        # The SDK protects loopback hosts by itself; elsewhere accept only the
+        # address given (and loopback), so a rebinding name is still refused.
+        names = [shown, "127.0.0.1", "localhost", "[::1]"]
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{shown}:*"],
-            allowed_origins=[f"http://{shown}:*"],
+            allowed_hosts=[f"{n}:*" for n in names],
+            allowed_origins=[f"http://{n}:*" for n in names],
         )
         log.warning(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
@@ -495,46 +494,3 @@ async def _serve_http(
             await anyio.sleep(0.01)
         if banner is not None:
             banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")
-
-
-# ------------------------------------------------------------ python -m entry
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agent_presets.server``: the headless host served over MCP.
-
-    ``presets serve`` is the supported entry; this one exists for tests and
-    debugging and takes the same transport options.
-    """
-    from agent_presets.host import HeadlessHost
-
-    parser = argparse.ArgumentParser(prog="python -m agent_presets.server")
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--state-dir", required=True, type=Path)
-    parser.add_argument("--root", type=Path, default=None)
-    parser.add_argument("--on", action="append", default=[], metavar="PRESET")
-    parser.add_argument("--off", action="append", default=[], metavar="PRESET")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
-    overrides = {name: "on" for name in args.on} | {name: "off" for name in args.off}
-    try:
-        presets = HeadlessHost(args.state_dir, args.root).start(overrides=overrides or None)
-        serve(
-            presets,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            banner=functools.partial(print, file=sys.stderr, flush=True),
-        )
-    except PresetError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from agent_presets.listeners import call_listeners
 from agent_presets.model import OwnershipError, PresetValidationError, ToolDef
 
 
@@ -133,5 +134,4 @@ class ToolRegistry:
         )
         if not change:
             return
-        for callback in list(self._listeners):
-            callback(change)
+        call_listeners(self._listeners, change)

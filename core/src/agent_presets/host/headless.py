@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.host.store import read_json, write_json_atomic
+from agent_presets.listeners import call_listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
 
 if TYPE_CHECKING:
@@ -44,12 +45,42 @@ class Shell:
         saved = saved or {}
         self.surface: str = saved.get("surface", "scene")
         self.activity: str | None = saved.get("activity")
-        self.canvas_visible: bool = bool(saved.get("canvas_visible", False))
+        self.canvas_visible: bool = saved.get("canvas_visible", False)
         self.theme: str = saved.get("theme", "light")
-        self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD])) or [DEFAULT_WORLD]
-        self.world: str = saved.get("world", self.worlds[0])
-        if self.world not in self.worlds:
-            self.worlds.append(self.world)
+        self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
+        self.world: str = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)
+
+    @staticmethod
+    def saved_state_problem(saved: object) -> str | None:
+        """Why a saved shell state cannot be used, or None when it can."""
+        if not isinstance(saved, dict):
+            return f"expected a JSON object, found {type(saved).__name__}"
+        checks: list[tuple[str, Callable[[Any], bool], str]] = [
+            ("surface", lambda v: v in SURFACES, f"one of {', '.join(SURFACES)}"),
+            (
+                "activity",
+                lambda v: v is None or (isinstance(v, str) and bool(ACTIVITY_RE.match(v))),
+                "null or a lowercase activity name",
+            ),
+            ("canvas_visible", lambda v: isinstance(v, bool), "true or false"),
+            ("theme", lambda v: v in THEMES, f"one of {', '.join(THEMES)}"),
+            (
+                "worlds",
+                lambda v: (
+                    isinstance(v, list)
+                    and bool(v)
+                    and len(set(map(str, v))) == len(v)
+                    and all(isinstance(w, str) and WORLD_RE.match(w) for w in v)
+                ),
+                "a non-empty list of distinct world names",
+            ),
+        ]
+        for key, ok, expected in checks:
+            if key in saved and not ok(saved[key]):
+                return f"{key!r} is {saved[key]!r}; expected {expected}"
+        if "world" in saved and saved["world"] not in saved.get("worlds", [DEFAULT_WORLD]):
+            return f"'world' is {saved['world']!r}, which is not in 'worlds'"
+        return None
 
     def state(self) -> dict[str, Any]:
         return {
@@ -160,7 +191,7 @@ class HeadlessHost:
         self._attached: dict[str, Any] = {}
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self.presets: Presets | None = None
-        self.shell = Shell(self, read_json(self.state_dir / SHELL_FILE))
+        self.shell = Shell(self, self._load_shell())
 
     # -- runtimes ----------------------------------------------------------
 
@@ -232,10 +263,12 @@ class HeadlessHost:
     ) -> Presets:
         """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
         from agent_presets.bootstrap import bootstrap
-        from agent_presets.plugins import PluginSet, load_plugins
+        from agent_presets.plugins import PluginSet, env_flag, load_plugins
 
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
-        plugin_set.hook.presets_headless_runtime(host=self)
+        plugin_set.call_each("presets_headless_runtime", host=self)
+        if plugin_set.problems and env_flag("PRESETS_STRICT"):
+            raise PresetError("\n".join(str(p) for p in plugin_set.problems))
         presets = bootstrap(
             self,
             tool_registry=tool_registry,
@@ -282,6 +315,21 @@ class HeadlessHost:
                 return
             write_json_atomic(self._world_dir(world) / f"{name}.json", runtime.to_state())
 
+    def _load_shell(self) -> dict[str, Any] | None:
+        path = self.state_dir / SHELL_FILE
+        try:
+            saved = read_json(path)
+        except ValueError as exc:
+            problem: str | None = f"not valid JSON ({exc})"
+        else:
+            problem = None if saved is None else Shell.saved_state_problem(saved)
+        if problem is not None:
+            raise PresetError(
+                f"{path}: the saved shell state is unusable: {problem}; fix the file, or "
+                "delete it to start with the default shell (worlds are kept)"
+            )
+        return saved  # type: ignore[no-any-return]
+
     def _save_shell(self) -> None:
         write_json_atomic(self.state_dir / SHELL_FILE, self.shell.state())
 
@@ -291,9 +339,7 @@ class HeadlessHost:
         shutil.rmtree(self._world_dir(world), ignore_errors=True)
 
     def _context_changed(self) -> None:
-        context = self.context()
-        for callback in list(self._listeners):
-            callback(context)
+        call_listeners(self._listeners, self.context())
 
     def _check_slot(self, name: str) -> None:
         if not name.isidentifier() or name.startswith("_"):
