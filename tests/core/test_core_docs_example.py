@@ -1,0 +1,40 @@
+"""The plugin written in docs/plugins.md works as printed: docs that run do not rot."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+DOC = Path(__file__).parents[2] / "docs" / "plugins.md"
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_documented_plugin_loads_validates_and_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files_hook, adapters_hook, runtime_hook, test_code = blocks("python")
+    package = tmp_path / "agent_presets_myplugin"
+    package.mkdir()
+    (package / "presets.yaml").write_text(blocks("yaml")[0], encoding="utf-8")
+    (package / "__init__.py").write_text(
+        "\n\n".join([files_hook, adapters_hook, runtime_hook]), encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "agent_presets_myplugin", raising=False)
+
+    namespace: dict[str, object] = {}
+    exec(compile(test_code, str(DOC), "exec"), namespace)
+    test = namespace["test_append_adds_a_note"]
+    assert callable(test)
+    test(tmp_path)
+
+    from agent_presets.loader import load_preset_file
+
+    [preset] = load_preset_file(package / "presets.yaml")
+    assert preset.tool_ids == ("notes.append",)
