@@ -142,6 +142,25 @@ def bench_switch(count: int, tools_per: int, repeat: int) -> tuple[float, int, i
     return seconds, len(presets), sum(len(p.tool_ids) for p in presets), changed
 
 
+def bench_builtin_switch(repeat: int) -> tuple[float, int, int]:
+    """The real built-in plugins: scene <-> canvas/drawing through manager, sync and registry."""
+    from agent_presets import bootstrap
+
+    presets = bootstrap(None, context=context("scene", None))
+    manager = presets.manager
+    contexts = [context("canvas", "drawing"), context("scene", None)]
+    for c in contexts:
+        manager.set_context(c)
+    state = [1]
+
+    def switch() -> None:
+        state[0] ^= 1
+        manager.set_context(contexts[state[0]])
+
+    tools = sum(len(p.tool_ids) for p in presets.registry.list())
+    return timed(switch, repeat), len(presets.registry), tools
+
+
 def bench_switch_flip(count: int, tools_per: int, repeat: int) -> float:
     """Worst case: half the presets follow the scene, half the canvas; every tool changes."""
     presets = [
@@ -221,6 +240,7 @@ def main() -> int:
     base = timed(baseline, r)
     small, small_presets, small_tools, small_changed = bench_switch(30, 3, r * 20)
     large, large_presets, large_tools, large_changed = bench_switch(1000, 5, r)
+    builtin, builtin_presets, builtin_tools = bench_builtin_switch(r * 20)
     rows = [
         ("resolve 10,000 presets x 3 patterns, uncached", bench_resolve(10_000, r), 20e-3),
         ("cached resolve (manager.resolve)", bench_cached(r), 20e-6),
@@ -235,6 +255,12 @@ def main() -> int:
             f"({large_changed} tools change)",
             large,
             20e-3,
+        ),
+        (
+            f"context switch, the installed built-ins ({builtin_presets} presets / "
+            f"{builtin_tools} tools), scene <-> canvas+drawing",
+            builtin,
+            1e-3,
         ),
         (
             "context switch where all 5,000 tools change (2,500 out, 2,500 in)",
