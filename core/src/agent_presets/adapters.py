@@ -7,6 +7,7 @@ needs from it then, so a tool never holds on to a dead world or document.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
     TOOL_ID_RE,
     DuplicateToolError,
@@ -71,13 +73,12 @@ class ToolAdapter:
             raise PresetValidationError(
                 f"{where}: input_schema must be a JSON Schema with type: object", source=self.source
             )
-        try:
-            jsonschema.Draft202012Validator.check_schema(dict(self.input_schema))
-        except jsonschema.SchemaError as exc:
+        problem = _schema_problem(self.input_schema)
+        if problem is not None:
             raise PresetValidationError(
-                f"{where}: input_schema is not a valid JSON Schema: {exc.message}",
+                f"{where}: input_schema is not a valid JSON Schema: {problem}",
                 source=self.source,
-            ) from None
+            )
         if not callable(self.handler):
             raise PresetValidationError(f"{where}: handler must be callable", source=self.source)
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
@@ -88,6 +89,24 @@ class ToolAdapter:
             )
         object.__setattr__(self, "input_schema", MappingProxyType(dict(self.input_schema)))
         object.__setattr__(self, "annotations", MappingProxyType(dict(self.annotations or {})))
+
+
+_checked_schemas: dict[str, str | None] = {}
+
+
+def _schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` is not a valid 2020-12 schema, or None; memoised by content.
+
+    Adapters are rebuilt (``dataclasses.replace``) and often share schemas, so
+    each distinct schema is checked once per process (see ``metaschema``).
+    """
+    try:
+        key = json.dumps(schema, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        key = repr(schema)
+    if key not in _checked_schemas:
+        _checked_schemas[key] = schema_problem(schema)
+    return _checked_schemas[key]
 
 
 class ToolAdapterRegistry:
