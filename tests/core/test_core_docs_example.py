@@ -18,12 +18,12 @@ def blocks(language: str) -> list[str]:
 def test_the_documented_plugin_loads_validates_and_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files_hook, adapters_hook, runtime_hook, test_code = blocks("python")
+    files_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")
     package = tmp_path / "agent_presets_myplugin"
     package.mkdir()
     (package / "presets.yaml").write_text(blocks("yaml")[0], encoding="utf-8")
     (package / "__init__.py").write_text(
-        "\n\n".join([files_hook, adapters_hook, runtime_hook]), encoding="utf-8"
+        "\n\n".join([files_hook, adapters_hook, helpers, runtime_hook]), encoding="utf-8"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "agent_presets_myplugin", raising=False)
@@ -38,3 +38,18 @@ def test_the_documented_plugin_loads_validates_and_runs(
 
     [preset] = load_preset_file(package / "presets.yaml")
     assert preset.tool_ids == ("notes.append",)
+
+    # The helpers' example builds a working adapter too.
+    import agent_presets_myplugin
+
+    class Notes:
+        def search(self, text: str) -> list[str]:
+            return [n for n in ["buy milk", "call mum"] if text in n]
+
+    from types import SimpleNamespace
+
+    from agent_presets import ToolAdapterRegistry
+
+    adapters = ToolAdapterRegistry(SimpleNamespace(notes=Notes()))
+    adapters.register(agent_presets_myplugin.search)
+    assert adapters.resolve("notes.search").run({"text": "milk"}) == ["buy milk"]

@@ -38,6 +38,8 @@ _EXPORTS = {
     "ToolAdapter": "adapters",
     "ToolAdapterRegistry": "adapters",
     "require_runtime": "adapters",
+    "object_schema": "adapters",
+    "runtime_handler": "adapters",
     "PresetRegistry": "registry",
     "PresetManager": "manager",
     "ToolRegistry": "tools",
@@ -77,7 +79,9 @@ __all__ = [
     "hookspec",
     "load_plugins",
     "load_preset_file",
+    "object_schema",
     "require_runtime",
+    "runtime_handler",
 ]
 
 
@@ -91,7 +95,13 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry, require_runtime
+    from agent_presets.adapters import (
+        ToolAdapter,
+        ToolAdapterRegistry,
+        object_schema,
+        require_runtime,
+        runtime_handler,
+    )
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
     from agent_presets.model import (

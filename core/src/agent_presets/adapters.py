@@ -7,9 +7,10 @@ needs from it then, so a tool never holds on to a dead world or document.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,7 @@ from agent_presets.model import (
     MissingRuntimeError,
     PresetValidationError,
     ToolArgumentError,
+    ToolCallError,
     ToolDef,
 )
 
@@ -209,6 +211,53 @@ def check_arguments(
             f" with {', '.join(required)} required" if required else ""
         )
     raise ToolArgumentError(f"{tool}: {where}: {error.message}{expected}")
+
+
+def object_schema(
+    properties: Mapping[str, Any] | None = None,
+    required: Sequence[str] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """An input schema for an object with exactly these properties.
+
+    Unknown arguments are refused (``additionalProperties: false``), so a
+    misspelt argument is an error the model sees instead of being ignored.
+    """
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": dict(properties or {}),
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    schema.update(extra)
+    return schema
+
+
+def runtime_handler(
+    runtime: str,
+    tool: str,
+    action: Callable[[Any, dict[str, Any]], Any],
+    *,
+    errors: tuple[type[Exception], ...] = (),
+) -> Handler:
+    """A handler that fetches ``app.<runtime>`` when called and runs ``action(runtime, args)``.
+
+    Exceptions of the ``errors`` types (a runtime's own refusals) become
+    ``ToolCallError``s prefixed with the tool name, for the model to read.
+    With ``functools.partial(runtime_handler, "graph", name, errors=...)`` it
+    is a decorator.
+    """
+
+    @functools.wraps(action)
+    def handler(app: Any, arguments: dict[str, Any]) -> Any:
+        try:
+            # Inside the try: fetching a world's runtime loads its saved state, which can fail.
+            return action(require_runtime(app, runtime, tool), arguments)
+        except errors as exc:
+            raise ToolCallError(f"{tool}: {exc}") from None
+
+    return handler
 
 
 def require_runtime(app: Any, attribute: str, tool: str) -> Any:

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent_presets import ToolAdapter, ToolCallError, require_runtime
+from agent_presets import (
+    ToolAdapter,
+    object_schema,
+    runtime_handler,
+)
 from agent_presets_drawing.document import MATCH_MODES, SHAPES, TOOLS, Drawing, DrawingError
 
 RUNTIME = "drawing"
@@ -60,21 +64,7 @@ def _style(*, fill: bool) -> dict[str, Any]:
     }
 
 
-def _schema(
-    properties: dict[str, Any] | None = None, required: list[str] | None = None, **extra: Any
-) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties or {},
-        "additionalProperties": False,
-    }
-    if required:
-        schema["required"] = required
-    schema.update(extra)
-    return schema
-
-
-STYLE_CHANGE = _schema(
+STYLE_CHANGE = object_schema(
     {
         "fill": {**COLOR, "description": "Fill colour: '#rrggbb', '#rgb' or 'none'."},
         "stroke": {**COLOR, "description": "Outline colour: '#rrggbb', '#rgb' or 'none'."},
@@ -84,25 +74,6 @@ STYLE_CHANGE = _schema(
 )
 
 # ------------------------------------------------------------------ handlers
-
-
-def _drawing(app: Any, tool: str) -> Drawing:
-    drawing: Drawing = require_runtime(app, RUNTIME, tool)
-    return drawing
-
-
-def _tool(
-    name: str, action: Callable[[Drawing, dict[str, Any]], Any]
-) -> Callable[[Any, dict[str, Any]], Any]:
-    def handler(app: Any, arguments: dict[str, Any]) -> Any:
-        try:
-            # Inside the try: loading a world's saved drawing can be refused too.
-            return action(_drawing(app, name), arguments)
-        except DrawingError as exc:
-            raise ToolCallError(f"{name}: {exc}") from None
-
-    handler.__name__ = name
-    return handler
 
 
 def _inspect(d: Drawing, a: dict[str, Any]) -> Any:
@@ -133,7 +104,7 @@ def _adapter(
         mcp_name=name,
         description=description,
         input_schema=schema,
-        handler=_tool(name, action),
+        handler=runtime_handler(RUNTIME, name, action, errors=(DrawingError,)),
         annotations=annotations,
     )
 
@@ -148,14 +119,14 @@ ADAPTERS: list[ToolAdapter] = [
         "geometry, style, bounding box), the active layer, the selected object ids, the current "
         "tool, the default style, and how many steps can be undone or redone. Set include_svg "
         "to also get the drawing rendered as SVG.",
-        _schema({"include_svg": {"type": "boolean", "default": False}}),
+        object_schema({"include_svg": {"type": "boolean", "default": False}}),
         _inspect,
         READ_ONLY,
     ),
     _adapter(
         "set-tool",
         "Switch the active drawing tool the user sees in the toolbar.",
-        _schema(
+        object_schema(
             {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}}, ["tool"]
         ),
         lambda d, a: d.set_tool(a["tool"]),
@@ -167,7 +138,7 @@ ADAPTERS: list[ToolAdapter] = [
         "degrees about its centre; a polygon takes its corner points instead of a box. The "
         "shape goes on top of the given layer (default: the active layer) with the default "
         "style, overridden by any style keys you give.",
-        _schema(
+        object_schema(
             {
                 "shape": {"enum": list(SHAPES)},
                 "x": {**NUMBER, "description": "Left edge of the box (rect, ellipse)."},
@@ -215,7 +186,7 @@ ADAPTERS: list[ToolAdapter] = [
         "insert-line",
         "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored object. "
         "Lines have a stroke colour and width but no fill.",
-        _schema(
+        object_schema(
             {
                 "x1": NUMBER,
                 "y1": NUMBER,
@@ -234,7 +205,7 @@ ADAPTERS: list[ToolAdapter] = [
         "insert-stroke",
         "Add a freehand stroke: an open path through points in drawing order, with round caps "
         "and joins. Returns its id and the stored object. Strokes have no fill.",
-        _schema(
+        object_schema(
             {
                 "points": {
                     "type": "array",
@@ -253,7 +224,7 @@ ADAPTERS: list[ToolAdapter] = [
         "add-layer",
         "Add an empty layer just above the active layer and make it active. Without a name it "
         "is called 'Layer N'.",
-        _schema({"name": LAYER_NAME}),
+        object_schema({"name": LAYER_NAME}),
         lambda d, a: d.add_layer(a.get("name")),
     ),
     _adapter(
@@ -261,26 +232,26 @@ ADAPTERS: list[ToolAdapter] = [
         "Copy a layer (default: the active one) with all its objects, which get new ids. The "
         "copy goes just above the original and becomes active; without a name it is called "
         "'<name> copy'.",
-        _schema({"layer": LAYER, "name": LAYER_NAME}),
+        object_schema({"layer": LAYER, "name": LAYER_NAME}),
         lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
     ),
     _adapter(
         "rename-layer",
         "Rename a layer. Names are unique within the drawing.",
-        _schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
+        object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
         lambda d, a: d.rename_layer(a["layer"], a["name"]),
     ),
     _adapter(
         "set-active-layer",
         "Make a layer the active one: new objects are inserted on it.",
-        _schema({"layer": LAYER}, ["layer"]),
+        object_schema({"layer": LAYER}, ["layer"]),
         lambda d, a: d.set_active_layer(a["layer"]),
     ),
     _adapter(
         "delete-layer",
         "Delete a layer and every object on it. The last remaining layer cannot be deleted. "
         "space_drawing_undo restores it.",
-        _schema({"layer": LAYER}, ["layer"]),
+        object_schema({"layer": LAYER}, ["layer"]),
         lambda d, a: d.delete_layer(a["layer"]),
         DESTRUCTIVE,
     ),
@@ -303,20 +274,20 @@ ADAPTERS: list[ToolAdapter] = [
         "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill of "
         "the topmost object covering that point (a stroke covers width/2 either side of its "
         "outline; 'none' paint lets lower objects show), or the background colour.",
-        _schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+        object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
         lambda d, a: d.sample_color(a["x"], a["y"]),
         READ_ONLY,
     ),
     _adapter(
         "undo",
         "Undo the last change to the drawing and say what it was.",
-        _schema(),
+        object_schema(),
         lambda d, a: d.undo(),
     ),
     _adapter(
         "redo",
         "Redo the change most recently undone and say what it was.",
-        _schema(),
+        object_schema(),
         lambda d, a: d.redo(),
     ),
     _adapter(
@@ -325,7 +296,7 @@ ADAPTERS: list[ToolAdapter] = [
         "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
         "wholly inside it (match: inside), on every layer or only on the given layer. The "
         "new selection replaces the old one unless extend is true.",
-        _schema(
+        object_schema(
             {
                 "ids": {
                     "type": "array",
@@ -333,7 +304,7 @@ ADAPTERS: list[ToolAdapter] = [
                     "minItems": 1,
                     "description": "Object ids, like 'obj-3'.",
                 },
-                "rect": _schema(
+                "rect": object_schema(
                     {
                         "x": NUMBER,
                         "y": NUMBER,
@@ -362,7 +333,7 @@ ADAPTERS: list[ToolAdapter] = [
         "(clockwise on screen), both about origin (default: the centre of the selection's "
         "bounding box), then move by dx/dy. Stroke widths are kept. A turned rectangle scaled "
         "unevenly becomes a 4-point polygon.",
-        _schema(
+        object_schema(
             {
                 "dx": NUMBER,
                 "dy": NUMBER,
@@ -372,7 +343,7 @@ ADAPTERS: list[ToolAdapter] = [
                 },
                 "sy": {**NUMBER, "description": "Vertical scale factor, not 0; negative mirrors."},
                 "degrees": NUMBER,
-                "origin": _schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+                "origin": object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
             }
         ),
         _transform,
@@ -380,13 +351,13 @@ ADAPTERS: list[ToolAdapter] = [
     _adapter(
         "clear-selection",
         "Deselect everything.",
-        _schema(),
+        object_schema(),
         lambda d, a: d.clear_selection(),
     ),
     _adapter(
         "delete-selected",
         "Delete the selected objects. space_drawing_undo brings them back.",
-        _schema(),
+        object_schema(),
         lambda d, a: d.delete_selected(),
         DESTRUCTIVE,
     ),

@@ -11,7 +11,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from agent_presets import ToolAdapter, ToolCallError, require_runtime
+from agent_presets import (
+    ToolAdapter,
+    object_schema,
+    runtime_handler,
+)
 from agent_presets_graph.model import ID_PATTERN, MAX_LABEL, Graph, GraphError
 
 Handler = Callable[[Any, dict[str, Any]], Any]
@@ -25,30 +29,9 @@ DATA = {
 }
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-def _tool(mcp_name: str) -> Callable[[Callable[[Graph, dict[str, Any]], Any]], Handler]:
-    """Wrap a ``(graph, arguments)`` function as a handler that finds the graph at call time."""
-
-    def wrap(fn: Callable[[Graph, dict[str, Any]], Any]) -> Handler:
-        @functools.wraps(fn)
-        def handler(app: Any, arguments: dict[str, Any]) -> Any:
-            graph: Graph = require_runtime(app, "graph", mcp_name)
-            try:
-                return fn(graph, arguments)
-            except GraphError as exc:
-                raise ToolCallError(f"{mcp_name}: {exc}") from None
-
-        return handler
-
-    return wrap
+def _tool(mcp_name: str) -> Callable[[Callable[[Any, dict[str, Any]], Any]], Handler]:
+    """Decorate a ``(graph, arguments)`` function as a handler that finds the graph at call time."""
+    return functools.partial(runtime_handler, "graph", mcp_name, errors=(GraphError,))
 
 
 @_tool("space_graph_add_node")
@@ -123,7 +106,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_add_node",
             "Add a node to the graph. Returns the new node with its generated id "
             "(use that id for edges, focus and open).",
-            _schema(
+            object_schema(
                 {"label": {**LABEL, "description": "The text shown on the node."}, "data": DATA},
                 ["label"],
             ),
@@ -137,7 +120,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "With 'data' the node's data is updated (merged key by key, or replaced when "
             "merge is false); with 'label' it is renamed. A node that does not exist yet "
             "is created with this id when 'label' is given (an upsert).",
-            _schema(
+            object_schema(
                 {
                     "id": NODE_ID,
                     "label": {**LABEL, "description": "New label; required to create a node."},
@@ -159,7 +142,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_remove_nodes",
             "Delete nodes and every edge touching them. All ids must exist, otherwise "
             "nothing is deleted. This cannot be undone.",
-            _schema(
+            object_schema(
                 {
                     "ids": {
                         "type": "array",
@@ -182,7 +165,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Add a directed edge from 'source' to 'target' (both existing node ids), with "
             "an optional label such as 'knows'. Adding an edge that already exists returns "
             "the existing one with created: false.",
-            _schema(
+            object_schema(
                 {
                     "source": NODE_ID,
                     "target": NODE_ID,
@@ -199,7 +182,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_focus_node",
             "Focus a node in the graph view (it is opened too). Returns the view and the "
             "node with its edges and neighbours.",
-            _schema({"id": NODE_ID}, ["id"]),
+            object_schema({"id": NODE_ID}, ["id"]),
             focus_node,
             annotations={"idempotentHint": True},
             source=source,
@@ -209,7 +192,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_open_node",
             "Open a node in the graph view without changing the focus. Returns the view "
             "and the node with its edges and neighbours.",
-            _schema({"id": NODE_ID}, ["id"]),
+            object_schema({"id": NODE_ID}, ["id"]),
             open_node,
             annotations={"idempotentHint": True},
             source=source,
@@ -220,7 +203,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Search nodes by text, case-insensitively. Label matches come first (exact, "
             "then prefix, then substring), then matches in node data (keys or values; "
             "'path' says where). Returns ids to use with the other graph tools.",
-            _schema(
+            object_schema(
                 {
                     "query": {"type": "string", "minLength": 1, "maxLength": 200},
                     "kind": {
@@ -241,7 +224,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Create an identity node: a node (kind 'identity') that stands for one person, "
             "organisation or other entity. Names are unique among identities "
             "(case-insensitive); link other nodes to it with space_graph_add_edge.",
-            _schema(
+            object_schema(
                 {
                     "name": {**LABEL, "description": "The identity's name, e.g. 'Ada Lovelace'."},
                     "data": {**DATA, "description": 'Facts about it, e.g. {"email": ...}.'},
@@ -256,7 +239,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_get_state",
             "Return the whole graph as JSON (nodes, edges, view), suitable for "
             "space_graph_restore_state.",
-            _schema({}, []),
+            object_schema({}, []),
             get_state,
             annotations=READ_ONLY,
             source=source,
@@ -266,7 +249,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_graph_restore_state",
             "Replace the whole graph with a state from space_graph_get_state. The state is "
             "checked first; an invalid one changes nothing. Everything not in it is lost.",
-            _schema(
+            object_schema(
                 {
                     "state": {
                         "type": "object",

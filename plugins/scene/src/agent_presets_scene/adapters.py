@@ -12,7 +12,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from agent_presets import ToolAdapter, ToolCallError, require_runtime
+from agent_presets import (
+    ToolAdapter,
+    object_schema,
+    runtime_handler,
+)
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
 from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
@@ -42,30 +46,9 @@ NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 ID = {"type": "string", "minLength": 1, "maxLength": 100}
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-def _tool(mcp_name: str) -> Callable[[Callable[[Scene, dict[str, Any]], Any]], Handler]:
-    """Wrap a ``(scene, arguments)`` function as a handler that finds the scene at call time."""
-
-    def wrap(fn: Callable[[Scene, dict[str, Any]], Any]) -> Handler:
-        @functools.wraps(fn)
-        def handler(app: Any, arguments: dict[str, Any]) -> Any:
-            scene: Scene = require_runtime(app, "scene", mcp_name)
-            try:
-                return fn(scene, arguments)
-            except SceneError as exc:
-                raise ToolCallError(f"{mcp_name}: {exc}") from None
-
-        return handler
-
-    return wrap
+def _tool(mcp_name: str) -> Callable[[Callable[[Any, dict[str, Any]], Any]], Handler]:
+    """Decorate a ``(scene, arguments)`` function as a handler that finds the scene at call time."""
+    return functools.partial(runtime_handler, "scene", mcp_name, errors=(SceneError,))
 
 
 def _terrain_summary(terrain: Heightfield) -> dict[str, Any]:
@@ -208,7 +191,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_scene_add_cuboid",
             "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
             "physics and selection tools take.",
-            _schema(
+            object_schema(
                 {
                     "position": _vector("Centre of the box [x, y, z] in world units."),
                     "size": {
@@ -229,7 +212,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Give a scene object a physics body (replacing any body it has). 'dynamic' "
             "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
             "move; 'kinematic' ones are moved by code, not by forces.",
-            _schema(
+            object_schema(
                 {
                     "object_id": {**ID, "description": "Id of an existing scene object."},
                     "kind": {"enum": list(BODY_KINDS)},
@@ -248,7 +231,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.select-object",
             "space_scene_select_object",
             "Select a scene object by id, or clear the selection with null.",
-            _schema(
+            object_schema(
                 {
                     "object_id": {
                         "type": ["string", "null"],
@@ -269,7 +252,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
             "'amplitude' above/below the origin. Sample (row r, col c) sits at "
             "origin + [c * cell_size, height, r * cell_size].",
-            _schema(
+            object_schema(
                 {
                     "heights": {
                         "type": "array",
@@ -312,7 +295,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Cast a ray against the terrain: returns the first hit point, its distance along "
             "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
             "solid: a ray starting below the surface hits at distance 0 with inside: true.",
-            _schema(
+            object_schema(
                 {
                     "origin": _vector("Start of the ray [x, y, z]."),
                     "direction": _vector("Direction of the ray; any non-zero length."),
@@ -332,7 +315,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.remove-terrain",
             "space_scene_remove_terrain",
             "Delete the scene's terrain and its height data. This cannot be undone.",
-            _schema({}, []),
+            object_schema({}, []),
             remove_terrain,
             annotations={"destructiveHint": True},
             source=source,
@@ -343,7 +326,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
             "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
             "Directions default to straight down. Returns the light with its id.",
-            _schema(
+            object_schema(
                 {
                     "kind": {"enum": list(LIGHT_KINDS)},
                     "position": _vector("Where the light is (point and spot only)."),
@@ -367,7 +350,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-light-state",
             "space_scene_set_light_state",
             "Switch a light on or off by id.",
-            _schema(
+            object_schema(
                 {
                     "light_id": {**ID, "description": "Id of an existing light."},
                     "on": {"type": "boolean"},
@@ -382,7 +365,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-skybox",
             "space_scene_set_skybox",
             "Set the sky. 'none' shows the plain background color instead.",
-            _schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
+            object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
             set_skybox,
             annotations={"idempotentHint": True},
             source=source,
@@ -391,7 +374,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-background",
             "space_scene_set_background",
             "Set the background color, visible where no skybox is drawn (skybox 'none').",
-            _schema({"color": COLOR}, ["color"]),
+            object_schema({"color": COLOR}, ["color"]),
             set_background,
             annotations={"idempotentHint": True},
             source=source,
@@ -401,7 +384,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_scene_set_camera",
             "Place the perspective camera (y is up): it stands at 'position' and looks at "
             "'target'. 'fov' is the vertical field of view in degrees (kept when omitted).",
-            _schema(
+            object_schema(
                 {
                     "position": _vector("Where the camera is."),
                     "target": _vector("The point it looks at; must differ from position."),
@@ -417,7 +400,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.reset-camera",
             "space_scene_reset_camera",
             "Put the camera back to its default view: at [0, 5, 10] looking at the origin, fov 60.",
-            _schema({}, []),
+            object_schema({}, []),
             reset_camera,
             annotations={"idempotentHint": True},
             source=source,
@@ -428,7 +411,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "Turn a point on the screen into a world ray from the camera (origin and unit "
             "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
             "x runs right over [0, width], y down over [0, height], from the top-left corner.",
-            _schema(
+            object_schema(
                 {
                     "x": {"type": "number", "minimum": 0},
                     "y": {"type": "number", "minimum": 0},
@@ -446,7 +429,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_scene_get_state",
             "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
             "for space_scene_restore_state.",
-            _schema({}, []),
+            object_schema({}, []),
             get_state,
             annotations=READ_ONLY,
             source=source,
@@ -456,7 +439,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "space_scene_restore_state",
             "Replace the whole scene with a state from space_scene_get_state. The state is "
             "checked first; an invalid one changes nothing. Everything not in it is lost.",
-            _schema(
+            object_schema(
                 {
                     "state": {
                         "type": "object",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, require_runtime
+from agent_presets import ToolAdapter, object_schema, require_runtime
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -18,15 +18,6 @@ CHECK_SYNTAX: Final = {
     "description": "Refuse the change when the new source is not valid Python (default true). "
     "Pass false only to save unfinished work.",
 }
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
 
 
 def list_units(app: Any, arguments: dict[str, Any]) -> Any:
@@ -72,7 +63,7 @@ ADAPTERS: Final = [
         id="unit.list",
         mcp_name="space_unit_list",
         description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
-        input_schema=_schema({}, []),
+        input_schema=object_schema({}, []),
         handler=list_units,
         annotations={"readOnlyHint": True},
     ),
@@ -84,7 +75,7 @@ ADAPTERS: Final = [
             "its top-level functions (with signatures) and classes, or the syntax error that "
             "stops them being read. " + STATUS_NOTE
         ),
-        input_schema=_schema({"name": UNIT_NAME}, ["name"]),
+        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
         handler=inspect_unit,
         annotations={"readOnlyHint": True},
     ),
@@ -96,7 +87,7 @@ ADAPTERS: Final = [
             "exists or (unless check_syntax is false) the source has a syntax error. Creating "
             "does not run it: reload it to load it."
         ),
-        input_schema=_schema(
+        input_schema=object_schema(
             {
                 "name": UNIT_NAME,
                 "source": {"type": "string", "description": "The unit's complete Python source."},
@@ -113,7 +104,7 @@ ADAPTERS: Final = [
             "Replace an existing unit's whole source (atomically). For small changes prefer "
             "space_unit_apply_patch. Editing does not reload the unit."
         ),
-        input_schema=_schema(
+        input_schema=object_schema(
             {
                 "name": UNIT_NAME,
                 "source": {"type": "string", "description": "The unit's complete new source."},
@@ -135,7 +126,7 @@ ADAPTERS: Final = [
             "does not apply is refused whole and changes nothing; the error names the hunk "
             "and line. Inspect the unit first to diff against its current source."
         ),
-        input_schema=_schema(
+        input_schema=object_schema(
             {
                 "name": UNIT_NAME,
                 "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
@@ -155,7 +146,7 @@ ADAPTERS: Final = [
             "status (type, message, line, traceback) instead of failing the host. Returns the "
             "status and, when loaded, the public names the unit defines."
         ),
-        input_schema=_schema({"name": UNIT_NAME}, ["name"]),
+        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
         handler=reload_unit,
         annotations={"destructiveHint": True, "openWorldHint": True},
     ),
