@@ -112,7 +112,8 @@ def context_options(func: F) -> F:
             "--surface",
             metavar="S",
             default=None,
-            help="The surface the user is on, e.g. scene or canvas. [default: scene]",
+            help="The surface the user is on, e.g. scene or canvas. "
+            "[default: scene; serve: as saved]",
         ),
         click.option(
             "--activity",
@@ -715,6 +716,25 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     type=click.Path(file_okay=False, path_type=Path),
     help="The folder the file and shell tools are confined to. [default: STATE/files]",
 )
+@click.option(
+    "--allow",
+    "allow",
+    metavar="NAME",
+    multiple=True,
+    help="Expose only these presets' tools and these tools (MCP names or ids). Repeatable; "
+    "unknown names are an error. [default: no allow-list]",
+)
+@click.option("--max-calls", type=click.IntRange(min=1), help="Refuse tool calls after this many.")
+@click.option(
+    "--max-calls-per-tool", type=click.IntRange(min=1), help="Refuse a tool after this many calls."
+)
+@click.option(
+    "--event-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one JSON line per tool call (tool, preset, ok, error, latency). "
+    "[default: STATE/events.jsonl]",
+)
+@click.option("--no-event-log", is_flag=True, help="Keep no event log.")
 @context_options
 def serve(
     transport: str,
@@ -722,6 +742,11 @@ def serve(
     port: int,
     state_dir: Path | None,
     root: Path | None,
+    allow: tuple[str, ...],
+    max_calls: int | None,
+    max_calls_per_tool: int | None,
+    event_log: Path | None,
+    no_event_log: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -735,36 +760,64 @@ def serve(
     surface or activity changes the list, and every client is told with
     notifications/tools/list_changed. One banner line goes to stderr.
     """
-    from agent_presets.host import HeadlessHost
+    from agent_presets.host import SURFACES, HeadlessHost
+    from agent_presets.host.headless import ACTIVITY_RE
+    from agent_presets.policy import ToolPolicy
 
+    # Check every flag before the host's saved state is touched.
+    if facts:
+        raise click.UsageError(
+            "--set is not supported by serve: the headless host owns its "
+            "context; use --surface/--activity/--canvas-visible"
+        )
+    if surface is not None and surface not in SURFACES:
+        raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
+    if activity is not None and not ACTIVITY_RE.match(activity):
+        raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
+    if event_log is not None and no_event_log:
+        raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = _overrides(force_on, force_off)
     state = state_dir or _default_state_dir()
     app = HeadlessHost(state, root)
+    presets = app.start(_load_plugins(), overrides=overrides)
+    for problem in presets.problems:
+        _warn(f"skipped: {problem}")
+    try:
+        allowed = ToolPolicy.allow_list(presets, allow) if allow else None
+    except PresetValidationError as exc:
+        raise click.BadParameter(exc.message, param_hint="'--allow'") from None
+    policy = ToolPolicy(
+        allow=allowed,
+        max_calls=max_calls,
+        max_calls_per_tool=max_calls_per_tool,
+        event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+    )
     if surface is not None:
         app.shell.set_surface(surface)
     if activity is not None:
         app.shell.set_activity(activity)
     if canvas_visible is not None:
         app.shell.set_canvas_visible(canvas_visible)
-    if facts:
-        raise click.UsageError(
-            "--set is not supported by serve: the headless host owns its "
-            "context; use --surface/--activity/--canvas-visible"
-        )
-    presets = app.start(_load_plugins(), overrides=overrides)
-    for problem in presets.problems:
-        _warn(f"skipped: {problem}")
     from agent_presets.server import serve as run_server
 
     def banner(where: str) -> None:
         click.echo(
             f"presets serve: {len(presets.plugins.plugins)} plugins, "
-            f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools, "
+            f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools"
+            + (f" ({len(policy.allow.tools)} allowed)" if policy.allow else "")
+            + ", "
             f"{where}, state in {app.state_dir}",
             err=True,
         )
 
-    run_server(presets, transport=cast(Any, transport), host=host, port=port, banner=banner)
+    run_server(
+        presets,
+        transport=cast(Any, transport),
+        host=host,
+        port=port,
+        banner=banner,
+        policy=policy,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,6 +20,7 @@ import ipaddress
 import json
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -39,6 +40,7 @@ from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for, risk_map
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
+from agent_presets.policy import GateError, ToolPolicy
 from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
@@ -78,9 +80,13 @@ Transport = Literal["stdio", "http"]
 class PresetServer(Server[Any]):
     """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
 
-    def __init__(self, presets: Presets, *, name: str = SERVER_NAME) -> None:
+    def __init__(
+        self, presets: Presets, *, name: str = SERVER_NAME, policy: ToolPolicy | None = None
+    ) -> None:
         self.presets = presets
         self.tool_registry = presets.tool_registry
+        self.policy = policy if policy is not None else ToolPolicy()
+        self._preset_of: tuple[Resolution | None, dict[str, str]] = (None, {})
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
@@ -119,6 +125,7 @@ class PresetServer(Server[Any]):
         self.presets.manager.remove_on_change(self._context_changed)
         self.listen_handler.close()
         self.calls.close()
+        self.policy.close()
 
     def create_initialization_options(
         self,
@@ -151,6 +158,8 @@ class PresetServer(Server[Any]):
             entries = []
             offload = set()
             for tool in self.tool_registry.list():
+                if not self.policy.allows(tool.name):
+                    continue
                 risk = by_id.get(tool.managed_source or "") or by_name.get(tool.name)
                 entries.append(_tool_entry(tool, annotations_for(risk, tool.annotations)))
                 if risk in OFFLOAD_RISKS:
@@ -173,9 +182,19 @@ class PresetServer(Server[Any]):
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
         name = params.name
+        start = time.perf_counter()
         tool = self.tool_registry.get(name)
-        if tool is None:
-            return _error(self.unavailable_message(name))
+        try:
+            if tool is None and self.policy.allows(name):
+                message = self.unavailable_message(name)
+                self.policy.record(name, ok=False, seconds=0.0, error=message, layer="preset")
+                return _error(message)
+            self.policy.admit(name)
+            assert tool is not None  # admit() refuses every name the allow-list leaves out
+        except GateError as exc:
+            self.policy.record(name, ok=False, seconds=0.0, error=str(exc), layer=exc.layer)
+            return _error(str(exc))
+        error: str | None = None
         try:
             self.tool_entries()  # refreshes which tools do I/O
             value = await self.calls.run(
@@ -183,16 +202,40 @@ class PresetServer(Server[Any]):
             )
             result = _success(value)
         except PresetError as exc:
-            result = _error(str(exc))
-        except (Exception, SystemExit):  # a plugin bug must not take the server down
+            error = str(exc)
+            result = _error(error)
+        except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
             log.exception("tool %s failed", name)
+            error = f"internal error: {type(exc).__name__}"
             result = _error(
                 f"{name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
             )
+        self.policy.record(
+            name,
+            ok=error is None,
+            seconds=time.perf_counter() - start,
+            error=error,
+            preset=self._active_preset(tool),
+        )
         if self.fanout.pending:
             await self.fanout.settle()
         return result
+
+    def _active_preset(self, tool: ToolDef) -> str | None:
+        """The active preset that provides ``tool`` (for the event log)."""
+        resolution = self.presets.manager.resolve()
+        cached, mapping = self._preset_of
+        if cached is not resolution:
+            registry = self.presets.registry
+            mapping = {
+                tool_id: active.name
+                for active in resolution.active_presets
+                if (preset := registry.get(active.name)) is not None
+                for tool_id in preset.tool_ids
+            }
+            self._preset_of = (resolution, mapping)
+        return mapping.get(tool.managed_source or "")
 
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
@@ -305,7 +348,8 @@ class PresetServer(Server[Any]):
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
                 for a in manager.get_active_presets()
             ],
-            "tools": self.tool_registry.names(),
+            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n)],
+            "policy": self.policy.status(),
         }
 
 
@@ -388,9 +432,9 @@ def _prompt_entry(fragments: Sequence[PromptFragment]) -> dict[str, Any]:
 # -------------------------------------------------------------------- serving
 
 
-def build_server(presets: Presets) -> PresetServer:
+def build_server(presets: Presets, *, policy: ToolPolicy | None = None) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
-    return PresetServer(presets)
+    return PresetServer(presets, policy=policy)
 
 
 def serve(
@@ -400,6 +444,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     banner: Callable[[str], None] | None = None,
+    policy: ToolPolicy | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -410,7 +455,7 @@ def serve(
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
-    server = build_server(presets)
+    server = build_server(presets, policy=policy)
     try:
         if transport == "stdio":
             anyio.run(_serve_stdio, server, banner)

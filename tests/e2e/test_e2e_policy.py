@@ -1,0 +1,176 @@
+"""Operator policy on a served surface: allow-list, call budgets, and the event log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from agent_presets import PresetValidationError
+from agent_presets.host import HeadlessHost
+from agent_presets.policy import ToolPolicy
+from agent_presets.server import STATUS_URI, build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Callable[..., Any]:
+    @asynccontextmanager
+    async def serve(**policy: Any) -> AsyncIterator[tuple[Client, ToolPolicy]]:
+        host = HeadlessHost(tmp_path / "state")
+        presets = host.start()
+        allow = policy.pop("allow", None)
+        tool_policy = ToolPolicy(
+            allow=ToolPolicy.allow_list(presets, allow) if allow else None,
+            event_log=tmp_path / "events.jsonl",
+            **policy,
+        )
+        server = build_server(presets, policy=tool_policy)
+        try:
+            async with Client(server, mode="legacy") as client:
+                yield client, tool_policy
+        finally:
+            server.close()
+
+    return serve
+
+
+def events(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_allow_list_narrows_the_listed_tools_to_presets_and_tools(
+    serve: Callable[..., Any],
+) -> None:
+    async with serve(allow=["scene-object-tools", "space_app_switch_surface"]) as (client, _):
+        listed = sorted(t.name for t in (await client.list_tools()).tools)
+        assert listed == [
+            "space_app_switch_surface",
+            "space_scene_add_cuboid",
+            "space_scene_add_physics_body",
+            "space_scene_select_object",
+        ]
+
+
+async def test_a_tool_outside_the_allow_list_is_refused_naming_the_layer(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with serve(allow=["scene-object-tools"]) as (client, _):
+        result = await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        assert result.is_error
+        assert "not allowed on this server" in text(result)
+        assert "--allow" in text(result)
+    [event] = events(tmp_path)
+    assert event["tool"] == "space_app_set_theme" and event["gate"] == "allow-list"
+
+
+def test_unknown_allow_list_names_are_rejected_with_a_suggestion(tmp_path: Path) -> None:
+    presets = HeadlessHost(tmp_path / "state").start()
+    with pytest.raises(PresetValidationError, match="did you mean 'scene-object-tools'"):
+        ToolPolicy.allow_list(presets, ["scene-object-tool"])
+
+
+async def test_the_call_budget_refuses_calls_once_used_up(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with serve(max_calls=2) as (client, policy):
+        for _ in range(2):
+            ok = await client.call_tool("space_app_set_theme", {"theme": "dark"})
+            assert not ok.is_error, text(ok)
+        refused = await client.call_tool("space_app_set_theme", {"theme": "light"})
+        assert refused.is_error
+        assert "call budget of this server (2 tool calls) is used up" in text(refused)
+        assert policy.calls == 2
+    assert [e.get("gate") for e in events(tmp_path)] == [None, None, "budget"]
+
+
+async def test_a_per_tool_budget_leaves_other_tools_open(serve: Callable[..., Any]) -> None:
+    async with serve(max_calls_per_tool=1) as (client, _):
+        assert not (await client.call_tool("space_app_set_theme", {"theme": "dark"})).is_error
+        again = await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        assert again.is_error and "used its budget of 1 calls" in text(again)
+        other = await client.call_tool("space_app_set_canvas_visible", {"visible": True})
+        assert not other.is_error, text(other)
+
+
+async def test_the_event_log_has_one_line_per_call_with_preset_outcome_and_latency(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with serve() as (client, _):
+        await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        await client.call_tool("space_app_set_theme", {"theme": "purple"})
+        await client.call_tool("space_drawing_undo", {})
+    ok, bad, inactive = events(tmp_path)
+    assert ok["tool"] == "space_app_set_theme" and ok["ok"] is True
+    assert ok["preset"] == "general-theme-tools"
+    assert ok["latency_ms"] >= 0 and ok["ts"] > 0
+    assert bad["ok"] is False and "'purple' is not one of" in bad["error"]
+    assert inactive["gate"] == "preset" and "drawing-history-tools" in inactive["error"]
+
+
+async def test_the_event_log_is_append_only_across_servers(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    for theme in ("dark", "light"):
+        async with serve() as (client, _):
+            await client.call_tool("space_app_set_theme", {"theme": theme})
+    assert len(events(tmp_path)) == 2
+
+
+async def test_the_status_resource_reports_the_policy(serve: Callable[..., Any]) -> None:
+    async with serve(allow=["general-theme-tools"], max_calls=5) as (client, _):
+        await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        status = json.loads((await client.read_resource(STATUS_URI)).contents[0].text)
+        assert status["tools"] == ["space_app_set_theme"]
+        assert status["policy"]["allow"] == ["general-theme-tools"]
+        assert status["policy"]["calls"] == 1 and status["policy"]["max_calls"] == 5
+
+
+async def test_serve_keeps_an_event_log_in_the_state_dir_by_default(
+    stdio_server_params: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with Client(stdio_server_params(), mode="legacy") as client:
+        await client.call_tool("space_app_set_theme", {"theme": "dark"})
+    log = (tmp_path / "state" / "events.jsonl").read_text()
+    [event] = [json.loads(line) for line in log.splitlines()]
+    assert event["tool"] == "space_app_set_theme" and event["ok"] is True
+
+
+async def test_serve_allow_flag_narrows_the_list(
+    stdio_server_params: Callable[..., Any],
+) -> None:
+    params = stdio_server_params("--allow", "general-theme-tools", "--no-event-log")
+    async with Client(params, mode="legacy") as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["space_app_set_theme"]
+
+
+def test_serve_rejects_bad_flags_before_touching_saved_state(tmp_path: Path) -> None:
+    import subprocess
+
+    from .conftest import serve_command, server_env
+
+    state = tmp_path / "state"
+    for flags, expected in (
+        (["--allow", "scene-object-tool"], "did you mean 'scene-object-tools'"),
+        (["--surface", "moon"], "use one of: scene, canvas"),
+        (["--event-log", "x.jsonl", "--no-event-log"], "contradict"),
+    ):
+        proc = subprocess.run(
+            serve_command("--state-dir", str(state), *flags),
+            capture_output=True, text=True, env=server_env(), stdin=subprocess.DEVNULL,
+            timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2, (flags, proc.stderr)
+        assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert not (state / "shell.json").exists()
