@@ -107,9 +107,12 @@ def serve_presets(count: int) -> None:
                 for i, tool_id in enumerate(ids)
             ]
 
+    from agent_presets.policy import ToolPolicy
+
     context = {"surface": "scene", "canvas_visible": False}
     presets = bootstrap(None, plugins=[BenchPlugin()], context=context)
-    serve(presets)
+    # As `presets serve` runs by default: every call appended to an event log.
+    serve(presets, policy=ToolPolicy(event_log=folder / "events.jsonl"))
 
 
 # -------------------------------------------------------------------- client
