@@ -185,6 +185,19 @@ def _presets(
     return bootstrap(app, plugins=_load_plugins(), context=context, overrides=overrides)
 
 
+def _presets_for_flags(
+    surface: str | None,
+    activity: str | None,
+    canvas_visible: bool | None,
+    facts: Sequence[str],
+    force_on: Sequence[str],
+    force_off: Sequence[str],
+) -> Presets:
+    """The installed presets resolved for the context flags of ``context_options``."""
+    context = _context(surface, activity, canvas_visible, facts)
+    return _presets(context, _overrides(force_on, force_off))
+
+
 def _table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A readable table on a terminal; one unwrapped line per row when piped (for grep)."""
     from rich import box
@@ -551,18 +564,9 @@ def schema(output: Path | None) -> None:
 @main.command()
 @context_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def resolve(
-    surface: str | None,
-    activity: str | None,
-    canvas_visible: bool | None,
-    facts: tuple[str, ...],
-    force_on: tuple[str, ...],
-    force_off: tuple[str, ...],
-    as_json: bool,
-) -> None:
+def resolve(as_json: bool, **flags: Any) -> None:
     """Show the active presets for a context, with reasons, MCP tools and prompt fragments."""
-    context = _context(surface, activity, canvas_visible, facts)
-    presets = _presets(context, _overrides(force_on, force_off))
+    presets = _presets_for_flags(**flags)
     resolution = presets.manager.resolve()
     tool_defs = presets.manager.get_tool_defs()
     if as_json:
@@ -591,16 +595,7 @@ def resolve(
 @click.argument("tool")
 @context_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def explain(
-    tool: str,
-    surface: str | None,
-    activity: str | None,
-    canvas_visible: bool | None,
-    facts: tuple[str, ...],
-    force_on: tuple[str, ...],
-    force_off: tuple[str, ...],
-    as_json: bool,
-) -> None:
+def explain(tool: str, as_json: bool, **flags: Any) -> None:
     """Explain TOOL (MCP name or tool id): which preset provides it, whether it is
     active in the given context and why, and what would turn it on.
 
@@ -608,8 +603,7 @@ def explain(
     """
     from agent_presets.explain import explain_tool
 
-    context = _context(surface, activity, canvas_visible, facts)
-    presets = _presets(context, _overrides(force_on, force_off))
+    presets = _presets_for_flags(**flags)
     result = explain_tool(presets.manager, tool)
     if as_json:
         _emit_json(result.to_dict())
