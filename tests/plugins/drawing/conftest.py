@@ -5,50 +5,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pluginkit import PluginApp
 
 import agent_presets_drawing
-from agent_presets import ToolCallError, ToolDef
-from agent_presets.bootstrap import Presets
-from agent_presets.host import HeadlessHost
 
-DESTRUCTIVE = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
 
 
-class DrawingApp:
-    """A headless host running only the drawing plugin, in the drawing context.
+class DrawingApp(PluginApp):
+    """A headless host running only the drawing plugin, in the drawing context."""
 
-    ``call`` runs a tool as an MCP client would: looked up in the manager's
-    current tool defs, so a tool the context does not offer cannot be called.
-    """
+    plugin = agent_presets_drawing
+    runtime = "drawing"
+    prefix = "space_drawing_"
+    shell = (("set_surface", "canvas"), ("set_activity", "drawing"))
+    off_presets = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
 
     def __init__(self, state_dir: Path, *, destructive: bool = True) -> None:
         self.state_dir = state_dir
-        self.host = HeadlessHost(state_dir / "state", root=state_dir / "files")
-        self.presets: Presets = self.host.start(plugins=[agent_presets_drawing])
-        assert self.presets.problems == []
-        self.host.shell.set_surface("canvas")
-        self.host.shell.set_activity("drawing")
-        if destructive:
-            for name in DESTRUCTIVE:
-                self.presets.manager.set_override(name, "on")
+        super().__init__(state_dir, enable_off=destructive)
 
-    def tools(self) -> dict[str, ToolDef]:
-        return {t.name: t for t in self.presets.manager.get_tool_defs()}
-
-    def call(self, tool: str, /, **arguments: Any) -> Any:
-        name = tool if tool.startswith("space_") else f"space_drawing_{tool}"
-        tools = self.tools()
-        assert name in tools, f"{name} is not offered; offered: {sorted(tools)}"
-        return tools[name].run(arguments)
-
-    def refused(self, tool: str, /, **arguments: Any) -> str:
-        """Call a tool that must refuse; check it changed nothing; return its message."""
-        before = self.call("inspect")
-        with pytest.raises(ToolCallError) as info:
-            self.call(tool, **arguments)
-        assert self.call("inspect") == before, "a refused call changed the drawing"
-        return str(info.value)
+    def state(self) -> Any:
+        """The drawing as inspect shows it, history counters included."""
+        return self.call("inspect")
 
     def document(self) -> dict[str, Any]:
         """The drawing as inspect shows it, without the history counters."""

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.resources import files
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pluginkit import SpecTable, read_only_tools
 
 import agent_presets_drawing
-from agent_presets import MissingRuntimeError, bootstrap, load_preset_file
+from agent_presets import MissingRuntimeError, bootstrap
 
 CONTEXT = {"surface": "canvas", "activity": "drawing"}
 
@@ -65,50 +65,29 @@ SPEC = {
 }
 
 
-def spec_tools(*, include_off: bool) -> set[str]:
-    return {
-        tool
-        for default, _, tools in SPEC.values()
-        if include_off or default == "auto"
-        for tool in tools
-    }
+TABLE = SpecTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    presets = load_preset_file(files(agent_presets_drawing) / "presets.yaml")
-    assert [p.name for p in presets] == list(SPEC)
-    adapters = {a.id: a for a in agent_presets_drawing.presets_tool_adapters()}
-    for preset in presets:
-        default, risk, tools = SPEC[preset.name]
-        assert (preset.default_state, preset.risk, preset.group) == (default, risk, "drawing")
-        assert [dict(c) for c in preset.contexts] == [CONTEXT]
-        assert [adapters[t].mcp_name for t in preset.tool_ids] == tools
-        assert preset.system_prompt and len(preset.system_prompt) > 80
+    TABLE.check_preset_file(agent_presets_drawing, group="drawing", context=CONTEXT)
 
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
-    adapters = agent_presets_drawing.presets_tool_adapters()
-    assert {a.mcp_name for a in adapters} == spec_tools(include_off=True)
-    for adapter in adapters:
-        slug = adapter.id.removeprefix("drawing.")
-        assert adapter.mcp_name == "space_drawing_" + slug.replace("-", "_")
-        assert adapter.input_schema.get("additionalProperties") is False
+    TABLE.check_adapters(agent_presets_drawing, name="drawing")
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:
-    read_only = {
-        a.mcp_name
-        for a in agent_presets_drawing.presets_tool_adapters()
-        if (a.annotations or {}).get("readOnlyHint")
+    assert read_only_tools(agent_presets_drawing) == {
+        "space_drawing_inspect",
+        "space_drawing_sample_color",
     }
-    assert read_only == {"space_drawing_inspect", "space_drawing_sample_color"}
 
 
 def test_drawing_context_offers_the_auto_presets_only(make_app: Callable[..., Any]) -> None:
     app = make_app(destructive=False)
-    assert set(app.tools()) == spec_tools(include_off=False)
+    assert set(app.tools()) == TABLE.tools(include_off=False)
     active = {a.name for a in app.presets.manager.get_active_presets()}
-    assert active == {name for name, (default, _, _) in SPEC.items() if default == "auto"}
+    assert active == TABLE.auto_presets()
 
 
 def test_destructive_tools_come_only_with_an_override(make_app: Callable[..., Any]) -> None:
@@ -118,7 +97,7 @@ def test_destructive_tools_come_only_with_an_override(make_app: Callable[..., An
     assert "space_drawing_delete_layer" in app.tools()
     assert "space_drawing_delete_selected" not in app.tools()
     app.presets.manager.set_override("drawing-selection-destructive-tools", "on")
-    assert set(app.tools()) == spec_tools(include_off=True)
+    assert set(app.tools()) == TABLE.tools(include_off=True)
 
 
 @pytest.mark.parametrize(
@@ -136,11 +115,11 @@ def test_drawing_tools_leave_outside_the_drawing_context(
 
 def test_tool_list_follows_the_shell_into_the_registry(make_app: Callable[..., Any]) -> None:
     app = make_app(destructive=False)
-    assert set(app.presets.tool_registry.names()) == spec_tools(include_off=False)
+    assert set(app.presets.tool_registry.names()) == TABLE.tools(include_off=False)
     app.host.shell.set_activity("graph")
     assert app.presets.tool_registry.names() == []
     app.host.shell.set_activity("drawing")
-    assert set(app.presets.tool_registry.names()) == spec_tools(include_off=False)
+    assert set(app.presets.tool_registry.names()) == TABLE.tools(include_off=False)
 
 
 def test_an_app_without_a_drawing_runtime_gets_an_error_naming_it() -> None:
