@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, require_runtime
+from agent_presets import ToolAdapter, object_schema, runtime_handler
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
@@ -30,73 +30,8 @@ REL_PATH: Final = {
 
 
 def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties) if required is None else required,
-        "additionalProperties": False,
-    }
-
-
-# -- shell -------------------------------------------------------------------
-
-
-def set_theme(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_set_theme")
-    return shell.set_theme(arguments["theme"])
-
-
-def set_canvas_visible(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_set_canvas_visible")
-    return shell.set_canvas_visible(arguments["visible"])
-
-
-def set_activity(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_set_activity")
-    return shell.set_activity(arguments["activity"])
-
-
-def switch_surface(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_switch_surface")
-    return shell.set_surface(arguments["surface"])
-
-
-def create_world(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_create_world")
-    return shell.create_world(arguments["name"])
-
-
-def switch_world(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_switch_world")
-    return shell.switch_world(arguments["name"])
-
-
-def delete_world(app: Any, arguments: dict[str, Any]) -> Any:
-    shell = require_runtime(app, "shell", "space_app_delete_world")
-    return shell.delete_world(arguments["name"])
-
-
-# -- files and bash ------------------------------------------------------------
-
-
-def list_files(app: Any, arguments: dict[str, Any]) -> Any:
-    files = require_runtime(app, "files", "space_app_list_files")
-    return files.list(arguments.get("path", "."))
-
-
-def read_file(app: Any, arguments: dict[str, Any]) -> Any:
-    files = require_runtime(app, "files", "space_app_read_file")
-    return files.read(arguments["path"])
-
-
-def write_file(app: Any, arguments: dict[str, Any]) -> Any:
-    files = require_runtime(app, "files", "space_app_write_file")
-    return files.write(arguments["path"], arguments["content"])
-
-
-def run_bash(app: Any, arguments: dict[str, Any]) -> Any:
-    bash = require_runtime(app, "bash", "space_app_run_bash")
-    return bash.run(arguments["command"], arguments.get("timeout_seconds"))
+    """Every property is required unless ``required`` says otherwise."""
+    return object_schema(properties, list(properties) if required is None else required)
 
 
 SHELL_STATE_NOTE: Final = (
@@ -111,7 +46,9 @@ ADAPTERS: Final = [
         input_schema=_schema(
             {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
         ),
-        handler=set_theme,
+        handler=runtime_handler(
+            "shell", "space_app_set_theme", lambda s, a: s.set_theme(a["theme"])
+        ),
         annotations={"idempotentHint": True},
     ),
     ToolAdapter(
@@ -121,7 +58,9 @@ ADAPTERS: Final = [
         input_schema=_schema(
             {"visible": {"type": "boolean", "description": "true shows the canvas, false hides it"}}
         ),
-        handler=set_canvas_visible,
+        handler=runtime_handler(
+            "shell", "space_app_set_canvas_visible", lambda s, a: s.set_canvas_visible(a["visible"])
+        ),
         annotations={"idempotentHint": True},
     ),
     ToolAdapter(
@@ -142,7 +81,9 @@ ADAPTERS: Final = [
                 }
             }
         ),
-        handler=set_activity,
+        handler=runtime_handler(
+            "shell", "space_app_set_activity", lambda s, a: s.set_activity(a["activity"])
+        ),
         annotations={"idempotentHint": True},
     ),
     ToolAdapter(
@@ -156,7 +97,9 @@ ADAPTERS: Final = [
         input_schema=_schema(
             {"surface": {"enum": list(SURFACES), "description": "The surface to switch to."}}
         ),
-        handler=switch_surface,
+        handler=runtime_handler(
+            "shell", "space_app_switch_surface", lambda s, a: s.set_surface(a["surface"])
+        ),
         annotations={"idempotentHint": True},
     ),
     ToolAdapter(
@@ -164,7 +107,9 @@ ADAPTERS: Final = [
         mcp_name="space_app_create_world",
         description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=create_world,
+        handler=runtime_handler(
+            "shell", "space_app_create_world", lambda s, a: s.create_world(a["name"])
+        ),
     ),
     ToolAdapter(
         id="app.switch-world",
@@ -174,7 +119,9 @@ ADAPTERS: Final = [
             "graph) then act on that world's content." + SHELL_STATE_NOTE
         ),
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=switch_world,
+        handler=runtime_handler(
+            "shell", "space_app_switch_world", lambda s, a: s.switch_world(a["name"])
+        ),
         annotations={"idempotentHint": True},
     ),
     ToolAdapter(
@@ -185,7 +132,9 @@ ADAPTERS: Final = [
             "switch to another one first." + SHELL_STATE_NOTE
         ),
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=delete_world,
+        handler=runtime_handler(
+            "shell", "space_app_delete_world", lambda s, a: s.delete_world(a["name"])
+        ),
         annotations={"destructiveHint": True},
     ),
     ToolAdapter(
@@ -199,7 +148,9 @@ ADAPTERS: Final = [
             {"path": {**REL_PATH, "description": "Folder relative to the file root; default '.'."}},
             required=[],
         ),
-        handler=list_files,
+        handler=runtime_handler(
+            "files", "space_app_list_files", lambda f, a: f.list(a.get("path", "."))
+        ),
         annotations=READ_ONLY,
     ),
     ToolAdapter(
@@ -210,7 +161,7 @@ ADAPTERS: Final = [
             "Binary and non-UTF-8 files are refused."
         ),
         input_schema=_schema({"path": REL_PATH}),
-        handler=read_file,
+        handler=runtime_handler("files", "space_app_read_file", lambda f, a: f.read(a["path"])),
         annotations=READ_ONLY,
     ),
     ToolAdapter(
@@ -227,7 +178,9 @@ ADAPTERS: Final = [
                 "content": {"type": "string", "description": "The file's complete new text."},
             }
         ),
-        handler=write_file,
+        handler=runtime_handler(
+            "files", "space_app_write_file", lambda f, a: f.write(a["path"], a["content"])
+        ),
         annotations={"destructiveHint": True, "idempotentHint": True},
     ),
     ToolAdapter(
@@ -257,7 +210,9 @@ ADAPTERS: Final = [
             },
             required=["command"],
         ),
-        handler=run_bash,
+        handler=runtime_handler(
+            "bash", "space_app_run_bash", lambda b, a: b.run(a["command"], a.get("timeout_seconds"))
+        ),
         annotations={"destructiveHint": True, "openWorldHint": True},
     ),
 ]

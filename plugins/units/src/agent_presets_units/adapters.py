@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, require_runtime
+from agent_presets import ToolAdapter, object_schema, runtime_handler
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -20,37 +20,8 @@ CHECK_SYNTAX: Final = {
 }
 
 
-def list_units(app: Any, arguments: dict[str, Any]) -> Any:
-    return require_runtime(app, "units", "space_unit_list").list()
-
-
-def inspect_unit(app: Any, arguments: dict[str, Any]) -> Any:
-    return require_runtime(app, "units", "space_unit_inspect").inspect(arguments["name"])
-
-
-def create_unit(app: Any, arguments: dict[str, Any]) -> Any:
-    units = require_runtime(app, "units", "space_unit_create")
-    return units.create(
-        arguments["name"], arguments["source"], check_syntax=arguments.get("check_syntax", True)
-    )
-
-
-def edit_unit(app: Any, arguments: dict[str, Any]) -> Any:
-    units = require_runtime(app, "units", "space_unit_edit")
-    return units.edit(
-        arguments["name"], arguments["source"], check_syntax=arguments.get("check_syntax", True)
-    )
-
-
-def apply_unit_patch(app: Any, arguments: dict[str, Any]) -> Any:
-    units = require_runtime(app, "units", "space_unit_apply_patch")
-    return units.apply_patch(
-        arguments["name"], arguments["patch"], check_syntax=arguments.get("check_syntax", True)
-    )
-
-
-def reload_unit(app: Any, arguments: dict[str, Any]) -> Any:
-    return require_runtime(app, "units", "space_unit_reload").reload(arguments["name"])
+def _check(arguments: dict[str, Any]) -> bool:
+    return bool(arguments.get("check_syntax", True))
 
 
 STATUS_NOTE: Final = (
@@ -64,7 +35,7 @@ ADAPTERS: Final = [
         mcp_name="space_unit_list",
         description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
         input_schema=object_schema({}, []),
-        handler=list_units,
+        handler=runtime_handler("units", "space_unit_list", lambda u, a: u.list()),
         annotations={"readOnlyHint": True},
     ),
     ToolAdapter(
@@ -76,7 +47,7 @@ ADAPTERS: Final = [
             "stops them being read. " + STATUS_NOTE
         ),
         input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=inspect_unit,
+        handler=runtime_handler("units", "space_unit_inspect", lambda u, a: u.inspect(a["name"])),
         annotations={"readOnlyHint": True},
     ),
     ToolAdapter(
@@ -95,7 +66,11 @@ ADAPTERS: Final = [
             },
             ["name", "source"],
         ),
-        handler=create_unit,
+        handler=runtime_handler(
+            "units",
+            "space_unit_create",
+            lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
+        ),
     ),
     ToolAdapter(
         id="unit.edit",
@@ -112,7 +87,11 @@ ADAPTERS: Final = [
             },
             ["name", "source"],
         ),
-        handler=edit_unit,
+        handler=runtime_handler(
+            "units",
+            "space_unit_edit",
+            lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
+        ),
         annotations={"destructiveHint": True, "idempotentHint": True},
     ),
     ToolAdapter(
@@ -134,7 +113,11 @@ ADAPTERS: Final = [
             },
             ["name", "patch"],
         ),
-        handler=apply_unit_patch,
+        handler=runtime_handler(
+            "units",
+            "space_unit_apply_patch",
+            lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
+        ),
         annotations={"destructiveHint": True},
     ),
     ToolAdapter(
@@ -147,7 +130,7 @@ ADAPTERS: Final = [
             "status and, when loaded, the public names the unit defines."
         ),
         input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=reload_unit,
+        handler=runtime_handler("units", "space_unit_reload", lambda u, a: u.reload(a["name"])),
         annotations={"destructiveHint": True, "openWorldHint": True},
     ),
 ]
