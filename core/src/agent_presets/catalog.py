@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib.resources.abc import Traversable
-from os import PathLike, fspath
-from pathlib import Path
+from os import PathLike
 from typing import Any
 
 from agent_presets.adapters import ToolAdapter
-from agent_presets.loader import _display, parse_presets
+from agent_presets.loader import parse_presets, read_preset_source
 from agent_presets.model import Preset, PresetValidationError
 from agent_presets.plugins import PluginInfo, PluginSet
 
@@ -107,18 +106,11 @@ def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
             )
         )
         return
-    source = _display(item)
     try:
-        text = (
-            item.read_text(encoding="utf-8")
-            if isinstance(item, Traversable)
-            else Path(fspath(item)).read_text(encoding="utf-8")
-        )
-    except (OSError, UnicodeDecodeError) as exc:
+        source, text = read_preset_source(item)
+    except PresetValidationError as exc:
         catalog.problems.append(
-            PresetValidationError(
-                f"plugin {info.name!r}: cannot read preset file: {exc}", source=source
-            )
+            PresetValidationError(f"plugin {info.name!r}: {exc.message}", source=exc.source)
         )
         return
     catalog.files.append(source)

@@ -280,18 +280,16 @@ def _yaml_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def _validate_files(files: Sequence[Path]) -> tuple[list[PresetValidationError], int]:
-    from agent_presets.loader import _display, parse_presets
+    from agent_presets.loader import parse_presets, read_preset_source
 
     problems: list[PresetValidationError] = []
     first: dict[str, str] = {}
     count = 0
     for path in files:
-        source = _display(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
-            problems.append(PresetValidationError(f"cannot read: {reason}", source=source))
+            source, text = read_preset_source(path)
+        except PresetValidationError as exc:
+            problems.append(exc)
             continue
         presets, file_problems = parse_presets(text, source)
         problems.extend(file_problems)

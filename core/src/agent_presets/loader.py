@@ -81,8 +81,8 @@ def preset_schema_problems(mapping: Any) -> list[str]:
 # ---------------------------------------------------------------- loading
 
 
-def load_preset_file(path: str | PathLike[str] | Traversable) -> list[Preset]:
-    """Load and validate one preset file; raise one error carrying every problem."""
+def read_preset_source(path: str | PathLike[str] | Traversable) -> tuple[str, str]:
+    """``(display name, text)`` of a preset file, or an error saying why it cannot be read."""
     source = _display(path)
     try:
         text = (
@@ -94,6 +94,12 @@ def load_preset_file(path: str | PathLike[str] | Traversable) -> list[Preset]:
         raise PresetValidationError(
             f"cannot read preset file: {_os_reason(exc)}", source=source
         ) from None
+    return source, text
+
+
+def load_preset_file(path: str | PathLike[str] | Traversable) -> list[Preset]:
+    """Load and validate one preset file; raise one error carrying every problem."""
+    source, text = read_preset_source(path)
     return load_preset_text(text, source)
 
 
@@ -184,16 +190,7 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         if index in bad_presets:
             continue
         try:
-            preset = Preset(
-                name=item["name"],
-                group=item.get("group"),
-                default_state=item["default_state"],
-                risk=item["risk"],
-                contexts=tuple(item["contexts"]),
-                tool_ids=tuple(item["tool_ids"]),
-                system_prompt=item.get("system_prompt"),
-                source=source,
-            )
+            preset = Preset.from_checked(item, source)
         except PresetValidationError as exc:
             problems.append(at(("presets", index), exc.message))
             continue

@@ -161,6 +161,11 @@ class Preset:
                 source=source,
                 problems=errors,
             )
+        return cls.from_checked(mapping, source)
+
+    @classmethod
+    def from_checked(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
+        """Build from a mapping already checked against the schema (the loader's path)."""
         return cls(
             name=mapping["name"],
             group=mapping.get("group"),
