@@ -239,3 +239,30 @@ def test_any_relative_path_acts_inside_the_root_or_is_refused(
 
 def _tree_under(base: Path, folder: str) -> dict[str, bytes]:
     return {f"{folder}/{name}": data for name, data in _tree(base / folder).items()}
+
+
+def test_odd_paths_are_tool_errors_not_crashes(tmp_path: Path) -> None:
+    root = FileRoot(tmp_path)
+    (tmp_path / "file.txt").write_text("x")
+    long_name = "n" * 300
+    for call in (
+        lambda: root.read(long_name),
+        lambda: root.write(long_name, "x"),
+        lambda: root.list(long_name),
+        lambda: root.write(f"{long_name}/x.txt", "x"),
+    ):
+        with pytest.raises(ToolCallError, match="too long"):
+            call()
+    with pytest.raises(ToolCallError, match=r"'file\.txt' is a file, not a folder"):
+        root.read("file.txt/inner.txt")
+    with pytest.raises(ToolCallError, match=r"'file\.txt' is a file, not a folder"):
+        root.list("file.txt/inner")
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path: Path) -> None:
+    root = FileRoot(tmp_path)
+    root.write("script.sh", "echo 1\n")
+    (tmp_path / "script.sh").chmod(0o750)
+    root.write("script.sh", "echo 2\n")
+    assert (tmp_path / "script.sh").stat().st_mode & 0o777 == 0o750
+    assert (tmp_path / "script.sh").read_text() == "echo 2\n"

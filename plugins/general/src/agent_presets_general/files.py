@@ -260,28 +260,28 @@ def _refusal(
 ) -> ToolCallError:
     """The error for ``names[-1]`` that could not be opened in ``folder``.
 
-    ``last`` says the name is the folder to list itself, not one on the way.
-
+    ``last`` says the name is the path's own last name, not a folder on the way.
     The lstat here only words the message; the refusal itself was the kernel's.
     """
     where = "/".join(names)
     try:
-        info = os.stat(names[-1], dir_fd=folder, follow_symlinks=False)
+        info: os.stat_result | None = os.stat(names[-1], dir_fd=folder, follow_symlinks=False)
     except OSError:
         info = None
     if info is not None and stat.S_ISLNK(info.st_mode):
         return _symlink(path, names)
-    if info is None or isinstance(exc, FileNotFoundError):
+    if isinstance(exc, FileNotFoundError):
         if verb == "list":
             return ToolCallError(f"folder {path!r} does not exist; list '.' to see what is there")
-        return ToolCallError(f"file {path!r} does not exist; list its folder to see the names")
-    if not stat.S_ISDIR(info.st_mode):
+        if verb == "read":
+            return ToolCallError(f"file {path!r} does not exist; list its folder to see the names")
+    if info is not None and not stat.S_ISDIR(info.st_mode):
         if verb == "write":
             return ToolCallError(f"cannot write {path!r}: {where!r} is a file, not a folder")
         if last and verb == "list":
             return ToolCallError(f"{path!r} is a file, not a folder; read it instead")
         return ToolCallError(f"{path!r} cannot be reached: {where!r} is a file, not a folder")
-    return ToolCallError(f"{path!r} cannot be opened: {exc.strerror}")
+    return ToolCallError(f"{path!r} cannot be used: opening {where!r} failed ({exc.strerror})")
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
