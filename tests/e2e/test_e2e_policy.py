@@ -123,6 +123,22 @@ async def test_the_event_log_has_one_line_per_call_with_preset_outcome_and_laten
     assert inactive["tool"] == "space_drawing_undo"
 
 
+async def test_a_secret_given_as_an_argument_never_reaches_the_event_log(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    secret = "sk-live-9d8c7b6a5f4e3d2c1b0a"
+    async with serve(max_calls=3) as (client, _):
+        for arguments in ({"theme": secret}, {"theme": "dark", "api_key": secret}):
+            result = await client.call_tool("space_app_set_theme", arguments)
+            assert result.is_error
+        await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        refused = await client.call_tool("space_app_set_theme", {"theme": secret})
+        assert refused.is_error and "budget" in text(refused)
+    data = (tmp_path / "events.jsonl").read_bytes()
+    assert secret.encode() not in data and b"sk-live" not in data
+    assert [e["kind"] for e in events(tmp_path)] == ["call", "call", "call", "refusal"]
+
+
 async def test_the_event_log_is_append_only_across_servers(
     serve: Callable[..., Any], tmp_path: Path
 ) -> None:

@@ -3,7 +3,8 @@
 Adopted from the Space agent reference (DESIGN.md): whoever starts the server
 can narrow the tool surface to an allow-list (unknown names are rejected when
 the policy is built, never ignored), cap how many calls a session may make,
-and keep an append-only log of every call with its latency. Each gate refuses
+and keep an append-only log of every call with its latency (the schema and
+the file are ``events.py``'s; this module decides what a call writes). Each gate refuses
 with its own message, which names the layer and who can open it, so a model
 can tell "not in this context" from "not allowed here" from "budget used up".
 
@@ -32,7 +33,6 @@ from agent_presets.events import (
     describe_arguments,
     error_class,
 )
-from agent_presets.events import now as events_now
 from agent_presets.model import PresetValidationError, ToolCallError
 
 if TYPE_CHECKING:
@@ -208,7 +208,11 @@ class ToolPolicy:
         )
 
     def emit(self, event: Event) -> None:
-        """Log an event of another kind (a request, a decision, a change)."""
+        """Log an event of another kind (a request, a decision, a change).
+
+        One log per server: the console, requests and tokens write through the
+        policy's log, so lines from every writer share one file and one rotation.
+        """
         if self.events is not None:
             self.events.write(event)
 
@@ -224,9 +228,12 @@ class ToolPolicy:
         if refusal.gate != "budget":
             self.events.write(refusal)
             return
-        server_spent = self.max_calls is not None and self.calls >= self.max_calls
-        key = "" if server_spent else refusal.tool
         with self._lock:
+            # The server-wide budget refuses every tool, so its count is one tally
+            # (summarised as tool "*"); a tool's own budget is a tally per tool,
+            # and only tools that exist have one.
+            server_spent = self.max_calls is not None and self.calls >= self.max_calls
+            key = "*" if server_spent else refusal.tool
             tally = self._tallies.get(key)
             if tally is None:
                 self._tallies[key] = _Tally(refusal, since=time.monotonic())
@@ -241,12 +248,17 @@ class ToolPolicy:
         for summary in due:
             self.events.write(summary)
 
-    def _due_summaries(self, now: float, *, all: bool = False) -> list[Refusal]:
-        """Take the counts that are due (all of them if ``all``). Hold ``_lock``."""
+    def _due_summaries(self, now: float, *, everything: bool = False) -> list[Refusal]:
+        """Take the counts that are due (all of them if ``everything``). Hold ``_lock``.
+
+        A summary carries the time and token of the last refusal it counts.
+        """
         due = []
-        for tally in self._tallies.values():
-            if tally.count and (all or now - tally.since >= self.summary_seconds):
-                due.append(dataclasses.replace(tally.last, ts=events_now(), count=tally.count))
+        for key, tally in self._tallies.items():
+            if tally.count and (everything or now - tally.since >= self.summary_seconds):
+                last = tally.last
+                tool = "*" if key == "*" else last.tool
+                due.append(dataclasses.replace(last, tool=tool, count=tally.count))
                 tally.count = 0
                 tally.since = now
         return due
@@ -255,7 +267,7 @@ class ToolPolicy:
         if self.events is None:
             return
         with self._lock:
-            due = self._due_summaries(time.monotonic(), all=True)
+            due = self._due_summaries(time.monotonic(), everything=True)
         for summary in due:
             self.events.write(summary)
         self.events.close()
