@@ -167,8 +167,8 @@ class Event:
     def to_json(self) -> dict[str, Any]:
         """The line's object: ``v``, ``kind``, then every field, strings clipped."""
         line: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": self.KIND}
-        for f in fields(self):
-            line[f.name] = _plain(getattr(self, f.name))
+        for name in _field_names(type(self)):
+            line[name] = _plain(getattr(self, name))
         return line
 
 
@@ -242,18 +242,37 @@ class Change(Event):
     """Who changed it: ``cli``, ``console``, ``agent``, ``approval`` ..."""
 
 
+_FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Event]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 KINDS: dict[str, type[Event]] = {k.KIND: k for k in (Call, Refusal, Request, Decision, Change)}
 
 
 def _plain(value: Any) -> Any:
     """``value`` as JSON data with every string clipped (keys included)."""
-    if isinstance(value, str):
-        return clip(value)
-    if isinstance(value, ArgShape):
+    # Exact type checks first: this runs for every field of every line.
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= MAX_TEXT else clip(value)
+    if kind is bool or kind is int or kind is float or value is None:
+        return value
+    if kind is ArgShape:
         return {"type": value.type, "len": value.len}
+    if isinstance(value, str):
+        return clip(str(value))
     if isinstance(value, Mapping):
         return {clip(str(k)): _plain(v) for k, v in value.items()}
     return value
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def encode(event: Event) -> bytes:
@@ -262,7 +281,7 @@ def encode(event: Event) -> bytes:
     ASCII-only JSON: an agent-chosen name with a lone surrogate or a control
     character is escaped instead of breaking the line or the encoding.
     """
-    return (json.dumps(event.to_json(), separators=(",", ":")) + "\n").encode("ascii")
+    return (_ENCODER.encode(event.to_json()) + "\n").encode("ascii")
 
 
 # --------------------------------------------------------------------- checking
