@@ -71,6 +71,48 @@ def test_an_existing_world_readable_log_is_made_private_when_opened(tmp_path: Pa
     assert mode(path) == 0o600
 
 
+def test_the_log_refuses_a_file_that_is_not_regular(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "events.jsonl")
+    with pytest.raises(OSError, match="not a regular file"):
+        EventLog(tmp_path / "events.jsonl").write(Call(tool="t", ok=True, latency_ms=0.0))
+
+
+def test_stale_backups_beyond_the_count_are_dropped_and_the_reader_reads_them_all(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, max_bytes=1024, backups=4)
+    for i in range(100):
+        log.write(Call(tool=f"tool-{i}", ok=True, latency_ms=0.0))
+    log.close()
+    # A reader needs no count: it finds every rotated file.
+    assert len(list(read_events(path))) == sum(
+        len(p.read_text().splitlines()) for p in tmp_path.iterdir()
+    )
+    log = EventLog(path, max_bytes=1024, backups=2)
+    for i in range(100, 200):
+        log.write(Call(tool=f"tool-{i}", ok=True, latency_ms=0.0))
+    log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "events.jsonl",
+        "events.jsonl.1",
+        "events.jsonl.2",
+    ]
+    seen = [int(e["tool"].removeprefix("tool-")) for e in read_events(path)]
+    assert seen == list(range(seen[0], 200))
+
+
+def test_two_writers_on_one_file_rotate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    one, two = EventLog(path, max_bytes=1024, backups=3), EventLog(path, max_bytes=1024, backups=3)
+    for i in range(60):
+        (one if i % 2 else two).write(Call(tool=f"tool-{i}", ok=True, latency_ms=0.0))
+    one.close()
+    two.close()
+    seen = sorted(int(e["tool"].removeprefix("tool-")) for e in read_events(path))
+    assert seen == list(range(seen[0], 60))
+
+
 def test_nothing_recorded_creates_no_file(tmp_path: Path) -> None:
     ToolPolicy(event_log=tmp_path / "events.jsonl").close()
     assert not (tmp_path / "events.jsonl").exists()
@@ -102,7 +144,7 @@ def test_rotation_keeps_n_files_and_the_reader_reads_them_all_oldest_first(
     for file in tmp_path.iterdir():
         assert file.stat().st_size <= 2048
         assert mode(file) == 0o600
-    seen = [int(e["tool"].removeprefix("tool-")) for e in read_events(path, backups=3)]
+    seen = [int(e["tool"].removeprefix("tool-")) for e in read_events(path)]
     # The newest lines survive, in order, with no gap: only whole old files are dropped.
     assert seen == list(range(seen[0], 500))
     assert len(seen) > 3 * 2048 // len(encode(Call(tool="tool-499", ok=True, latency_ms=499.0)))
@@ -157,7 +199,7 @@ def test_lines_from_many_threads_never_interleave(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     log.close()
-    events = list(read_events(path, backups=50))
+    events = list(read_events(path))
     assert len(events) == 1600
     for e in events:
         check_event(e)
@@ -342,6 +384,11 @@ def test_the_schema_check_rejects_what_the_schema_does_not_allow(
     line = json.loads(encode(Call(tool="t", ok=True, latency_ms=1.0, args={})))
     with pytest.raises(EventSchemaError, match=problem.replace("[", r"\[").replace("{", r"\{")):
         check_event({**line, **change})
+
+
+def test_an_event_with_a_value_outside_its_enum_cannot_be_built() -> None:
+    with pytest.raises(EventSchemaError, match=r"change\.state"):
+        Change(preset="p", state="maybe", by="cli")  # type: ignore[arg-type]
 
 
 def test_a_missing_field_is_rejected() -> None:

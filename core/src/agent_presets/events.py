@@ -24,9 +24,9 @@ What the log promises, and where the code keeps each promise:
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
+import stat
 import threading
 import time
 import types
@@ -172,6 +172,14 @@ class Event:
         return line
 
 
+class _Checked:
+    """Checks the whole line when built: for the rare kinds whose fields are enums."""
+
+    def __post_init__(self) -> None:
+        assert isinstance(self, Event)
+        check_event(self.to_json())
+
+
 @dataclass(frozen=True, kw_only=True)
 class Call(Event):
     """A tool call that ran (it passed every gate), successfully or not."""
@@ -205,7 +213,7 @@ class Refusal(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Request(Event):
+class Request(_Checked, Event):
     """An agent asked for a change or a call that waits for the user."""
 
     KIND: ClassVar[str] = "request"
@@ -217,7 +225,7 @@ class Request(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Decision(Event):
+class Decision(_Checked, Event):
     """A pending request was decided (by a person, or by its expiry)."""
 
     KIND: ClassVar[str] = "decision"
@@ -231,7 +239,7 @@ class Decision(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Change(Event):
+class Change(_Checked, Event):
     """A preset's override changed on a running server."""
 
     KIND: ClassVar[str] = "change"
@@ -372,10 +380,25 @@ def _check_text(where: str, value: Any) -> None:
 # --------------------------------------------------------------------- the file
 
 
-def rotated_paths(path: str | Path, backups: int = DEFAULT_BACKUPS) -> list[Path]:
-    """The log's files, oldest first: ``events.jsonl.N`` ... ``.1``, ``events.jsonl``."""
+def rotated_paths(path: str | Path) -> list[Path]:
+    """The log's files that exist, oldest first: ``events.jsonl.N`` ... ``.1``, ``events.jsonl``.
+
+    Found by listing the folder, not from a configured count, so a reader
+    reads every file whatever ``backups`` the writer used.
+    """
     path = Path(path)
-    return [*(path.with_name(f"{path.name}.{i}") for i in range(backups, 0, -1)), path]
+    numbered: list[tuple[int, Path]] = []
+    try:
+        entries = list(path.parent.iterdir())
+    except FileNotFoundError:
+        return []
+    prefix = path.name + "."
+    for entry in entries:
+        suffix = entry.name.removeprefix(prefix)
+        if entry.name.startswith(prefix) and suffix.isascii() and suffix.isdigit():
+            numbered.append((int(suffix), entry))
+    files = [p for _, p in sorted(numbered, reverse=True)]
+    return [*files, path] if path.exists() else files
 
 
 class EventLog:
@@ -408,7 +431,8 @@ class EventLog:
         line = encode(event)
         with self._lock:
             fd = self._open()
-            if os.fstat(fd).st_size + len(line) > self.max_bytes:
+            size = os.fstat(fd).st_size
+            if size and size + len(line) > self.max_bytes:
                 fd = self._rotate()
             os.write(fd, line)
 
@@ -425,9 +449,12 @@ class EventLog:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
             fd = os.open(self.path, flags, 0o600)
             try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise OSError(f"{self.path} is not a regular file; not logging to it")
                 # A file made by an older version (or by hand) may be 0644.
                 os.fchmod(fd, 0o600)
-                size = os.fstat(fd).st_size
+                size = info.st_size
                 # A line torn by a crash must not swallow the next one.
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     os.write(fd, b"\n")
@@ -439,20 +466,27 @@ class EventLog:
 
     def _rotate(self) -> int:
         assert self._fd is not None
+        ours = os.fstat(self._fd).st_ino
         os.close(self._fd)
         self._fd = None
-        files = rotated_paths(self.path, self.backups)
-        if self.backups == 0:
-            self.path.unlink(missing_ok=True)
-        else:
-            files[0].unlink(missing_ok=True)
-            for older, newer in itertools.pairwise(files):
-                if newer.exists():
-                    newer.rename(older)
+        try:
+            current = os.stat(self.path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = None
+        # Another writer on this file may have rotated it already: then the
+        # path names a fresh file, and rotating again would drop a backup.
+        if current == ours:
+            name = self.path.name
+            for file in rotated_paths(self.path):
+                n = 0 if file == self.path else int(file.name.removeprefix(name + "."))
+                if n >= self.backups:
+                    file.unlink(missing_ok=True)
+                else:
+                    file.rename(self.path.with_name(f"{name}.{n + 1}"))
         return self._open()
 
 
-def read_events(path: str | Path, *, backups: int = DEFAULT_BACKUPS) -> Iterator[dict[str, Any]]:
+def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every event in the log and its rotated files, oldest first.
 
     Lines that are not JSON objects with an integer ``v`` and a string
@@ -460,19 +494,20 @@ def read_events(path: str | Path, *, backups: int = DEFAULT_BACKUPS) -> Iterator
     schema had a version. Lines of another version or kind are yielded, so a
     reader decides what it understands (``check_event`` says).
     """
-    for file in rotated_paths(path, backups):
+    for file in rotated_paths(path):
         try:
-            data = file.read_bytes()
-        except FileNotFoundError:
+            handle = file.open("rb")
+        except FileNotFoundError:  # rotated away since it was listed
             continue
-        for raw in data.splitlines():
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                continue
-            if (
-                isinstance(line, dict)
-                and isinstance(line.get("v"), int)
-                and isinstance(line.get("kind"), str)
-            ):
-                yield line
+        with handle:
+            for raw in handle:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if (
+                    isinstance(line, dict)
+                    and isinstance(line.get("v"), int)
+                    and isinstance(line.get("kind"), str)
+                ):
+                    yield line
