@@ -35,7 +35,7 @@ from agent_presets.events import (
     error_class,
     read_events,
 )
-from agent_presets.model import ToolArgumentError
+from agent_presets.model import ToolArgumentError, ToolCallError
 from agent_presets.policy import GateError, ToolPolicy
 
 SECRET = "sk-live-4f1c9a7e0b2d4e6f8a1c3e5d7b9f0a2c"
@@ -279,7 +279,11 @@ def test_an_error_is_logged_by_its_class_and_argument_path_never_its_message() -
     assert error_class("t", None, "t: arguments: 'x' is a required property") == ("error", None)
     assert error_class("t", None, "internal error: KeyError") == ("internal", None)
     assert error_class("t", None, "/etc/passwd is not in the root") == ("error", None)
-    assert error_class("t", KeyError("secret"), "anything") == ("KeyError", None)
+    assert error_class("t", KeyError("secret"), "anything") == ("internal", None)
+    assert error_class("t", ToolCallError("/etc/passwd is outside"), None) == (
+        "ToolCallError",
+        None,
+    )
 
 
 # --------------------------------------------------------------------- budgets

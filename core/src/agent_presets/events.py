@@ -35,6 +35,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
+from agent_presets.model import PresetError
+
 SCHEMA_VERSION = 1
 MAX_TEXT = 200
 """Longest string (in characters) written in any field; longer ones are clipped."""
@@ -115,16 +117,20 @@ def error_class(
     """What a ``call`` line keeps of an error: its class name and the argument's path.
 
     The message itself is never kept: argument errors quote the value
-    (``'sk-...' is not one of ...``) and handlers' errors quote paths. Given
-    only a message, the class is ``error``, unless the message has the form
-    ``check_arguments`` gives argument errors (``TOOL: argument 'a.b': ...``).
+    (``'sk-...' is not one of ...``) and handlers' errors quote paths. An
+    exception that is not a ``PresetError`` is a bug in a plugin: ``internal``.
+    Given only a message, the class is ``error``, unless the message has the
+    form ``check_arguments`` gives argument errors (``TOOL: argument 'a.b': ...``)
+    or the server's ``internal error: ...``.
     """
-    text = message if message is not None else (str(exc) if exc is not None else "")
-    path = _argument_path(tool, text)
     if exc is not None:
-        return type(exc).__name__, path
+        if not isinstance(exc, PresetError):
+            return "internal", None
+        return type(exc).__name__, _argument_path(tool, message or str(exc))
+    text = message or ""
     if text.startswith("internal error: "):
         return "internal", None
+    path = _argument_path(tool, text)
     return ("ToolArgumentError" if path is not None else "error"), path
 
 
