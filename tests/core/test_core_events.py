@@ -417,6 +417,16 @@ def test_every_kind_and_field_is_documented_with_an_example_that_validates() -> 
         assert json.loads(example)["kind"] == kind
 
 
+def test_the_writing_example_in_the_docs_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "events.md").read_text()
+    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(code, {"state_dir": tmp_path})
+    assert capsys.readouterr().out == "change general-theme-tools on\n"
+    assert mode(tmp_path / "events.jsonl") == 0o600
+
+
 text = st.text(max_size=400)
 json_value = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,

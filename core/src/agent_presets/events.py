@@ -451,7 +451,7 @@ class EventLog:
     def _open(self) -> int:
         if self._fd is None:
             if not self.path.parent.exists():
-                self.path.parent.mkdir(parents=True, mode=0o700)
+                self.path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
             fd = os.open(self.path, flags, 0o600)
             try:
