@@ -223,11 +223,12 @@ def _kill_group(pgid: int) -> None:
 
 
 def _wait_namespace_gone(info: bytes, deadline: float) -> None:
-    """Wait until bubblewrap's init (from its ``--info-fd`` report) has left its namespace.
+    """Wait until bubblewrap's init (from its ``--info-fd`` report) has died.
 
-    The init is the namespace's PID 1; the kernel lets it finish dying only
-    after every other process in the namespace is dead. Its PID is checked
-    together with the namespace, so a recycled PID is never waited for.
+    The init is the namespace's PID 1, and the kernel lets it become a zombie
+    only after every other process in the namespace is dead; whoever reaps it
+    later does not matter. Its PID is checked together with the namespace, so
+    a recycled PID is never waited for.
     """
     try:
         report = json.loads(info)
@@ -237,9 +238,10 @@ def _wait_namespace_gone(info: bytes, deadline: float) -> None:
     delay = 0.001
     while time.monotonic() < deadline:
         try:
-            if os.readlink(f"/proc/{pid}/ns/pid") != f"pid:[{namespace}]":
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state in ("Z", "X") or os.readlink(f"/proc/{pid}/ns/pid") != f"pid:[{namespace}]":
                 return
-        except OSError:  # gone, or a zombie that has already left its namespaces
+        except (OSError, IndexError):  # reaped already
             return
         time.sleep(delay)
         delay = min(delay * 2, 0.05)

@@ -149,6 +149,9 @@ def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     args += ["--bind", str(root), str(root), "--chdir", str(root)]
+    # The sandbox's own / is a tmpfs holding the mount points; without this a
+    # command could write there, a writable path besides the root and /tmp.
+    args += ["--remount-ro", "/"]
     return args
 
 
