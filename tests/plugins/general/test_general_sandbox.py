@@ -111,10 +111,21 @@ def test_a_command_cannot_read_the_state_directory_or_files_outside_the_root(
 
 
 def test_remounting_the_file_system_read_write_fails(app: GeneralApp) -> None:
-    result = run(app, "mount -o remount,rw /; mount -o remount,rw /usr; touch /usr/pwned; id")
-    assert "permission denied" in result["stderr"]
-    assert "Read-only file system" in result["stderr"]
-    assert not Path("/usr/pwned").exists()
+    name = f"sandbox-escape-{uuid.uuid4().hex}"
+    attempts = [
+        "mount -o remount,rw /",
+        "mount -o remount,bind,rw /usr",
+        "mount --bind /tmp /usr",
+        "mount -t tmpfs none /mnt",
+    ]
+    result = run(
+        app,
+        "".join(f"{attempt} 2>/dev/null; echo $?; " for attempt in attempts)
+        + f"touch /usr/{name} /{name}",
+    )
+    assert "0" not in result["stdout"].split(), "a mount succeeded inside the sandbox"
+    assert result["stderr"].count("Read-only file system") == 2
+    assert not (Path("/usr") / name).exists()
 
 
 def test_a_unix_socket_in_the_state_directory_cannot_be_reached(app: GeneralApp) -> None:
