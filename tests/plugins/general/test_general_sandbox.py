@@ -258,6 +258,11 @@ def test_unsafe_shell_runs_unconfined_only_where_the_sandbox_fails(tmp_path: Pat
     assert sandboxed.run("touch /usr/pwned")["exit_code"] != 0
 
 
+def test_a_root_that_holds_system_folders_is_refused() -> None:
+    with pytest.raises(ToolCallError, match="holds the system folder /usr"):
+        BashRunner("/").run("touch /usr/pwned")
+
+
 def test_shell_options_are_checked_when_the_host_hands_them_over() -> None:
     with pytest.raises(ValueError, match="unknown shell_netwrok"):
         ShellOptions.from_mapping({"shell_netwrok": True})

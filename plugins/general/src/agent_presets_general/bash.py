@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from agent_presets import ToolCallError
-from agent_presets_general.sandbox import bwrap_args, find_bwrap, sandbox_env, sandbox_status
+from agent_presets_general.sandbox import (
+    bwrap_args,
+    find_bwrap,
+    root_problem,
+    sandbox_env,
+    sandbox_status,
+)
 
 DEFAULT_TIMEOUT: Final = 30.0
 MAX_TIMEOUT: Final = 120.0
@@ -73,6 +79,8 @@ class BashRunner:
         ok, why = sandbox_status(self.bwrap, network=shell_network)
         self.sandboxed = ok
         self._refusal = None if ok or unsafe_shell else why
+        if ok and (problem := root_problem(self.root)):
+            self._refusal = problem
         self._env = sandbox_env(self.root, self.shell_env) if ok else None
 
     def status(self) -> tuple[bool, str]:

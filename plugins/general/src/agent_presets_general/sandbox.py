@@ -155,6 +155,21 @@ def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
     return args
 
 
+def root_problem(root: Path) -> str | None:
+    """Why ``root`` cannot be a sandbox's writable root, or None.
+
+    The root is bound writable over everything else, so a root that holds a
+    system folder (``/``, say) would make that folder writable too.
+    """
+    for system in (*SYSTEM_DIRS, "/etc", "/proc", "/dev"):
+        if Path(system).is_relative_to(root):
+            return (
+                f"the file root {root} holds the system folder {system}, which the sandbox "
+                "must keep read-only; start the server with a project folder as --root"
+            )
+    return None
+
+
 def sandbox_env(
     root: Path, names: Sequence[str], environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
