@@ -139,7 +139,7 @@ def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
         args.append("--unshare-net")
     # Without --cap-drop a bwrap run by root keeps its capabilities inside the
     # user namespace, and `mount -o remount,rw /` gets through.
-    args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
