@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -118,6 +119,11 @@ class BashRunner:
         if "\x00" in command:
             raise ToolCallError("command contains a NUL character, which bash cannot receive")
         timeout = self.default_timeout if timeout_seconds is None else float(timeout_seconds)
+        if not math.isfinite(timeout):  # NaN compares false with everything: no deadline at all
+            raise ToolCallError(
+                f"timeout_seconds must be a number of seconds, not {timeout}; "
+                f"give at most {self.max_timeout:g} or leave it out"
+            )
         timeout = min(max(timeout, 0.001), self.max_timeout)
         self.root.mkdir(parents=True, exist_ok=True)
 
