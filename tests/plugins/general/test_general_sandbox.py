@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,17 +55,17 @@ def run(app: GeneralApp, command: str, timeout: float = 10) -> dict[str, Any]:
     return result
 
 
-def processes_with(marker: str) -> list[int]:
-    """Host PIDs whose command line contains ``marker``."""
+def sleepers(marker: str) -> list[int]:
+    """Host PIDs of ``sleep`` processes whose arguments contain ``marker``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker.encode() in cmdline and b"bash\0-c" not in cmdline:
+        if argv[0] == b"sleep" and any(marker.encode() in arg for arg in argv[1:]):
             found.append(int(entry))
     return found
 
@@ -180,7 +183,7 @@ def test_a_process_started_by_a_command_does_not_outlive_the_call(app: GeneralAp
     )
     assert result["stdout"] == "started\n"
     assert result["exit_code"] == 0
-    assert processes_with(f".{marker}") == []
+    assert sleepers(f".{marker}") == []
 
 
 def test_a_process_started_by_a_command_does_not_outlive_its_timeout(app: GeneralApp) -> None:
@@ -188,7 +191,33 @@ def test_a_process_started_by_a_command_does_not_outlive_its_timeout(app: Genera
     result = run(app, f"setsid -f sleep 300.{marker}; sleep 30.{marker}", timeout=0.5)
     assert result["timed_out"] is True
     assert result["exit_code"] == -9
-    assert processes_with(f".{marker}") == []
+    assert sleepers(f".{marker}") == []
+
+
+def test_a_process_started_by_a_command_does_not_outlive_a_killed_server(tmp_path: Path) -> None:
+    marker = f"{uuid.uuid4().int % 10**6}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from agent_presets_general.bash import BashRunner; "
+            "BashRunner(sys.argv[1]).run(sys.argv[2], 60)",
+            str(tmp_path),
+            f"setsid -f sleep 300.{marker}; sleep 301.{marker}",
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while len(sleepers(f".{marker}")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(sleepers(f".{marker}")) == 2, "the command did not start"
+    finally:
+        server.kill()
+        server.wait()
+    deadline = time.monotonic() + 2
+    while sleepers(f".{marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sleepers(f".{marker}") == []
 
 
 def test_network_is_unreachable_by_default(app: GeneralApp, listener: socket.socket) -> None:
