@@ -297,4 +297,6 @@ def test_shell_options_are_checked_when_the_host_hands_them_over() -> None:
         ShellOptions.from_mapping({"shell_netwrok": True})
     with pytest.raises(ValueError, match="'A=B' is not an environment variable name"):
         ShellOptions.from_mapping({"shell_env": ["A=B"]})
+    with pytest.raises(ValueError, match="a list of names, not the string 'TOKEN'"):
+        ShellOptions.from_mapping({"shell_env": "TOKEN"})
     assert ShellOptions.from_mapping(None) == ShellOptions()

@@ -117,8 +117,11 @@ class ShellOptions:
                 f"shell options: unknown {', '.join(unknown)}; "
                 "known: shell_env, shell_network, unsafe_shell"
             )
+        names = options.get("shell_env", ())
+        if isinstance(names, str):
+            raise ValueError(f"shell_env must be a list of names, not the string {names!r}")
         return cls(
-            shell_env=tuple(options.get("shell_env", ())),
+            shell_env=tuple(names),
             shell_network=bool(options.get("shell_network", False)),
             unsafe_shell=bool(options.get("unsafe_shell", False)),
         )
