@@ -13,7 +13,7 @@ from mcp import Client
 
 from agent_presets import PresetValidationError
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver.server import STATUS_URI, build_server
+from agent_presets.mcpserver import STATUS_URI, build_server
 from agent_presets.policy import ToolPolicy
 
 pytestmark = pytest.mark.anyio

@@ -185,7 +185,7 @@ def serve(
         app.shell.set_activity(activity)
     if canvas_visible is not None:
         app.shell.set_canvas_visible(canvas_visible)
-    from agent_presets.mcpserver.server import serve as run_server
+    from agent_presets.mcpserver import serve as run_server
 
     def banner(where: str) -> None:
         click.echo(

@@ -1,31 +1,22 @@
-"""The MCP server: serves the live ToolRegistry to MCP clients such as opencode.
+"""The MCP server class: serves the live ToolRegistry to MCP clients such as opencode.
 
 ``build_server(presets)`` returns a low-level ``mcp`` server (usable in memory
 with ``mcp.Client(server)``) that serves ``presets.tool_registry`` itself, not
 a copy: ``tools/list`` reads the registry, ``tools/call`` runs the registry's
 ``ToolDef``, and every change to the registry reaches every connected client
-in both protocol eras. ``serve(presets, transport=...)`` runs it over stdio or
-streamable HTTP until stdin closes or the process is told to stop.
-
-This module and its helpers in ``agent_presets.mcpserver`` are the only parts
-of the core that import ``mcp`` (about a second to import); ``cli.py``
-imports this module inside the ``serve`` command only.
+in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
-import ipaddress
 import json
 import logging
-import socket
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
-import anyio
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
@@ -39,6 +30,17 @@ from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for, risk_map
+from agent_presets.mcpserver.wire import (
+    PROMPT_NAME,
+    PROMPT_URI,
+    STATUS_URI,
+    error_result,
+    plain,
+    prompt_entry,
+    prompt_text,
+    success_result,
+    tool_entry,
+)
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
 from agent_presets.policy import GateError, ToolPolicy
 from agent_presets.tools import ToolRegistryChange
@@ -46,23 +48,9 @@ from agent_presets.tools import ToolRegistryChange
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
 
-__all__ = [
-    "PROMPT_NAME",
-    "PROMPT_URI",
-    "STATUS_URI",
-    "PresetServer",
-    "build_server",
-    "serve",
-]
-
 log = logging.getLogger("agent_presets.server")
 
 SERVER_NAME: Final = "agent-presets"
-PROMPT_NAME: Final = "active-presets"
-PROMPT_URI: Final = "presets://active/prompt"
-STATUS_URI: Final = "presets://active/status"
-DEFAULT_PORT: Final = 8765
-HTTP_PATH: Final = "/mcp"
 
 INSTRUCTIONS: Final = (
     "The tools offered here follow what the user is doing in the app: they change when the "
@@ -73,8 +61,6 @@ INSTRUCTIONS: Final = (
 
 _NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
-
-Transport = Literal["stdio", "http"]
 
 
 class PresetServer(Server[Any]):
@@ -161,7 +147,7 @@ class PresetServer(Server[Any]):
                 if not self.policy.allows(tool.name):
                     continue
                 risk = by_id.get(tool.managed_source or "") or by_name.get(tool.name)
-                entries.append(_tool_entry(tool, annotations_for(risk, tool.annotations)))
+                entries.append(tool_entry(tool, annotations_for(risk, tool.annotations)))
                 if risk in OFFLOAD_RISKS:
                     offload.add(tool.name)
             self._tools_cache = entries
@@ -176,7 +162,7 @@ class PresetServer(Server[Any]):
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.tool_registry.get(name)
-        return _plain(tool.input_schema) if tool is not None else None
+        return plain(tool.input_schema) if tool is not None else None
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -188,26 +174,26 @@ class PresetServer(Server[Any]):
             if tool is None and self.policy.allows(name):
                 message = self.unavailable_message(name)
                 self.policy.record(name, ok=False, seconds=0.0, error=message, layer="preset")
-                return _error(message)
+                return error_result(message)
             self.policy.admit(name)
             assert tool is not None  # admit() refuses every name the allow-list leaves out
         except GateError as exc:
             self.policy.record(name, ok=False, seconds=0.0, error=str(exc), layer=exc.layer)
-            return _error(str(exc))
+            return error_result(str(exc))
         error: str | None = None
         try:
             self.tool_entries()  # refreshes which tools do I/O
             value = await self.calls.run(
                 tool, params.arguments or {}, offload=name in self._offload
             )
-            result = _success(value)
+            result = success_result(value)
         except PresetError as exc:
             error = str(exc)
-            result = _error(error)
+            result = error_result(error)
         except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
             log.exception("tool %s failed", name)
             error = f"internal error: {type(exc).__name__}"
-            result = _error(
+            result = error_result(
                 f"{name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
             )
@@ -267,7 +253,7 @@ class PresetServer(Server[Any]):
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        return {"prompts": [_prompt_entry(self._fragments())], "resultType": "complete"}
+        return {"prompts": [prompt_entry(self._fragments())], "resultType": "complete"}
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -279,7 +265,7 @@ class PresetServer(Server[Any]):
             )
         fragments = self._fragments()
         return {
-            "description": _prompt_entry(fragments)["description"],
+            "description": prompt_entry(fragments)["description"],
             "messages": [
                 {"role": "user", "content": {"type": "text", "text": prompt_text(fragments)}}
             ],
@@ -365,177 +351,6 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         server.fanout.detach_loop()
 
 
-# ---------------------------------------------------------------- wire shapes
-
-
-def _tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "name": tool.name,
-        "description": tool.description,
-        "inputSchema": _plain(tool.input_schema),
-    }
-    title = tool.title or annotations.get("title")
-    if title:
-        entry["title"] = title
-    if annotations:
-        entry["annotations"] = annotations
-    return entry
-
-
-def _plain(value: Any) -> Any:
-    """Frozen mappings (MappingProxyType) to dicts, for the wire."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _success(value: Any) -> dict[str, Any]:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    result: dict[str, Any] = {
-        "content": [{"type": "text", "text": text}],
-        "isError": False,
-        "resultType": "complete",
-    }
-    if isinstance(value, dict):
-        result["structuredContent"] = value
-    return result
-
-
-def _error(message: str) -> dict[str, Any]:
-    return {
-        "content": [{"type": "text", "text": message}],
-        "isError": True,
-        "resultType": "complete",
-    }
-
-
-def prompt_text(fragments: Sequence[PromptFragment]) -> str:
-    """The active prompt fragments as one markdown text."""
-    if not fragments:
-        return "No active preset has guidance right now."
-    parts = ["Guidance for the tools that are active now:"]
-    parts.extend(f"## {f.preset}\n\n{f.prompt.strip()}" for f in fragments)
-    return "\n\n".join(parts) + "\n"
-
-
-def _prompt_entry(fragments: Sequence[PromptFragment]) -> dict[str, Any]:
-    names = ", ".join(f.preset for f in fragments) or "none"
-    return {
-        "name": PROMPT_NAME,
-        "title": "Guidance for the active tools",
-        "description": f"How to use the tools active now (presets with guidance: {names}).",
-    }
-
-
-# -------------------------------------------------------------------- serving
-
-
 def build_server(presets: Presets, *, policy: ToolPolicy | None = None) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
     return PresetServer(presets, policy=policy)
-
-
-def serve(
-    presets: Presets,
-    *,
-    transport: Transport = "stdio",
-    host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
-    banner: Callable[[str], None] | None = None,
-    policy: ToolPolicy | None = None,
-) -> None:
-    """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
-
-    ``banner`` receives one line once the server is ready (for http it names
-    the URL, with the real port when ``port`` is 0); write it to stderr, never
-    to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
-    the HTTP port cannot be bound.
-    """
-    if transport not in ("stdio", "http"):
-        raise PresetError(f"unknown transport {transport!r}; use stdio or http")
-    server = build_server(presets, policy=policy)
-    try:
-        if transport == "stdio":
-            anyio.run(_serve_stdio, server, banner)
-        else:
-            sock = _bind(host, port)
-            anyio.run(_serve_http, server, sock, banner)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
-
-
-async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | None) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read_stream, write_stream):
-        if banner is not None:
-            banner("serving MCP on stdio")
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise PresetError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pass another --port "
-            "(0 picks a free one)"
-        ) from None
-    return sock
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-async def _serve_http(
-    server: PresetServer, sock: socket.socket, banner: Callable[[str], None] | None
-) -> None:
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    security = None
-    if not _is_loopback(host):
-        # The SDK protects loopback hosts by itself; elsewhere accept only the
-        # address given (and loopback), so a rebinding name is still refused.
-        names = [shown, "127.0.0.1", "localhost", "[::1]"]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{n}:*" for n in names],
-            allowed_origins=[f"http://{n}:*" for n in names],
-        )
-        log.warning(
-            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
-        )
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, transport_security=security
-    )
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
-    )
-    uv_server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(functools.partial(uv_server.serve, sockets=[sock]))
-        # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
-        while not uv_server.started:
-            if uv_server.should_exit:
-                return
-            await anyio.sleep(0.01)
-        if banner is not None:
-            banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")
