@@ -29,7 +29,7 @@ from agent_presets import __version__
 from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
-from agent_presets.mcpserver.hints import annotations_for, risk_map
+from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -72,13 +72,11 @@ class PresetServer(Server[Any]):
         self.presets = presets
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
-        self._preset_of: tuple[Resolution | None, dict[str, str]] = (None, {})
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
         self.calls = ToolCalls()
-        self._offload: frozenset[str] = frozenset()
-        self._tools_key: tuple[int, int, int] | None = None
+        self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         super().__init__(
             name,
@@ -136,22 +134,17 @@ class PresetServer(Server[Any]):
     # -- tools -------------------------------------------------------------
 
     def tool_entries(self) -> list[dict[str, Any]]:
-        """The wire form of ``tools/list``, rebuilt only when a registry changes."""
-        presets = self.presets
-        key = (self.tool_registry.version, presets.registry.version, presets.tool_adapters.version)
+        """The wire form of ``tools/list``, rebuilt only when the tool registry changes.
+
+        Everything an entry shows (hints included) is on the registry's ``ToolDef``.
+        """
+        key = self.tool_registry.version
         if key != self._tools_key:
-            by_id, by_name = risk_map(presets)
-            entries = []
-            offload = set()
-            for tool in self.tool_registry.list():
-                if not self.policy.allows(tool.name):
-                    continue
-                risk = by_id.get(tool.managed_source or "") or by_name.get(tool.name)
-                entries.append(tool_entry(tool, annotations_for(risk, tool.annotations)))
-                if risk in OFFLOAD_RISKS:
-                    offload.add(tool.name)
-            self._tools_cache = entries
-            self._offload = frozenset(offload)
+            self._tools_cache = [
+                tool_entry(tool, annotations_for(tool))
+                for tool in self.tool_registry.list()
+                if self.policy.allows(tool.name)
+            ]
             self._tools_key = key
         return self._tools_cache
 
@@ -182,10 +175,7 @@ class PresetServer(Server[Any]):
             return error_result(str(exc))
         error: str | None = None
         try:
-            self.tool_entries()  # refreshes which tools do I/O
-            value = await self.calls.run(
-                tool, params.arguments or {}, offload=name in self._offload
-            )
+            value = await self.calls.run(tool, params.arguments or {}, offload=self._does_io(tool))
             result = success_result(value)
         except PresetError as exc:
             error = str(exc)
@@ -202,26 +192,20 @@ class PresetServer(Server[Any]):
             ok=error is None,
             seconds=time.perf_counter() - start,
             error=error,
-            preset=self._active_preset(tool),
+            preset=tool.preset,
         )
         if self.fanout.pending:
             await self.fanout.settle()
         return result
 
-    def _active_preset(self, tool: ToolDef) -> str | None:
-        """The active preset that provides ``tool`` (for the event log)."""
-        resolution = self.presets.manager.resolve()
-        cached, mapping = self._preset_of
-        if cached is not resolution:
-            registry = self.presets.registry
-            mapping = {
-                tool_id: active.name
-                for active in resolution.active_presets
-                if (preset := registry.get(active.name)) is not None
-                for tool_id in preset.tool_ids
-            }
-            self._preset_of = (resolution, mapping)
-        return mapping.get(tool.managed_source or "")
+    def _does_io(self, tool: ToolDef) -> bool:
+        """Whether ``tool`` may block on files or processes, so it runs on the worker thread.
+
+        Its preset's risk says so, not the tool's effective risk: a read-only
+        tool of a file-reading preset changes nothing but still reads files.
+        """
+        preset = self.presets.registry.get(tool.preset) if tool.preset is not None else None
+        return preset is not None and preset.risk in OFFLOAD_RISKS
 
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
