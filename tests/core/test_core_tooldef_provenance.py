@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from agent_presets import ToolAdapter, bootstrap
+from agent_presets import bootstrap
 from agent_presets.model import ToolDef
 
 SCENE = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}
 GRAPH = {"surface": "canvas", "activity": "graph", "canvas_visible": True}
-
-
-def read_only_adapter(tool_id: str) -> ToolAdapter:
-    return ToolAdapter(
-        id=tool_id,
-        mcp_name="space_" + tool_id.replace(".", "_").replace("-", "_"),
-        description=f"Reads {tool_id}.",
-        input_schema={"type": "object"},
-        handler=lambda app, arguments: None,
-        annotations={"readOnlyHint": True},
-    )
 
 
 def by_name(defs: list[ToolDef]) -> dict[str, ToolDef]:
@@ -61,7 +51,9 @@ def test_a_host_tool_has_no_preset_and_no_risk(make_host_tool: Callable[..., Too
 
 
 def test_a_read_only_tool_has_no_risk_whatever_its_preset(
-    make_stack: Callable[..., Any], make_preset: Callable[..., Any]
+    make_stack: Callable[..., Any],
+    make_preset: Callable[..., Any],
+    make_adapter: Callable[..., Any],
 ) -> None:
     stack = make_stack(
         [
@@ -69,7 +61,7 @@ def test_a_read_only_tool_has_no_risk_whatever_its_preset(
                 "wipe-tools", ["wipe.peek", "wipe.all"], risk="destructive", default_state="off"
             ),
         ],
-        [read_only_adapter("wipe.peek")],
+        [replace(make_adapter("wipe.peek"), annotations={"readOnlyHint": True})],
     )
     stack.manager.set_override("wipe-tools", "on")
     defs = by_name(stack.manager.get_tool_defs())
