@@ -116,6 +116,8 @@ async def test_the_event_log_has_one_line_per_call_with_preset_outcome_and_laten
     assert ok["tool"] == "space_app_set_theme" and ok["ok"] is True
     assert ok["preset"] == "general-theme-tools"
     assert ok["latency_ms"] >= 0 and ok["ts"] > 0
+    # Argument names, JSON types and lengths reach the log; their values do not.
+    assert ok["args"] == {"theme": {"type": "string", "len": 4}}
     # The error's class and the argument at fault; never the message, which quotes the value.
     assert bad["ok"] is False and bad["error"] == "ToolArgumentError" and bad["arg"] == "theme"
     assert "purple" not in json.dumps(bad)

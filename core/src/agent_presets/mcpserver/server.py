@@ -166,23 +166,24 @@ class PresetServer(Server[Any]):
         try:
             if tool is None and self.policy.allows(name):
                 message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, error=message, layer="preset")
+                self.policy.record(name, ok=False, seconds=0.0, layer="preset")
                 return error_result(message)
             self.policy.admit(name)
             assert tool is not None  # admit() refuses every name the allow-list leaves out
         except GateError as exc:
-            self.policy.record(name, ok=False, seconds=0.0, error=str(exc), layer=exc.layer)
+            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer)
             return error_result(str(exc))
         error: str | None = None
+        failure: BaseException | None = None
         try:
             value = await self.calls.run(tool, params.arguments or {}, offload=self._does_io(tool))
             result = success_result(value)
         except PresetError as exc:
-            error = str(exc)
+            error, failure = str(exc), exc
             result = error_result(error)
         except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
             log.exception("tool %s failed", name)
-            error = f"internal error: {type(exc).__name__}"
+            error, failure = f"internal error: {type(exc).__name__}", exc
             result = error_result(
                 f"{name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
@@ -192,6 +193,8 @@ class PresetServer(Server[Any]):
             ok=error is None,
             seconds=time.perf_counter() - start,
             error=error,
+            exc=failure,
+            arguments=params.arguments,
             preset=tool.preset,
         )
         if self.fanout.pending:
