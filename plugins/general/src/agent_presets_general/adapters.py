@@ -1,14 +1,15 @@
 """The general tools: the host's shell, its file root and a bash runner.
 
-Every handler fetches its runtime from the app when it is called
-(``require_runtime``), so a host can swap its shell or file root at any time.
+Each tool is ``ToolAdapter.for_runtime`` over ``app.shell``, ``app.files`` or
+``app.bash``, fetched when the tool is called, so a host can swap its shell or
+file root at any time.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, runtime_handler
+from agent_presets import ToolAdapter, object_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
@@ -39,32 +40,32 @@ SHELL_STATE_NOTE: Final = (
 )
 
 ADAPTERS: Final = [
-    ToolAdapter(
-        id="app.set-theme",
+    ToolAdapter.for_runtime(
+        "app.set-theme",
+        "shell",
+        lambda s, a: s.set_theme(a["theme"]),
         mcp_name="space_app_set_theme",
         description="Set the app's colour theme." + SHELL_STATE_NOTE,
         input_schema=_schema(
             {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
         ),
-        handler=runtime_handler(
-            "shell", "space_app_set_theme", lambda s, a: s.set_theme(a["theme"])
-        ),
         annotations={"idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.set-canvas-visible",
+    ToolAdapter.for_runtime(
+        "app.set-canvas-visible",
+        "shell",
+        lambda s, a: s.set_canvas_visible(a["visible"]),
         mcp_name="space_app_set_canvas_visible",
         description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
         input_schema=_schema(
             {"visible": {"type": "boolean", "description": "true shows the canvas, false hides it"}}
         ),
-        handler=runtime_handler(
-            "shell", "space_app_set_canvas_visible", lambda s, a: s.set_canvas_visible(a["visible"])
-        ),
         annotations={"idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.set-activity",
+    ToolAdapter.for_runtime(
+        "app.set-activity",
+        "shell",
+        lambda s, a: s.set_activity(a["activity"]),
         mcp_name="space_app_set_activity",
         description=(
             "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on the "
@@ -81,13 +82,12 @@ ADAPTERS: Final = [
                 }
             }
         ),
-        handler=runtime_handler(
-            "shell", "space_app_set_activity", lambda s, a: s.set_activity(a["activity"])
-        ),
         annotations={"idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.switch-surface",
+    ToolAdapter.for_runtime(
+        "app.switch-surface",
+        "shell",
+        lambda s, a: s.set_surface(a["surface"]),
         mcp_name="space_app_switch_surface",
         description=(
             "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
@@ -97,48 +97,44 @@ ADAPTERS: Final = [
         input_schema=_schema(
             {"surface": {"enum": list(SURFACES), "description": "The surface to switch to."}}
         ),
-        handler=runtime_handler(
-            "shell", "space_app_switch_surface", lambda s, a: s.set_surface(a["surface"])
-        ),
         annotations={"idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.create-world",
+    ToolAdapter.for_runtime(
+        "app.create-world",
+        "shell",
+        lambda s, a: s.create_world(a["name"]),
         mcp_name="space_app_create_world",
         description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_create_world", lambda s, a: s.create_world(a["name"])
-        ),
     ),
-    ToolAdapter(
-        id="app.switch-world",
+    ToolAdapter.for_runtime(
+        "app.switch-world",
+        "shell",
+        lambda s, a: s.switch_world(a["name"]),
         mcp_name="space_app_switch_world",
         description=(
             "Make an existing world the current one; world-specific tools (drawing, scene, "
             "graph) then act on that world's content." + SHELL_STATE_NOTE
         ),
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_switch_world", lambda s, a: s.switch_world(a["name"])
-        ),
         annotations={"idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.delete-world",
+    ToolAdapter.for_runtime(
+        "app.delete-world",
+        "shell",
+        lambda s, a: s.delete_world(a["name"]),
         mcp_name="space_app_delete_world",
         description=(
             "Delete a world and all its content for good. The current world cannot be deleted: "
             "switch to another one first." + SHELL_STATE_NOTE
         ),
         input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_delete_world", lambda s, a: s.delete_world(a["name"])
-        ),
         annotations={"destructiveHint": True},
     ),
-    ToolAdapter(
-        id="app.list-files",
+    ToolAdapter.for_runtime(
+        "app.list-files",
+        "files",
+        lambda f, a: f.list(a.get("path", ".")),
         mcp_name="space_app_list_files",
         description=(
             "List a folder under the file root: each entry's name, type (file, directory, "
@@ -148,24 +144,24 @@ ADAPTERS: Final = [
             {"path": {**REL_PATH, "description": "Folder relative to the file root; default '.'."}},
             required=[],
         ),
-        handler=runtime_handler(
-            "files", "space_app_list_files", lambda f, a: f.list(a.get("path", "."))
-        ),
         annotations=READ_ONLY,
     ),
-    ToolAdapter(
-        id="app.read-file",
+    ToolAdapter.for_runtime(
+        "app.read-file",
+        "files",
+        lambda f, a: f.read(a["path"]),
         mcp_name="space_app_read_file",
         description=(
             f"Read a UTF-8 text file under the file root (at most {MAX_READ_BYTES // 1024} KiB). "
             "Binary and non-UTF-8 files are refused."
         ),
         input_schema=_schema({"path": REL_PATH}),
-        handler=runtime_handler("files", "space_app_read_file", lambda f, a: f.read(a["path"])),
         annotations=READ_ONLY,
     ),
-    ToolAdapter(
-        id="app.write-file",
+    ToolAdapter.for_runtime(
+        "app.write-file",
+        "files",
+        lambda f, a: f.write(a["path"], a["content"]),
         mcp_name="space_app_write_file",
         description=(
             "Create or replace a UTF-8 text file under the file root with the given content "
@@ -178,13 +174,12 @@ ADAPTERS: Final = [
                 "content": {"type": "string", "description": "The file's complete new text."},
             }
         ),
-        handler=runtime_handler(
-            "files", "space_app_write_file", lambda f, a: f.write(a["path"], a["content"])
-        ),
         annotations={"destructiveHint": True, "idempotentHint": True},
     ),
-    ToolAdapter(
-        id="app.run-bash",
+    ToolAdapter.for_runtime(
+        "app.run-bash",
+        "bash",
+        lambda b, a: b.run(a["command"], a.get("timeout_seconds")),
         mcp_name="space_app_run_bash",
         description=(
             "Run a command with `bash -c` in the file root folder. Returns exit_code (negative: "
@@ -209,9 +204,6 @@ ADAPTERS: Final = [
                 },
             },
             required=["command"],
-        ),
-        handler=runtime_handler(
-            "bash", "space_app_run_bash", lambda b, a: b.run(a["command"], a.get("timeout_seconds"))
         ),
         annotations={"destructiveHint": True, "openWorldHint": True},
     ),
