@@ -1,10 +1,10 @@
-"""The unit tools. Handlers fetch ``app.units`` when they are called."""
+"""The unit tools: ``ToolAdapter.for_runtime`` over ``app.units``, fetched when called."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, runtime_handler
+from agent_presets import ToolAdapter, object_schema
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -30,16 +30,19 @@ STATUS_NOTE: Final = (
 )
 
 ADAPTERS: Final = [
-    ToolAdapter(
-        id="unit.list",
+    ToolAdapter.for_runtime(
+        "unit.list",
+        "units",
+        lambda u, a: u.list(),
         mcp_name="space_unit_list",
         description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
         input_schema=object_schema({}, []),
-        handler=runtime_handler("units", "space_unit_list", lambda u, a: u.list()),
         annotations={"readOnlyHint": True},
     ),
-    ToolAdapter(
-        id="unit.inspect",
+    ToolAdapter.for_runtime(
+        "unit.inspect",
+        "units",
+        lambda u, a: u.inspect(a["name"]),
         mcp_name="space_unit_inspect",
         description=(
             "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
@@ -47,11 +50,12 @@ ADAPTERS: Final = [
             "stops them being read. " + STATUS_NOTE
         ),
         input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=runtime_handler("units", "space_unit_inspect", lambda u, a: u.inspect(a["name"])),
         annotations={"readOnlyHint": True},
     ),
-    ToolAdapter(
-        id="unit.create",
+    ToolAdapter.for_runtime(
+        "unit.create",
+        "units",
+        lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
         mcp_name="space_unit_create",
         description=(
             "Create a new unit with the given Python source. Refused when the unit already "
@@ -66,14 +70,11 @@ ADAPTERS: Final = [
             },
             ["name", "source"],
         ),
-        handler=runtime_handler(
-            "units",
-            "space_unit_create",
-            lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
-        ),
     ),
-    ToolAdapter(
-        id="unit.edit",
+    ToolAdapter.for_runtime(
+        "unit.edit",
+        "units",
+        lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
         mcp_name="space_unit_edit",
         description=(
             "Replace an existing unit's whole source (atomically). For small changes prefer "
@@ -87,15 +88,12 @@ ADAPTERS: Final = [
             },
             ["name", "source"],
         ),
-        handler=runtime_handler(
-            "units",
-            "space_unit_edit",
-            lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
-        ),
         annotations={"destructiveHint": True, "idempotentHint": True},
     ),
-    ToolAdapter(
-        id="unit.apply-patch",
+    ToolAdapter.for_runtime(
+        "unit.apply-patch",
+        "units",
+        lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
         mcp_name="space_unit_apply_patch",
         description=(
             "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
@@ -113,15 +111,12 @@ ADAPTERS: Final = [
             },
             ["name", "patch"],
         ),
-        handler=runtime_handler(
-            "units",
-            "space_unit_apply_patch",
-            lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
-        ),
         annotations={"destructiveHint": True},
     ),
-    ToolAdapter(
-        id="unit.reload",
+    ToolAdapter.for_runtime(
+        "unit.reload",
+        "units",
+        lambda u, a: u.reload(a["name"]),
         mcp_name="space_unit_reload",
         description=(
             "Load (or load again) a unit: run its current source fresh in the host process. "
@@ -130,7 +125,6 @@ ADAPTERS: Final = [
             "status and, when loaded, the public names the unit defines."
         ),
         input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=runtime_handler("units", "space_unit_reload", lambda u, a: u.reload(a["name"])),
         annotations={"destructiveHint": True, "openWorldHint": True},
     ),
 ]
