@@ -29,102 +29,108 @@ STATUS_NOTE: Final = (
     "'stale' means the source changed since that load."
 )
 
-ADAPTERS: Final = [
-    ToolAdapter.for_runtime(
-        "unit.list",
-        "units",
-        lambda u, a: u.list(),
-        mcp_name="space_unit_list",
-        description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
-        input_schema=object_schema({}, []),
-        annotations={"readOnlyHint": True},
-    ),
-    ToolAdapter.for_runtime(
-        "unit.inspect",
-        "units",
-        lambda u, a: u.inspect(a["name"]),
-        mcp_name="space_unit_inspect",
-        description=(
-            "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
-            "its top-level functions (with signatures) and classes, or the syntax error that "
-            "stops them being read. " + STATUS_NOTE
+
+def tool_adapters() -> list[ToolAdapter]:
+    return [
+        ToolAdapter.for_runtime(
+            "unit.list",
+            "units",
+            lambda u, a: u.list(),
+            mcp_name="space_unit_list",
+            description="List the code units (Python files) with size and load status. "
+            + STATUS_NOTE,
+            input_schema=object_schema({}, []),
+            annotations={"readOnlyHint": True},
         ),
-        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        annotations={"readOnlyHint": True},
-    ),
-    ToolAdapter.for_runtime(
-        "unit.create",
-        "units",
-        lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
-        mcp_name="space_unit_create",
-        description=(
-            "Create a new unit with the given Python source. Refused when the unit already "
-            "exists or (unless check_syntax is false) the source has a syntax error. Creating "
-            "does not run it: reload it to load it."
+        ToolAdapter.for_runtime(
+            "unit.inspect",
+            "units",
+            lambda u, a: u.inspect(a["name"]),
+            mcp_name="space_unit_inspect",
+            description=(
+                "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
+                "its top-level functions (with signatures) and classes, or the syntax error that "
+                "stops them being read. " + STATUS_NOTE
+            ),
+            input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
+            annotations={"readOnlyHint": True},
         ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "source": {"type": "string", "description": "The unit's complete Python source."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "source"],
+        ToolAdapter.for_runtime(
+            "unit.create",
+            "units",
+            lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
+            mcp_name="space_unit_create",
+            description=(
+                "Create a new unit with the given Python source. Refused when the unit already "
+                "exists or (unless check_syntax is false) the source has a syntax error. Creating "
+                "does not run it: reload it to load it."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "source": {
+                        "type": "string",
+                        "description": "The unit's complete Python source.",
+                    },
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "source"],
+            ),
         ),
-    ),
-    ToolAdapter.for_runtime(
-        "unit.edit",
-        "units",
-        lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
-        mcp_name="space_unit_edit",
-        description=(
-            "Replace an existing unit's whole source (atomically). For small changes prefer "
-            "space_unit_apply_patch. Editing does not reload the unit."
+        ToolAdapter.for_runtime(
+            "unit.edit",
+            "units",
+            lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
+            mcp_name="space_unit_edit",
+            description=(
+                "Replace an existing unit's whole source (atomically). For small changes prefer "
+                "space_unit_apply_patch. Editing does not reload the unit."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "source": {"type": "string", "description": "The unit's complete new source."},
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "source"],
+            ),
+            annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "source": {"type": "string", "description": "The unit's complete new source."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "source"],
+        ToolAdapter.for_runtime(
+            "unit.apply-patch",
+            "units",
+            lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
+            mcp_name="space_unit_apply_patch",
+            description=(
+                "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
+                "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
+                "context and removed line must equal the current source exactly; a hunk that does "
+                "not match at its line is applied only where it matches uniquely. A patch that "
+                "does not apply is refused whole and changes nothing; the error names the hunk "
+                "and line. Inspect the unit first to diff against its current source."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "patch"],
+            ),
+            annotations={"destructiveHint": True},
         ),
-        annotations={"destructiveHint": True, "idempotentHint": True},
-    ),
-    ToolAdapter.for_runtime(
-        "unit.apply-patch",
-        "units",
-        lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
-        mcp_name="space_unit_apply_patch",
-        description=(
-            "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
-            "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
-            "context and removed line must equal the current source exactly; a hunk that does "
-            "not match at its line is applied only where it matches uniquely. A patch that "
-            "does not apply is refused whole and changes nothing; the error names the hunk "
-            "and line. Inspect the unit first to diff against its current source."
+        ToolAdapter.for_runtime(
+            "unit.reload",
+            "units",
+            lambda u, a: u.reload(a["name"]),
+            mcp_name="space_unit_reload",
+            description=(
+                "Load (or load again) a unit: run its current source fresh in the host process. "
+                "An exception while loading, a SyntaxError included, becomes the unit's error "
+                "status (type, message, line, traceback) instead of failing the host. Returns the "
+                "status and, when loaded, the public names the unit defines."
+            ),
+            input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
+            annotations={"destructiveHint": True, "openWorldHint": True},
         ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "patch"],
-        ),
-        annotations={"destructiveHint": True},
-    ),
-    ToolAdapter.for_runtime(
-        "unit.reload",
-        "units",
-        lambda u, a: u.reload(a["name"]),
-        mcp_name="space_unit_reload",
-        description=(
-            "Load (or load again) a unit: run its current source fresh in the host process. "
-            "An exception while loading, a SyntaxError included, becomes the unit's error "
-            "status (type, message, line, traceback) instead of failing the host. Returns the "
-            "status and, when loaded, the public names the unit defines."
-        ),
-        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        annotations={"destructiveHint": True, "openWorldHint": True},
-    ),
-]
+    ]
