@@ -112,11 +112,31 @@ async def test_the_event_log_has_one_line_per_call_with_preset_outcome_and_laten
         await client.call_tool("space_app_set_theme", {"theme": "purple"})
         await client.call_tool("space_drawing_undo", {})
     ok, bad, inactive = events(tmp_path)
+    assert ok["kind"] == "call" and ok["v"] == 1
     assert ok["tool"] == "space_app_set_theme" and ok["ok"] is True
     assert ok["preset"] == "general-theme-tools"
     assert ok["latency_ms"] >= 0 and ok["ts"] > 0
-    assert bad["ok"] is False and "'purple' is not one of" in bad["error"]
-    assert inactive["gate"] == "preset" and "drawing-history-tools" in inactive["error"]
+    # The error's class and the argument at fault; never the message, which quotes the value.
+    assert bad["ok"] is False and bad["error"] == "ToolArgumentError" and bad["arg"] == "theme"
+    assert "purple" not in json.dumps(bad)
+    assert inactive["kind"] == "refusal" and inactive["gate"] == "preset"
+    assert inactive["tool"] == "space_drawing_undo"
+
+
+async def test_a_secret_given_as_an_argument_never_reaches_the_event_log(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    secret = "sk-live-9d8c7b6a5f4e3d2c1b0a"
+    async with serve(max_calls=3) as (client, _):
+        for arguments in ({"theme": secret}, {"theme": "dark", "api_key": secret}):
+            result = await client.call_tool("space_app_set_theme", arguments)
+            assert result.is_error
+        await client.call_tool("space_app_set_theme", {"theme": "dark"})
+        refused = await client.call_tool("space_app_set_theme", {"theme": secret})
+        assert refused.is_error and "budget" in text(refused)
+    data = (tmp_path / "events.jsonl").read_bytes()
+    assert secret.encode() not in data and b"sk-live" not in data
+    assert [e["kind"] for e in events(tmp_path)] == ["call", "call", "call", "refusal"]
 
 
 async def test_the_event_log_is_append_only_across_servers(

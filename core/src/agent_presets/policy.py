@@ -3,7 +3,8 @@
 Adopted from the Space agent reference (DESIGN.md): whoever starts the server
 can narrow the tool surface to an allow-list (unknown names are rejected when
 the policy is built, never ignored), cap how many calls a session may make,
-and keep an append-only log of every call with its latency. Each gate refuses
+and keep an append-only log of every call with its latency (the schema and
+the file are ``events.py``'s; this module decides what a call writes). Each gate refuses
 with its own message, which names the layer and who can open it, so a model
 can tell "not in this context" from "not allowed here" from "budget used up".
 
@@ -13,21 +14,32 @@ the policy decides what this server exposes at all.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_presets.events import (
+    DEFAULT_BACKUPS,
+    DEFAULT_MAX_BYTES,
+    Call,
+    Event,
+    EventLog,
+    Refusal,
+    describe_arguments,
+    error_class,
+)
 from agent_presets.model import PresetValidationError, ToolCallError
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
 
-MAX_LOGGED_ERROR = 500
+SUMMARY_SECONDS = 60.0
+"""How often counted refusals of a spent budget are written as one summary line."""
 
 
 class GateError(ToolCallError):
@@ -45,6 +57,15 @@ class Allowed:
     """The preset and tool names it was built from, as given."""
 
 
+@dataclass
+class _Tally:
+    """Refusals by one spent budget: the latest, and how many since the last line."""
+
+    last: Refusal
+    since: float
+    count: int = 0
+
+
 class ToolPolicy:
     """Gates in front of the tool registry. Thread-safe; one per served session set."""
 
@@ -55,6 +76,9 @@ class ToolPolicy:
         max_calls: int | None = None,
         max_calls_per_tool: int | None = None,
         event_log: str | Path | None = None,
+        event_log_max_bytes: int = DEFAULT_MAX_BYTES,
+        event_log_backups: int = DEFAULT_BACKUPS,
+        summary_seconds: float = SUMMARY_SECONDS,
     ) -> None:
         for label, value in (("max_calls", max_calls), ("max_calls_per_tool", max_calls_per_tool)):
             if value is not None and value < 1:
@@ -63,10 +87,16 @@ class ToolPolicy:
         self.max_calls = max_calls
         self.max_calls_per_tool = max_calls_per_tool
         self.event_log = Path(event_log) if event_log is not None else None
+        self.events = (
+            EventLog(event_log, max_bytes=event_log_max_bytes, backups=event_log_backups)
+            if event_log is not None
+            else None
+        )
+        self.summary_seconds = summary_seconds
         self._lock = threading.Lock()
         self.calls = 0
         self.calls_by_tool: dict[str, int] = {}
-        self._log_handle: Any = None
+        self._tallies: dict[str, _Tally] = {}
 
     @staticmethod
     def allow_list(presets: Presets, names: Iterable[str]) -> Allowed:
@@ -144,35 +174,103 @@ class ToolPolicy:
         error: str | None = None,
         layer: str | None = None,
         preset: str | None = None,
+        exc: BaseException | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        token: str | None = None,
     ) -> None:
-        """Append one call to the event log (one JSON object per line)."""
-        if self.event_log is None:
+        """Log one call: a ``refusal`` line if ``layer`` names the gate that refused it,
+        else a ``call`` line.
+
+        ``error`` is the message the caller got; it is never written, since
+        messages quote argument values. The line keeps the class of ``exc``
+        (or, given only a message, whether it was an argument error) and the
+        argument's path; ``arguments`` contributes names, types and lengths.
+        """
+        if self.events is None:
             return
-        event = {
-            "ts": time.time(),
-            "tool": tool,
-            "preset": preset,
-            "ok": ok,
-            "latency_ms": round(seconds * 1000, 3),
-        }
-        if error is not None:
-            event["error"] = error[:MAX_LOGGED_ERROR]
         if layer is not None:
-            event["gate"] = layer
-        line = json.dumps(event, ensure_ascii=False) + "\n"
+            self._refused(Refusal(tool=tool, gate=layer, preset=preset, token=token))
+            return
+        described, more = describe_arguments(arguments) if arguments else ({}, 0)
+        kind, path = (None, None) if ok else error_class(tool, exc, error)
+        self.events.write(
+            Call(
+                tool=tool,
+                preset=preset,
+                ok=ok,
+                latency_ms=round(seconds * 1000, 3),
+                args=described,
+                args_more=more,
+                error=kind,
+                arg=path,
+                token=token,
+            )
+        )
+
+    def emit(self, event: Event) -> None:
+        """Log an event of another kind (a request, a decision, a change).
+
+        One log per server: the console, requests and tokens write through the
+        policy's log, so lines from every writer share one file and one rotation.
+        """
+        if self.events is not None:
+            self.events.write(event)
+
+    def _refused(self, refusal: Refusal) -> None:
+        """Log a refusal, or count it if its budget was spent already.
+
+        The first refusal by a spent budget is a line; later ones are counted
+        and written as one summary line (``count``) every ``summary_seconds``
+        and on ``close``, so a client hammering a spent budget cannot grow the
+        log. A budget never refills during a run, so "seen once" is "spent".
+        """
+        assert self.events is not None
+        if refusal.gate != "budget":
+            self.events.write(refusal)
+            return
         with self._lock:
-            if self._log_handle is None:
-                self.event_log.parent.mkdir(parents=True, exist_ok=True)
-                # Append-only: lines from earlier runs stay; a crash loses at most this line.
-                self._log_handle = self.event_log.open("a", encoding="utf-8")
-            self._log_handle.write(line)
-            self._log_handle.flush()
+            # The server-wide budget refuses every tool, so its count is one tally
+            # (summarised as tool "*"); a tool's own budget is a tally per tool,
+            # and only tools that exist have one.
+            server_spent = self.max_calls is not None and self.calls >= self.max_calls
+            key = "*" if server_spent else refusal.tool
+            tally = self._tallies.get(key)
+            if tally is None:
+                self._tallies[key] = _Tally(refusal, since=time.monotonic())
+                first = True
+            else:
+                tally.count += 1
+                tally.last = refusal
+                first = False
+            due = self._due_summaries(time.monotonic())
+        if first:
+            self.events.write(refusal)
+        for summary in due:
+            self.events.write(summary)
+
+    def _due_summaries(self, now: float, *, everything: bool = False) -> list[Refusal]:
+        """Take the counts that are due (all of them if ``everything``). Hold ``_lock``.
+
+        A summary carries the time and token of the last refusal it counts.
+        """
+        due = []
+        for key, tally in self._tallies.items():
+            if tally.count and (everything or now - tally.since >= self.summary_seconds):
+                last = tally.last
+                tool = "*" if key == "*" else last.tool
+                due.append(dataclasses.replace(last, tool=tool, count=tally.count))
+                tally.count = 0
+                tally.since = now
+        return due
 
     def close(self) -> None:
+        if self.events is None:
+            return
         with self._lock:
-            if self._log_handle is not None:
-                self._log_handle.close()
-                self._log_handle = None
+            due = self._due_summaries(time.monotonic(), everything=True)
+        for summary in due:
+            self.events.write(summary)
+        self.events.close()
 
     def status(self) -> dict[str, Any]:
         return {

@@ -94,6 +94,12 @@ def test_timeout_is_bounded_by_the_schema_and_capped_in_the_runner(
     assert BashRunner(tmp_path, max_timeout=2).run("true", 500)["timeout_seconds"] == 2
 
 
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), float("-inf")])
+def test_a_timeout_that_is_not_a_number_is_refused(tmp_path: Path, timeout: float) -> None:
+    with pytest.raises(ToolCallError, match="timeout_seconds must be a number of seconds"):
+        BashRunner(tmp_path).run("sleep 30", timeout)
+
+
 def test_empty_command_is_refused(powered_app: GeneralApp) -> None:
     with pytest.raises(ToolArgumentError):
         powered_app.call("space_app_run_bash", command="")

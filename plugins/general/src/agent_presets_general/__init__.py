@@ -14,8 +14,9 @@ from typing import Any
 from agent_presets import ToolAdapter, hookimpl
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.files import FileRoot
+from agent_presets_general.sandbox import ShellOptions, sandbox_status
 
-__all__ = ["BashRunner", "FileRoot"]
+__all__ = ["BashRunner", "FileRoot", "ShellOptions", "sandbox_status"]
 
 
 @hookimpl
@@ -35,4 +36,15 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
     host.attach("files", FileRoot(host.root))
-    host.attach("bash", BashRunner(host.root))
+    # The operator's shell flags, as plain data so the host needs no import of
+    # this plugin: {"shell_env": [...], "shell_network": bool, "unsafe_shell": bool}.
+    shell = ShellOptions.from_mapping(getattr(host, "shell_options", None))
+    host.attach(
+        "bash",
+        BashRunner(
+            host.root,
+            shell_env=shell.shell_env,
+            shell_network=shell.shell_network,
+            unsafe_shell=shell.unsafe_shell,
+        ),
+    )

@@ -194,11 +194,15 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda b, a: b.run(a["command"], a.get("timeout_seconds")),
             mcp_name="space_app_run_bash",
             description=(
-                "Run a command with `bash -c` in the file root folder. Returns exit_code "
-                "(negative: killed by that signal), stdout, stderr (each cut after 64 KiB, with "
-                "stdout_truncated/stderr_truncated set) and timed_out. On timeout the command and "
-                "everything it started are killed; background processes never outlive the call. "
-                "No input is given on stdin."
+                "Run a command with `bash -c` in the file root folder, inside a sandbox: the file "
+                "root is the only writable folder (besides a private /tmp emptied after each "
+                "call), system folders are read-only, nothing else of the host exists (no home "
+                "folders, no app state), there is no network unless the operator enabled it, and "
+                "the environment is PATH, HOME (the file root), LANG and only what the operator "
+                "passes. Returns exit_code (128+N: killed by signal N; -9: killed at the timeout), "
+                "stdout, stderr (each cut after 64 KiB, with stdout_truncated/stderr_truncated "
+                "set) and timed_out. Every process the command starts, in the background or with "
+                "setsid, dies at the timeout or when the command ends. No input is given on stdin."
             ),
             input_schema=_schema(
                 {

@@ -1,8 +1,14 @@
-"""Run a bash command in the file root, bounded in time and output.
+"""Run a bash command in the file root, sandboxed, bounded in time and output.
 
-The command runs in a session of its own, so its process group holds it and
-everything it starts. When the command ends (or its time is up) the whole
-group is killed: nothing it left running in the background outlives the call.
+Each command runs under bubblewrap (see ``sandbox``): the file root is the only
+path it can write, it sees no more of the host than system directories, and it
+gets a fixed environment. Its processes live in a PID namespace of their own,
+so when the call ends (or its time is up) killing the sandbox's init kills
+everything the command started, ``setsid`` or not. Where the sandbox does not
+work the runner refuses to run anything, unless the operator chose
+``unsafe_shell``; then the command runs unconfined in a process group of its
+own, and only that group is killed.
+
 Output is drained as it comes and only the first ``output_cap`` bytes of each
 stream are kept, so a command that prints without end cannot fill memory.
 """
@@ -10,27 +16,46 @@ stream are kept, so a command that prints without end cannot fill memory.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
 from agent_presets import ToolCallError
+from agent_presets_general.sandbox import (
+    bwrap_args,
+    find_bwrap,
+    root_problem,
+    sandbox_env,
+    sandbox_status,
+)
 
 DEFAULT_TIMEOUT: Final = 30.0
 MAX_TIMEOUT: Final = 120.0
 OUTPUT_CAP: Final = 64 * 1024
 MAX_COMMAND_BYTES: Final = 64 * 1024
-# How long to wait for the output pipes to close after the group is killed; a
-# process that escaped the group (setsid) may hold them open for ever.
+# How long to wait for the output pipes to close after the group is killed; an
+# unconfined process that escaped the group (setsid) may hold them open for ever.
 DRAIN_GRACE: Final = 2.0
+# How long to wait for a sandbox's init to die after it is killed.
+TEARDOWN_GRACE: Final = 2.0
 
 
 class BashRunner:
-    """The runtime behind ``space_app_run_bash``."""
+    """The runtime behind ``space_app_run_bash``.
+
+    Whether commands run sandboxed is settled once, when the runner is made
+    (a cached trial run of bubblewrap), and never changes afterwards: a
+    runner either sandboxes every command, refuses every command, or (only
+    with ``unsafe_shell`` and a sandbox that does not work) runs them all
+    unconfined.
+    """
 
     def __init__(
         self,
@@ -39,15 +64,52 @@ class BashRunner:
         default_timeout: float = DEFAULT_TIMEOUT,
         max_timeout: float = MAX_TIMEOUT,
         output_cap: int = OUTPUT_CAP,
-        env: dict[str, str] | None = None,
+        shell_env: Sequence[str] = (),
+        shell_network: bool = False,
+        unsafe_shell: bool = False,
+        bwrap: str | None = None,
     ) -> None:
         self.root = Path(root).resolve()
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
         self.output_cap = output_cap
-        self.env = env
+        self.shell_env = tuple(shell_env)
+        self.shell_network = shell_network
+        self.unsafe_shell = unsafe_shell
+        self.bwrap = bwrap or find_bwrap()
+        ok, why = sandbox_status(self.bwrap, network=shell_network)
+        self.sandboxed = ok
+        self._refusal = None if ok or unsafe_shell else why
+        if ok and (problem := root_problem(self.root)):
+            self._refusal = problem
+        self._env = sandbox_env(self.root, self.shell_env) if ok else None
+
+    def status(self) -> tuple[bool, str]:
+        """``(True, how commands run)`` or ``(False, why every command is refused)``."""
+        if self._refusal is not None:
+            return False, self._refusal
+        if self.sandboxed:
+            return True, "sandboxed by bubblewrap"
+        return True, "unconfined: the sandbox does not work here and unsafe_shell is set"
+
+    def argv(self, command: str, info_fd: int | None = None) -> list[str]:
+        """The command line ``command`` runs as: under bubblewrap when the sandbox works.
+
+        ``info_fd`` is where bubblewrap reports its init's PID and namespaces.
+        """
+        if not self.sandboxed:
+            return ["bash", "-c", command]
+        assert self.bwrap is not None
+        info = [] if info_fd is None else ["--info-fd", str(info_fd)]
+        sandbox = bwrap_args(self.bwrap, self.root, network=self.shell_network)
+        return [*sandbox, *info, "bash", "-c", command]
 
     def run(self, command: str, timeout_seconds: float | None = None) -> dict[str, Any]:
+        if self._refusal is not None:
+            raise ToolCallError(
+                f"{self._refusal}. Commands are refused until then; tell the user, "
+                "since only the operator of this server can change it."
+            )
         if not command.strip():
             raise ToolCallError("command is empty; give a bash command such as 'ls -la'")
         if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
@@ -57,27 +119,43 @@ class BashRunner:
         if "\x00" in command:
             raise ToolCallError("command contains a NUL character, which bash cannot receive")
         timeout = self.default_timeout if timeout_seconds is None else float(timeout_seconds)
+        if not math.isfinite(timeout):  # NaN compares false with everything: no deadline at all
+            raise ToolCallError(
+                f"timeout_seconds must be a number of seconds, not {timeout}; "
+                f"give at most {self.max_timeout:g} or leave it out"
+            )
         timeout = min(max(timeout, 0.001), self.max_timeout)
         self.root.mkdir(parents=True, exist_ok=True)
 
+        info_read, info_write = os.pipe() if self.sandboxed else (-1, -1)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", command],
+                self.argv(command, info_write if self.sandboxed else None),
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=self.env,
+                # Sandboxed, bubblewrap itself gets only the command's environment:
+                # its init is PID 1 inside, and /proc/1/environ is readable there.
+                env=self._env,
+                pass_fds=(info_write,) if self.sandboxed else (),
             )
         except OSError as exc:
+            if self.sandboxed:
+                os.close(info_read)
             raise ToolCallError(f"bash could not be started: {exc.strerror}") from None
+        finally:
+            if self.sandboxed:
+                os.close(info_write)
         assert proc.stdout is not None and proc.stderr is not None
         out = _Capture(proc.stdout, self.output_cap)
         err = _Capture(proc.stderr, self.output_cap)
-        out.start()
-        err.start()
+        info = _Capture(os.fdopen(info_read, "rb"), 4096) if self.sandboxed else None
+        for capture in (out, err, info):
+            if capture is not None:
+                capture.start()
         try:
             timed_out = not _wait_unreaped(proc.pid, started + timeout)
         finally:
@@ -85,6 +163,12 @@ class BashRunner:
             # been reused: killing the group hits only what the command started.
             _kill_group(proc.pid)
             proc.wait()
+            if info is not None:
+                # Killing bubblewrap kills its init (--die-with-parent), and with
+                # it every process in the namespace; wait until that is done, so
+                # nothing the command started is alive when the call returns.
+                info.join(TEARDOWN_GRACE)
+                _wait_namespace_gone(bytes(info.data), time.monotonic() + TEARDOWN_GRACE)
         out.join(DRAIN_GRACE)
         err.join(DRAIN_GRACE)
         duration = time.monotonic() - started
@@ -150,3 +234,28 @@ def _wait_unreaped(pid: int, deadline: float) -> bool:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _wait_namespace_gone(info: bytes, deadline: float) -> None:
+    """Wait until bubblewrap's init (from its ``--info-fd`` report) has died.
+
+    The init is the namespace's PID 1, and the kernel lets it become a zombie
+    only after every other process in the namespace is dead; whoever reaps it
+    later does not matter. Its PID is checked together with the namespace, so
+    a recycled PID is never waited for.
+    """
+    try:
+        report = json.loads(info)
+        pid, namespace = int(report["child-pid"]), int(report["pid-namespace"])
+    except (ValueError, KeyError, TypeError):
+        return  # bubblewrap failed before it made the sandbox: nothing to wait for
+    delay = 0.001
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state in ("Z", "X") or os.readlink(f"/proc/{pid}/ns/pid") != f"pid:[{namespace}]":
+                return
+        except (OSError, IndexError):  # reaped already
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)

@@ -1,0 +1,519 @@
+"""The event log: one versioned line schema, one bounded and private file.
+
+Every writer (tool calls, refusals, the console's decisions and changes,
+agents' requests, tokens) builds one of the event classes below and hands it
+to an ``EventLog``; every reader (``presets stats``, the console) calls
+``read_events``. ``docs/events.md`` documents the schema.
+
+What the log promises, and where the code keeps each promise:
+
+- *One schema.* Each kind is a frozen dataclass; ``Event.to_json`` writes
+  exactly its fields plus ``v``, ``kind`` and ``ts``, so a writer cannot
+  invent a field, and ``check_event`` validates a line against the same
+  dataclasses.
+- *Bounded.* Every string is clipped to ``MAX_TEXT`` characters when the line
+  is written (``clip``); argument descriptions list at most ``MAX_ARGS``
+  names; the file rotates at ``max_bytes`` and keeps ``backups`` old files.
+- *Private.* The file is created mode 0600 and an existing one is chmod-ed
+  to 0600 when opened; it is opened with ``O_NOFOLLOW``.
+- *No agent text.* Argument values never reach a line: ``describe_arguments``
+  keeps names, JSON types and lengths. Error messages never reach a line
+  either (they quote values): a call records the error's class and, for an
+  argument error, the argument's path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+import time
+import types
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+
+from agent_presets.model import PresetError
+
+SCHEMA_VERSION = 1
+MAX_TEXT = 200
+"""Longest string (in characters) written in any field; longer ones are clipped."""
+MAX_ARGS = 32
+"""Most argument names described on one ``call`` line; the rest are counted."""
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_BACKUPS = 5
+
+State = Literal["auto", "on", "off"]
+Asks = Literal["override", "call"]
+Outcome = Literal["approved", "denied", "expired", "withdrawn"]
+
+
+def now() -> float:
+    """Seconds since the epoch (UTC), to the millisecond: the ``ts`` of every line."""
+    return round(time.time(), 3)
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` if short enough, else its first ``limit`` characters and a marker.
+
+    The marker says how long the original was, so a reader can tell a clipped
+    name from a name that happens to end in an ellipsis.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text)} chars]"
+
+
+# --------------------------------------------------------------------- arguments
+
+
+@dataclass(frozen=True)
+class ArgShape:
+    """What the log keeps of one argument value: its JSON type and its length."""
+
+    type: Literal["string", "number", "integer", "boolean", "null", "array", "object"]
+    len: int | None = None
+    """Characters of a string, items of an array, keys of an object; null otherwise."""
+
+
+def shape_of(value: Any) -> ArgShape:
+    if isinstance(value, str):
+        return ArgShape("string", len(value))
+    if isinstance(value, bool):
+        return ArgShape("boolean")
+    if isinstance(value, int):
+        return ArgShape("integer")
+    if isinstance(value, float):
+        return ArgShape("number")
+    if value is None:
+        return ArgShape("null")
+    if isinstance(value, Mapping):
+        return ArgShape("object", len(value))
+    if isinstance(value, list | tuple):
+        return ArgShape("array", len(value))
+    # Not JSON: say so by its nearest JSON type rather than its Python repr.
+    return ArgShape("object")
+
+
+def describe_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, ArgShape], int]:
+    """The names, types and lengths of ``arguments`` (never their values).
+
+    Returns at most ``MAX_ARGS`` entries and the count of the ones left out, so
+    a call with ten thousand arguments still makes a short line.
+    """
+    described: dict[str, ArgShape] = {}
+    for name, value in arguments.items():
+        if len(described) == MAX_ARGS:
+            break
+        described[clip(str(name))] = shape_of(value)
+    return described, len(arguments) - len(described)
+
+
+def error_class(
+    tool: str, exc: BaseException | None, message: str | None
+) -> tuple[str, str | None]:
+    """What a ``call`` line keeps of an error: its class name and the argument's path.
+
+    The message itself is never kept: argument errors quote the value
+    (``'sk-...' is not one of ...``) and handlers' errors quote paths. An
+    exception that is not a ``PresetError`` is a bug in a plugin: ``internal``.
+    Given only a message, the class is ``error``, unless the message has the
+    form ``check_arguments`` gives argument errors (``TOOL: argument 'a.b': ...``)
+    or the server's ``internal error: ...``.
+    """
+    if exc is not None:
+        if not isinstance(exc, PresetError):
+            return "internal", None
+        return type(exc).__name__, _argument_path(tool, message or str(exc))
+    text = message or ""
+    if text.startswith("internal error: "):
+        return "internal", None
+    path = _argument_path(tool, text)
+    return ("ToolArgumentError" if path is not None else "error"), path
+
+
+def _argument_path(tool: str, message: str) -> str | None:
+    prefix = f"{tool}: argument "
+    if not message.startswith(prefix) or len(message) < len(prefix) + 2:
+        return None
+    rest = message[len(prefix) :]
+    quote = rest[0]
+    if quote not in "'\"":
+        return None
+    end = rest.find(f"{quote}: ", 1)
+    if end < 0:
+        return None
+    literal = rest[: end + 1]
+    if "\\" not in literal:
+        return literal[1:-1]
+    import ast  # only for a path whose repr has escapes: rare
+
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+# --------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Fields every line has besides ``v`` and ``kind``."""
+
+    KIND: ClassVar[str] = ""
+    ts: float = field(default_factory=now)
+    """When it happened: seconds since the epoch, UTC."""
+    token: str | None = None
+    """The name of the token the session authenticated with; null without one."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The line's object: ``v``, ``kind``, then every field, strings clipped."""
+        line: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": self.KIND}
+        for name in _field_names(type(self)):
+            line[name] = _plain(getattr(self, name))
+        return line
+
+
+class _Checked:
+    """Checks the whole line when built: for the rare kinds whose fields are enums."""
+
+    def __post_init__(self) -> None:
+        assert isinstance(self, Event)
+        check_event(self.to_json())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call(Event):
+    """A tool call that ran (it passed every gate), successfully or not."""
+
+    KIND: ClassVar[str] = "call"
+    tool: str
+    preset: str | None = None
+    """The active preset that provides the tool, where known."""
+    ok: bool
+    latency_ms: float
+    args: dict[str, ArgShape] = field(default_factory=dict)
+    args_more: int = 0
+    """How many further arguments the call had beyond the ``MAX_ARGS`` described."""
+    error: str | None = None
+    """The error's class name (``ToolArgumentError``, ``internal`` ...); null when ok."""
+    arg: str | None = None
+    """For an argument error, the path of the argument at fault (``points.3.x``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal(Event):
+    """One or more calls a gate refused before they ran."""
+
+    KIND: ClassVar[str] = "refusal"
+    tool: str
+    gate: str
+    """The layer that refused: ``allow-list``, ``budget``, ``preset`` ..."""
+    preset: str | None = None
+    count: int = 1
+    """Refusals this line stands for; above 1 on a summary of counted refusals."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request(_Checked, Event):
+    """An agent asked for a change or a call that waits for the user."""
+
+    KIND: ClassVar[str] = "request"
+    id: str
+    asks: Asks
+    preset: str | None = None
+    state: State | None = None
+    tool: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision(_Checked, Event):
+    """A pending request was decided (by a person, or by its expiry)."""
+
+    KIND: ClassVar[str] = "decision"
+    id: str
+    asks: Asks
+    outcome: Outcome
+    by: str
+    """Who decided: ``console``, ``cli``, ``elicitation``, ``timeout`` ..."""
+    preset: str | None = None
+    tool: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change(_Checked, Event):
+    """A preset's override changed on a running server."""
+
+    KIND: ClassVar[str] = "change"
+    preset: str
+    state: State
+    previous: State | None = None
+    by: str
+    """Who changed it: ``cli``, ``console``, ``agent``, ``approval`` ..."""
+
+
+_FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Event]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+KINDS: dict[str, type[Event]] = {k.KIND: k for k in (Call, Refusal, Request, Decision, Change)}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data with every string clipped (keys included)."""
+    # Exact type checks first: this runs for every field of every line.
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= MAX_TEXT else clip(value)
+    if kind is bool or kind is int or kind is float or value is None:
+        return value
+    if kind is ArgShape:
+        return {"type": value.type, "len": value.len}
+    if isinstance(value, str):
+        return clip(str(value))
+    if isinstance(value, Mapping):
+        return {clip(str(k)): _plain(v) for k, v in value.items()}
+    return value
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+def encode(event: Event) -> bytes:
+    """One line of the log, newline included.
+
+    ASCII-only JSON: an agent-chosen name with a lone surrogate or a control
+    character is escaped instead of breaking the line or the encoding.
+    """
+    return (_ENCODER.encode(event.to_json()) + "\n").encode("ascii")
+
+
+# --------------------------------------------------------------------- checking
+
+
+class EventSchemaError(ValueError):
+    """A line does not match the schema of its kind."""
+
+
+def check_event(line: Mapping[str, Any]) -> None:
+    """Raise ``EventSchemaError`` unless ``line`` is a valid event of this schema version.
+
+    The check is derived from the dataclasses above, so the schema lives once.
+    """
+    if line.get("v") != SCHEMA_VERSION:
+        raise EventSchemaError(f"v must be {SCHEMA_VERSION}, got {line.get('v')!r}")
+    kind = line.get("kind")
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise EventSchemaError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    extra = set(line) - names - {"v", "kind"}
+    missing = names - set(line)
+    if extra or missing:
+        raise EventSchemaError(
+            f"{kind} line: unexpected fields {sorted(extra)}, missing fields {sorted(missing)}"
+        )
+    for name in names:
+        _check_value(f"{kind}.{name}", line[name], hints[name])
+
+
+def _check_value(where: str, value: Any, hint: Any) -> None:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for option in get_args(hint):
+            try:
+                _check_value(where, value, option)
+            except EventSchemaError:
+                continue
+            return
+        raise EventSchemaError(f"{where}: {value!r:.60} is not {hint}")
+    if origin is Literal:
+        if value not in get_args(hint):
+            raise EventSchemaError(f"{where}: {value!r:.60} is not one of {get_args(hint)}")
+        return
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise EventSchemaError(f"{where}: expected an object")
+        _, item = get_args(hint)
+        for key, sub in value.items():
+            _check_text(f"{where}.key", key)
+            _check_value(f"{where}[{key!r:.60}]", sub, item)
+        return
+    if hint is ArgShape:
+        if not isinstance(value, dict) or set(value) != {"type", "len"}:
+            raise EventSchemaError(f"{where}: expected {{type, len}}")
+        arg_hints = get_type_hints(ArgShape)
+        for name in ("type", "len"):
+            _check_value(f"{where}.{name}", value[name], arg_hints[name])
+        return
+    if hint is type(None):
+        if value is not None:
+            raise EventSchemaError(f"{where}: expected null")
+    elif hint is str:
+        _check_text(where, value)
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise EventSchemaError(f"{where}: expected a boolean")
+    elif hint is int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise EventSchemaError(f"{where}: expected a non-negative integer")
+    elif hint is float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise EventSchemaError(f"{where}: expected a number")
+    else:  # pragma: no cover - a field type this checker does not know is a bug here
+        raise TypeError(f"{where}: no check for {hint!r}")
+
+
+def _check_text(where: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise EventSchemaError(f"{where}: expected a string")
+    tail = value[MAX_TEXT:]
+    if tail and not (tail.startswith("…[") and tail.endswith(" chars]")):
+        raise EventSchemaError(f"{where}: a string of {len(value)} characters was not clipped")
+
+
+# --------------------------------------------------------------------- the file
+
+
+def rotated_paths(path: str | Path) -> list[Path]:
+    """The log's files that exist, oldest first: ``events.jsonl.N`` ... ``.1``, ``events.jsonl``.
+
+    Found by listing the folder, not from a configured count, so a reader
+    reads every file whatever ``backups`` the writer used.
+    """
+    path = Path(path)
+    numbered: list[tuple[int, Path]] = []
+    try:
+        entries = list(path.parent.iterdir())
+    except FileNotFoundError:
+        return []
+    prefix = path.name + "."
+    for entry in entries:
+        suffix = entry.name.removeprefix(prefix)
+        if entry.name.startswith(prefix) and suffix.isascii() and suffix.isdigit():
+            numbered.append((int(suffix), entry))
+    files = [p for _, p in sorted(numbered, reverse=True)]
+    return [*files, path] if path.exists() else files
+
+
+class EventLog:
+    """An append-only JSON-lines file, rotated by size, readable by its owner only.
+
+    Each line goes out in one ``os.write`` on an ``O_APPEND`` descriptor, so
+    lines from threads (or a second process) never interleave, and a crash
+    loses at most the line being written. The file opens on the first write:
+    a server that records nothing creates nothing.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        backups: int = DEFAULT_BACKUPS,
+    ) -> None:
+        if max_bytes < 1024:
+            raise ValueError(f"max_bytes must be at least 1024, got {max_bytes}")
+        if backups < 0:
+            raise ValueError(f"backups must be 0 or more, got {backups}")
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+
+    def write(self, event: Event) -> None:
+        line = encode(event)
+        with self._lock:
+            fd = self._open()
+            size = os.fstat(fd).st_size
+            if size and size + len(line) > self.max_bytes:
+                fd = self._rotate()
+            os.write(fd, line)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def _open(self) -> int:
+        if self._fd is None:
+            if not self.path.parent.exists():
+                self.path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+            fd = os.open(self.path, flags, 0o600)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise OSError(f"{self.path} is not a regular file; not logging to it")
+                # A file made by an older version (or by hand) may be 0644.
+                os.fchmod(fd, 0o600)
+                size = info.st_size
+                # A line torn by a crash must not swallow the next one.
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    os.write(fd, b"\n")
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+        return self._fd
+
+    def _rotate(self) -> int:
+        assert self._fd is not None
+        ours = os.fstat(self._fd).st_ino
+        os.close(self._fd)
+        self._fd = None
+        try:
+            current = os.stat(self.path, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = None
+        # Another writer on this file may have rotated it already: then the
+        # path names a fresh file, and rotating again would drop a backup.
+        if current == ours:
+            name = self.path.name
+            for file in rotated_paths(self.path):
+                n = 0 if file == self.path else int(file.name.removeprefix(name + "."))
+                if n >= self.backups:
+                    file.unlink(missing_ok=True)
+                else:
+                    file.rename(self.path.with_name(f"{name}.{n + 1}"))
+        return self._open()
+
+
+def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Every event in the log and its rotated files, oldest first.
+
+    Lines that are not JSON objects with an integer ``v`` and a string
+    ``kind`` are skipped: a line torn by a crash, or a line from before the
+    schema had a version. Lines of another version or kind are yielded, so a
+    reader decides what it understands (``check_event`` says).
+    """
+    for file in rotated_paths(path):
+        try:
+            handle = file.open("rb")
+        except FileNotFoundError:  # rotated away since it was listed
+            continue
+        with handle:
+            for raw in handle:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if (
+                    isinstance(line, dict)
+                    and isinstance(line.get("v"), int)
+                    and isinstance(line.get("kind"), str)
+                ):
+                    yield line
