@@ -18,7 +18,13 @@ from mcp import Client
 from agent_presets import ToolAdapter, ToolCallError, ToolDef, bootstrap, hookimpl
 from agent_presets.bootstrap import Presets
 from agent_presets.host import HeadlessHost
-from agent_presets.server import PROMPT_NAME, PROMPT_URI, STATUS_URI, PresetServer, build_server
+from agent_presets.mcpserver import (
+    PROMPT_NAME,
+    PROMPT_URI,
+    STATUS_URI,
+    PresetServer,
+    build_server,
+)
 
 pytestmark = pytest.mark.anyio
 

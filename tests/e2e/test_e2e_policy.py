@@ -13,8 +13,8 @@ from mcp import Client
 
 from agent_presets import PresetValidationError
 from agent_presets.host import HeadlessHost
+from agent_presets.mcpserver import STATUS_URI, build_server
 from agent_presets.policy import ToolPolicy
-from agent_presets.server import STATUS_URI, build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -6,13 +6,14 @@ that exists in some preset but is not active.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
 from agent_presets.manager import PresetManager
 from agent_presets.model import ANY, NONE, Preset
+from agent_presets.registry import PresetRegistry
 
 _MISSING = object()
 
@@ -88,6 +89,12 @@ def find_adapter(adapters: ToolAdapterRegistry, tool: str) -> ToolAdapter | None
     return next((a for a in adapters.list() if a.mcp_name == tool), None)
 
 
+def presets_providing(registry: PresetRegistry, tool_ids: Collection[str]) -> list[Preset]:
+    """The presets that list any of ``tool_ids``, in registration order, active or not."""
+    wanted = set(tool_ids)
+    return [p for p in registry.list() if not wanted.isdisjoint(p.tool_ids)]
+
+
 def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
     adapters = manager.tool_adapters
     matching = [a for a in adapters.list() if tool in (a.id, a.mcp_name)]
@@ -98,13 +105,10 @@ def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
     active = {a.name: a for a in resolution.active_presets}
     overrides = manager.get_overrides()
     context = manager.get_context()
-    verdicts = []
-    for preset in manager.registry.list():
-        if not ids.intersection(preset.tool_ids):
-            continue
-        verdicts.append(
-            _verdict(preset, active.get(preset.name), overrides.get(preset.name), context)
-        )
+    verdicts = [
+        _verdict(preset, active.get(preset.name), overrides.get(preset.name), context)
+        for preset in presets_providing(manager.registry, ids)
+    ]
     verdicts.sort(key=lambda v: not v.active)
     active_ids = ids.intersection(resolution.tool_ids)
     chosen = next((a for a in matching if a.id in active_ids), matching[0])

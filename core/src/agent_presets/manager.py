@@ -13,6 +13,7 @@ from agent_presets.listeners import call_listeners
 from agent_presets.matching import Context, validate_context
 from agent_presets.model import (
     OVERRIDE_STATES,
+    RISKS,
     ActivePreset,
     DuplicateToolError,
     Preset,
@@ -183,19 +184,40 @@ class PresetManager:
             self._commit(resolution, defs, overrides_changed=changed)
 
     def _tool_defs_for(self, resolution: Resolution) -> tuple[ToolDef, ...]:
-        """The tool defs of a resolution; raises (changing nothing) if they cannot be built."""
+        """The tool defs of a resolution; raises (changing nothing) if they cannot be built.
+
+        Each def carries the active preset that provides it and its effective
+        risk (see ``ToolDef``). The resolution already refuses a tool id in two
+        active presets; were one ever in several, the highest risk would win,
+        so a tool is never presented as safer than a preset that provides it.
+        """
         if self._adapters_version != self.tool_adapters.version:
             self._tool_def_cache.clear()
             self._adapters_version = self.tool_adapters.version
+        provider: dict[str, ActivePreset] = {}
+        for active in resolution.active_presets:
+            preset = self.registry.get(active.name)
+            for tool_id in preset.tool_ids if preset is not None else ():
+                held = provider.get(tool_id)
+                if held is None or RISKS.index(active.risk) > RISKS.index(held.risk):
+                    provider[tool_id] = active
         defs: list[ToolDef] = []
         sources: dict[str, str] = {}
         for tool_id in resolution.tool_ids:
-            tool_def = self._tool_def_cache.get(tool_id)
-            if tool_def is None:
+            active = provider[tool_id]
+            cached = self._tool_def_cache.get(tool_id)
+            base = cached or self.tool_adapters.resolve(tool_id, self.app)
+            # A read-only tool changes nothing, whatever its preset may do.
+            risk = None if base.annotations.get("readOnlyHint") is True else active.risk
+            if cached is not None and (cached.preset, cached.risk) == (active.name, risk):
+                tool_def = cached
+            else:
                 tool_def = replace(
-                    self.tool_adapters.resolve(tool_id, self.app),
+                    base,
                     managed_owner=self.owner,
                     managed_source=tool_id,
+                    preset=active.name,
+                    risk=risk,
                 )
                 self._tool_def_cache[tool_id] = tool_def
             previous = sources.get(tool_def.name)

@@ -297,7 +297,14 @@ ToolRun = Callable[[Mapping[str, Any]], Any]
 
 @dataclass(frozen=True)
 class ToolDef:
-    """An MCP-facing tool: what the tool registry holds and the server serves."""
+    """An MCP-facing tool: what the tool registry holds and the server serves.
+
+    The manager stamps a preset tool with where it came from, so nothing
+    downstream has to work it out again: ``preset`` names the active preset
+    that provides it, and ``risk`` is what calling it may do: its preset's
+    risk, or None when its annotations say ``readOnlyHint: true`` (it changes
+    nothing, whatever the preset's risk). A host's own tool has neither.
+    """
 
     name: str
     description: str
@@ -307,3 +314,5 @@ class ToolDef:
     managed_owner: str | None = None
     managed_source: str | None = None
     title: str | None = None
+    preset: str | None = None
+    risk: Risk | None = None

@@ -96,7 +96,13 @@ class PresetMcpSync:
                 if current is None:
                     registry.register(tool_def)
                     added.append(name)
-                elif current != source or registry.get(name) is None:
+                elif (
+                    current != source
+                    or registry.get(name) is None
+                    # the same tool, now provided by another preset (or at another risk)
+                    or (self._defs[name].preset, self._defs[name].risk)
+                    != (tool_def.preset, tool_def.risk)
+                ):
                     registry.register(tool_def, replace=True)
                     replaced.append(name)
                 else:

@@ -1,5 +1,25 @@
-"""Pieces of the MCP server (``agent_presets.server``) that read best on their own.
+"""The MCP server: the only part of the core that imports ``mcp``.
 
-``hints`` (risk -> tool annotations) is pure; ``fanout`` (change notices to
-every client) is server machinery and imports ``mcp``.
+``server`` holds the server class (``PresetServer``, ``build_server``);
+``transport`` runs it over stdio or HTTP (``serve``); ``calls`` runs tool
+calls on or off the event loop; ``fanout`` carries change notices to every
+client; ``hints`` turns a tool's risk into MCP annotations; ``wire`` builds
+the dicts that go on the wire. Importing ``mcp`` costs about a second, so
+``presets serve`` imports this package inside the command only.
 """
+
+from __future__ import annotations
+
+from agent_presets.mcpserver.server import PresetServer, build_server
+from agent_presets.mcpserver.transport import serve
+from agent_presets.mcpserver.wire import PROMPT_NAME, PROMPT_URI, STATUS_URI, prompt_text
+
+__all__ = [
+    "PROMPT_NAME",
+    "PROMPT_URI",
+    "STATUS_URI",
+    "PresetServer",
+    "build_server",
+    "prompt_text",
+    "serve",
+]

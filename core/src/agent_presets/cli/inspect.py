@@ -1,0 +1,289 @@
+"""The read-only commands: list, show, tools, plugins, schema, resolve, explain."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_presets.cli.options import (
+    context_options,
+    emit_json,
+    installed_presets,
+    presets_for_flags,
+    table,
+    warn,
+)
+
+
+@click.command("list")
+@click.option("--group", metavar="G", help="Only presets of this group.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_presets(group: str | None, as_json: bool) -> None:
+    """List every preset the installed plugins define, in registration order."""
+    presets = installed_presets()
+    items = presets.registry.list_by_group(group) if group else presets.registry.list()
+    if as_json:
+        emit_json(
+            [
+                {**p.to_dict(), "plugin": presets.preset_plugin.get(p.name), "source": p.source}
+                for p in items
+            ]
+        )
+        return
+    from agent_presets.explain import describe_patterns
+
+    table(
+        None,
+        ["preset", "group", "default", "risk", "contexts", "tools", "plugin"],
+        (
+            (
+                p.name,
+                p.group,
+                p.default_state,
+                p.risk,
+                describe_patterns(p),
+                len(p.tool_ids),
+                presets.preset_plugin.get(p.name),
+            )
+            for p in items
+        ),
+    )
+
+
+@click.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def show(name: str, as_json: bool) -> None:
+    """Show one preset: its definition, its tools and where it comes from."""
+    from agent_presets.model import UnknownPresetError
+
+    presets = installed_presets()
+    preset = presets.registry.get(name)
+    if preset is None:
+        raise UnknownPresetError(presets.registry._unknown_message(name))
+    tools = []
+    for tool_id in preset.tool_ids:
+        adapter = presets.tool_adapters.get(tool_id)
+        tools.append(
+            {
+                "id": tool_id,
+                "mcp_name": adapter.mcp_name if adapter else None,
+                "description": adapter.description if adapter else None,
+            }
+        )
+    data = {
+        **preset.to_dict(),
+        "plugin": presets.preset_plugin.get(name),
+        "source": preset.source,
+        "tools": tools,
+    }
+    if as_json:
+        emit_json(data)
+        return
+    from agent_presets.explain import describe_patterns
+
+    click.echo(f"{preset.name}  (plugin {data['plugin']}, {preset.source})")
+    click.echo(f"  group:         {preset.group or '-'}")
+    click.echo(f"  default_state: {preset.default_state}")
+    click.echo(f"  risk:          {preset.risk}{'  (dangerous)' if preset.dangerous else ''}")
+    click.echo(f"  contexts:      {describe_patterns(preset)}")
+    click.echo("  tools:")
+    for t in tools:
+        click.echo(f"    {t['mcp_name'] or '?'}  ({t['id']})")
+    if preset.system_prompt:
+        click.echo("  system_prompt:")
+        for line in preset.system_prompt.strip().splitlines():
+            click.echo(f"    {line}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def tools(as_json: bool) -> None:
+    """List every tool the installed plugins provide, with the presets that include it."""
+    from agent_presets.explain import presets_providing
+
+    presets = installed_presets()
+    adapters = sorted(presets.tool_adapters.list(), key=lambda a: (a.mcp_name, a.id))
+    rows: list[dict[str, Any]] = []
+    for a in adapters:
+        ps = presets_providing(presets.registry, (a.id,))
+        rows.append(
+            {
+                "mcp_name": a.mcp_name,
+                "id": a.id,
+                "plugin": a.source,
+                "presets": [p.name for p in ps],
+                "risk": sorted({p.risk for p in ps}),
+                "read_only": bool((a.annotations or {}).get("readOnlyHint")),
+                "description": a.description,
+                "input_schema": dict(a.input_schema),
+            }
+        )
+    if as_json:
+        emit_json(rows)
+        return
+    table(
+        None,
+        ["tool", "id", "presets", "risk", "description"],
+        (
+            (
+                r["mcp_name"],
+                r["id"],
+                ", ".join(r["presets"]) or "-",
+                ", ".join(r["risk"]),
+                r["description"].strip().splitlines()[0],
+            )
+            for r in rows
+        ),
+    )
+
+
+@click.command()
+@click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def plugins(show_all: bool, as_json: bool) -> None:
+    """List installed plugins: name, version, hooks, and how many presets and tools each adds."""
+    from agent_presets.catalog import collect
+    from agent_presets.plugins import load_plugins
+
+    plugin_set = load_plugins()
+    catalog = collect(plugin_set)
+    preset_counts: dict[str, int] = {}
+    for name, plugin in catalog.preset_plugin.items():
+        if any(p.name == name for p in catalog.presets):
+            preset_counts[plugin] = preset_counts.get(plugin, 0) + 1
+    adapter_counts: dict[str, int] = {}
+    for a in catalog.adapters:
+        adapter_counts[a.source or ""] = adapter_counts.get(a.source or "", 0) + 1
+    shown = [p for p in plugin_set.plugins if show_all or not p.builtin]
+    rows: list[dict[str, Any]] = [
+        {
+            "name": p.name,
+            "distribution": p.distribution,
+            "version": p.version,
+            "builtin": p.builtin,
+            "hooks": list(p.hooks),
+            "presets": preset_counts.get(p.name, 0),
+            "tools": adapter_counts.get(p.name, 0),
+        }
+        for p in shown
+    ]
+    problems = [str(p) for p in plugin_set.problems]
+    if as_json:
+        emit_json({"plugins": rows, "problems": problems})
+        return
+    if rows:
+        table(
+            None,
+            ["plugin", "distribution", "version", "hooks", "presets", "tools"],
+            (
+                (
+                    r["name"],
+                    r["distribution"],
+                    r["version"],
+                    ", ".join(r["hooks"]),
+                    r["presets"],
+                    r["tools"],
+                )
+                for r in rows
+            ),
+        )
+    else:
+        hidden = len(plugin_set.plugins) - len(shown)
+        click.echo(f"no third-party plugins installed ({hidden} built-in; --all shows them)")
+    for problem in problems:
+        warn(problem)
+
+
+@click.command()
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the schema to this file instead of printing it.",
+)
+def schema(output: Path | None) -> None:
+    """Print the JSON Schema of a preset file (for editors and CI)."""
+    from agent_presets.loader import _schema_text
+
+    text = _schema_text()
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    from agent_presets.host.store import write_atomic
+
+    write_atomic(output, text.encode("utf-8"))
+    click.echo(f"wrote {output}", err=True)
+
+
+# ------------------------------------------------------------------ resolve / explain
+
+
+@click.command()
+@context_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def resolve(as_json: bool, **flags: Any) -> None:
+    """Show the active presets for a context, with reasons, MCP tools and prompt fragments."""
+    presets = presets_for_flags(**flags)
+    resolution = presets.manager.resolve()
+    tool_defs = presets.manager.get_tool_defs()
+    if as_json:
+        emit_json(
+            {
+                "context": presets.manager.get_context(),
+                "overrides": presets.manager.get_overrides(),
+                **resolution.to_dict(),
+                "mcp_tools": [t.name for t in tool_defs],
+            }
+        )
+        return
+    ctx = presets.manager.get_context()
+    click.echo("context: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in ctx.items()))
+    table(
+        None,
+        ["active preset", "reason", "risk"],
+        ((a.name, a.reason, a.risk) for a in resolution.active_presets),
+    )
+    click.echo(f"MCP tools ({len(tool_defs)}): " + ", ".join(t.name for t in tool_defs))
+    for fragment in resolution.prompt_fragments:
+        click.echo(f"\n[{fragment.preset}]\n{fragment.prompt.strip()}")
+
+
+@click.command()
+@click.argument("tool")
+@context_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def explain(tool: str, as_json: bool, **flags: Any) -> None:
+    """Explain TOOL (MCP name or tool id): which preset provides it, whether it is
+    active in the given context and why, and what would turn it on.
+
+    Exit status 1 when no installed plugin provides TOOL.
+    """
+    from agent_presets.explain import explain_tool
+
+    presets = presets_for_flags(**flags)
+    result = explain_tool(presets.manager, tool)
+    if as_json:
+        emit_json(result.to_dict())
+    elif result.known:
+        click.echo(
+            f"{result.mcp_name} ({result.tool_id}): "
+            + ("ACTIVE" if result.active else "not active")
+        )
+        for v in result.presets:
+            state = "active" if v.active else "inactive"
+            click.echo(
+                f"  preset {v.preset} [{v.default_state}, risk {v.risk}]: {state}, {v.reason}"
+            )
+            if v.enable:
+                click.echo(f"    to enable: {v.enable}")
+        if not result.presets:
+            click.echo("  no preset includes it, so it is never active")
+    if not result.known:
+        if not as_json:
+            raise click.ClickException(result.message())
+        sys.exit(1)

@@ -1,0 +1,163 @@
+"""What the commands share: context flags, loading the installed presets, output helpers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+    from agent_presets.plugins import PluginSet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def installed_plugins() -> PluginSet:
+    """The installed plugins; each one that failed to load is a warning on stderr."""
+    from agent_presets.plugins import load_plugins
+
+    plugin_set = load_plugins()
+    for problem in plugin_set.problems:
+        warn(str(problem))
+    return plugin_set
+
+
+def parse_value(text: str) -> Any:
+    import yaml
+
+    from agent_presets.loader import PresetYamlLoader
+
+    try:
+        value = yaml.load(text, Loader=PresetYamlLoader)
+    except yaml.YAMLError:
+        return text
+    if value is None and text.strip().lower() not in ("null", "~", ""):
+        return text
+    return value if isinstance(value, str | int | float | bool) or value is None else text
+
+
+def context_options(func: F) -> F:
+    """--surface/--activity/--canvas-visible/--set/--on/--off, shared by resolve, explain, serve."""
+    options = [
+        click.option(
+            "--surface",
+            metavar="S",
+            default=None,
+            help="The surface the user is on, e.g. scene or canvas. "
+            "[default: scene; serve: as saved]",
+        ),
+        click.option(
+            "--activity",
+            metavar="A",
+            default=None,
+            help="The active activity, e.g. drawing or graph. [default: none]",
+        ),
+        click.option(
+            "--canvas-visible/--no-canvas-visible",
+            default=None,
+            help="Whether the canvas is shown. [default: on for the canvas surface]",
+        ),
+        click.option(
+            "--set",
+            "facts",
+            metavar="KEY=VALUE",
+            multiple=True,
+            help="Another context fact, e.g. --set world_id=home. Repeatable.",
+        ),
+        click.option(
+            "--on",
+            "force_on",
+            metavar="NAME",
+            multiple=True,
+            help="Force a preset on for this session. Repeatable.",
+        ),
+        click.option(
+            "--off",
+            "force_off",
+            metavar="NAME",
+            multiple=True,
+            help="Force a preset off for this session. Repeatable.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def context_from_flags(
+    surface: str | None, activity: str | None, canvas_visible: bool | None, facts: Sequence[str]
+) -> dict[str, Any]:
+    surface = "scene" if surface is None else surface
+    context: dict[str, Any] = {
+        "surface": surface,
+        "activity": activity or None,
+        "canvas_visible": canvas_visible if canvas_visible is not None else surface == "canvas",
+    }
+    for fact in facts:
+        key, sep, value = fact.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{fact!r} is not KEY=VALUE", param_hint="'--set'")
+        context[key.strip()] = parse_value(value)
+    return context
+
+
+def overrides_from_flags(force_on: Sequence[str], force_off: Sequence[str]) -> dict[str, str]:
+    both = set(force_on) & set(force_off)
+    if both:
+        raise click.UsageError(f"preset {sorted(both)[0]!r} is given to both --on and --off")
+    return {**{n: "on" for n in force_on}, **{n: "off" for n in force_off}}
+
+
+def installed_presets(
+    context: dict[str, Any] | None = None, overrides: dict[str, str] | None = None, app: Any = None
+) -> Presets:
+    from agent_presets.bootstrap import bootstrap
+
+    return bootstrap(app, plugins=installed_plugins(), context=context, overrides=overrides)
+
+
+def presets_for_flags(
+    surface: str | None,
+    activity: str | None,
+    canvas_visible: bool | None,
+    facts: Sequence[str],
+    force_on: Sequence[str],
+    force_off: Sequence[str],
+) -> Presets:
+    """The installed presets resolved for the context flags of ``context_options``."""
+    context = context_from_flags(surface, activity, canvas_visible, facts)
+    return installed_presets(context, overrides_from_flags(force_on, force_off))
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A readable table on a terminal; one unwrapped line per row when piped (for grep)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False)
+    piped = not console.is_terminal
+    if piped:
+        console = Console(width=10_000, soft_wrap=False, no_color=True)
+    rich_table = Table(
+        title=title,
+        header_style="bold",
+        title_justify="left",
+        box=box.SIMPLE if piped else box.HEAVY_HEAD,
+    )
+    for i, column in enumerate(columns):
+        rich_table.add_column(column, no_wrap=piped or i == 0, overflow="fold")
+    for row in rows:
+        rich_table.add_row(*("" if c is None else str(c) for c in row))
+    console.print(rich_table)

@@ -1,0 +1,207 @@
+"""``presets serve`` and ``presets opencode``: run the MCP server, and point opencode at it.
+
+Only ``serve`` imports the MCP server (``agent_presets.mcpserver``), inside the
+command: importing ``mcp`` costs about a second that the other commands skip.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from agent_presets.cli.options import (
+    context_options,
+    emit_json,
+    installed_plugins,
+    overrides_from_flags,
+    warn,
+)
+from agent_presets.model import PresetValidationError
+
+
+def _default_state_dir() -> Path:
+    env = os.environ.get("PRESETS_STATE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "agent-presets"
+
+
+@click.command()
+@click.option(
+    "--write",
+    "write_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write an isolated opencode.json into this folder and print OPENCODE_CONFIG.",
+)
+@click.option("--name", default="space", show_default=True, help="The MCP server's key.")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="State folder the server should use.",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="File root the server's file tools are confined to.",
+)
+def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Path | None) -> None:
+    """Print the opencode.json snippet that runs this MCP server over stdio.
+
+    With --write DIR, write a complete isolated config to DIR/opencode.json
+    and print `OPENCODE_CONFIG=<path>` to export before starting opencode.
+    """
+    command = [sys.executable, "-m", "agent_presets", "serve"]
+    if state_dir is not None:
+        command += ["--state-dir", str(state_dir.resolve())]
+    if root is not None:
+        command += ["--root", str(root.resolve())]
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "mcp": {name: {"type": "local", "command": command, "enabled": True}},
+    }
+    if write_dir is None:
+        emit_json(config)
+        return
+    from agent_presets.host.store import write_json_atomic
+
+    write_dir.mkdir(parents=True, exist_ok=True)
+    path = (write_dir / "opencode.json").resolve()
+    write_json_atomic(path, config)
+    click.echo(f"OPENCODE_CONFIG={path}")
+
+
+@click.command()
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for opencode; http for streamable HTTP.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP bind address (loopback by default).",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the headless host keeps its state. [default: $PRESETS_STATE_DIR, "
+    "or agent-presets under $XDG_STATE_HOME]",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The folder the file and shell tools are confined to. [default: STATE/files]",
+)
+@click.option(
+    "--allow",
+    "allow",
+    metavar="NAME",
+    multiple=True,
+    help="Expose only these presets' tools and these tools (MCP names or ids). Repeatable; "
+    "unknown names are an error. [default: no allow-list]",
+)
+@click.option("--max-calls", type=click.IntRange(min=1), help="Refuse tool calls after this many.")
+@click.option(
+    "--max-calls-per-tool", type=click.IntRange(min=1), help="Refuse a tool after this many calls."
+)
+@click.option(
+    "--event-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one JSON line per tool call (tool, preset, ok, error, latency). "
+    "[default: STATE/events.jsonl]",
+)
+@click.option("--no-event-log", is_flag=True, help="Keep no event log.")
+@context_options
+def serve(
+    transport: str,
+    host: str,
+    port: int,
+    state_dir: Path | None,
+    root: Path | None,
+    allow: tuple[str, ...],
+    max_calls: int | None,
+    max_calls_per_tool: int | None,
+    event_log: Path | None,
+    no_event_log: bool,
+    surface: str | None,
+    activity: str | None,
+    canvas_visible: bool | None,
+    facts: tuple[str, ...],
+    force_on: tuple[str, ...],
+    force_off: tuple[str, ...],
+) -> None:
+    """Serve the active tools over MCP, on the headless host.
+
+    The tool list follows the host's context live: a tool call that switches
+    surface or activity changes the list, and every client is told with
+    notifications/tools/list_changed. One banner line goes to stderr.
+    """
+    from agent_presets.host import SURFACES, HeadlessHost
+    from agent_presets.host.headless import ACTIVITY_RE
+    from agent_presets.policy import ToolPolicy
+
+    # Check every flag before the host's saved state is touched.
+    if facts:
+        raise click.UsageError(
+            "--set is not supported by serve: the headless host owns its "
+            "context; use --surface/--activity/--canvas-visible"
+        )
+    if surface is not None and surface not in SURFACES:
+        raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
+    if activity is not None and not ACTIVITY_RE.match(activity):
+        raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
+    if event_log is not None and no_event_log:
+        raise click.UsageError("--event-log and --no-event-log contradict each other")
+    overrides = overrides_from_flags(force_on, force_off)
+    state = state_dir or _default_state_dir()
+    app = HeadlessHost(state, root)
+    presets = app.start(installed_plugins(), overrides=overrides)
+    for problem in presets.problems:
+        warn(f"skipped: {problem}")
+    try:
+        allowed = ToolPolicy.allow_list(presets, allow) if allow else None
+    except PresetValidationError as exc:
+        raise click.BadParameter(exc.message, param_hint="'--allow'") from None
+    policy = ToolPolicy(
+        allow=allowed,
+        max_calls=max_calls,
+        max_calls_per_tool=max_calls_per_tool,
+        event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+    )
+    if surface is not None:
+        app.shell.set_surface(surface)
+    if activity is not None:
+        app.shell.set_activity(activity)
+    if canvas_visible is not None:
+        app.shell.set_canvas_visible(canvas_visible)
+    from agent_presets.mcpserver import serve as run_server
+
+    def banner(where: str) -> None:
+        click.echo(
+            f"presets serve: {len(presets.plugins.plugins)} plugins, "
+            f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools"
+            + (f" ({len(policy.allow.tools)} allowed)" if policy.allow else "")
+            + ", "
+            f"{where}, state in {app.state_dir}",
+            err=True,
+        )
+
+    run_server(
+        presets,
+        transport=cast(Any, transport),
+        host=host,
+        port=port,
+        banner=banner,
+        policy=policy,
+    )

@@ -1,0 +1,340 @@
+"""The MCP server class: serves the live ToolRegistry to MCP clients such as opencode.
+
+``build_server(presets)`` returns a low-level ``mcp`` server (usable in memory
+with ``mcp.Client(server)``) that serves ``presets.tool_registry`` itself, not
+a copy: ``tools/list`` reads the registry, ``tools/call`` runs the registry's
+``ToolDef``, and every change to the registry reaches every connected client
+in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+
+from agent_presets import __version__
+from agent_presets.explain import explain_tool
+from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
+from agent_presets.mcpserver.fanout import ChangeFanout
+from agent_presets.mcpserver.hints import annotations_for
+from agent_presets.mcpserver.wire import (
+    PROMPT_NAME,
+    PROMPT_URI,
+    STATUS_URI,
+    error_result,
+    plain,
+    prompt_entry,
+    prompt_text,
+    success_result,
+    tool_entry,
+)
+from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
+from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.tools import ToolRegistryChange
+
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+
+log = logging.getLogger("agent_presets.server")
+
+SERVER_NAME: Final = "agent-presets"
+
+INSTRUCTIONS: Final = (
+    "The tools offered here follow what the user is doing in the app: they change when the "
+    "surface or activity changes, and the server announces each change (tools/list_changed). "
+    f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
+    "active now. A tool that is not offered right now answers with what would turn it on."
+)
+
+_NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
+_NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
+
+
+class PresetServer(Server[Any]):
+    """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
+
+    def __init__(
+        self, presets: Presets, *, name: str = SERVER_NAME, policy: ToolPolicy | None = None
+    ) -> None:
+        self.presets = presets
+        self.tool_registry = presets.tool_registry
+        self.policy = policy if policy is not None else ToolPolicy()
+        self._bus = InMemorySubscriptionBus()
+        self.listen_handler = ListenHandler(self._bus)
+        self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
+        self.calls = ToolCalls()
+        self._tools_key: int | None = None
+        self._tools_cache: list[dict[str, Any]] = []
+        super().__init__(
+            name,
+            version=__version__,
+            title="agent-presets",
+            instructions=INSTRUCTIONS,
+            lifespan=_lifespan,
+            cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
+            get_tool_input_schema=self._input_schema,
+            on_subscriptions_listen=self.listen_handler,
+        )
+        # Registered here rather than as on_* arguments: these return wire dicts,
+        # which the SDK validates like models but without building them first.
+        add = self.add_request_handler
+        add("tools/list", types.PaginatedRequestParams, self._list_tools)
+        add("tools/call", types.CallToolRequestParams, self._call_tool)
+        add("prompts/list", types.PaginatedRequestParams, self._list_prompts)
+        add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
+        add("resources/list", types.PaginatedRequestParams, self._list_resources)
+        add("resources/read", types.ReadResourceRequestParams, self._read_resource)
+        add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
+        add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        self.middleware.append(self.fanout.track)
+        self.tool_registry.add_on_change(self._tools_changed)
+        presets.manager.add_on_change(self._context_changed)
+
+    def close(self) -> None:
+        """Stop following the registry and manager; end listen streams; stop the worker."""
+        self.tool_registry.remove_on_change(self._tools_changed)
+        self.presets.manager.remove_on_change(self._context_changed)
+        self.listen_handler.close()
+        self.calls.close()
+        self.policy.close()
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # The SDK advertises listChanged: false unless told; every transport
+        # (and mcp.Client in memory) asks here without options.
+        return super().create_initialization_options(
+            notification_options or _NOTIFY_ALL, experimental_capabilities, extensions
+        )
+
+    # -- change listeners (any thread) --------------------------------------
+
+    def _tools_changed(self, _change: ToolRegistryChange) -> None:
+        self.fanout.changed("tools")
+
+    def _context_changed(self, _resolution: Resolution) -> None:
+        self.fanout.changed("context")
+
+    # -- tools -------------------------------------------------------------
+
+    def tool_entries(self) -> list[dict[str, Any]]:
+        """The wire form of ``tools/list``, rebuilt only when the tool registry changes.
+
+        Everything an entry shows (hints included) is on the registry's ``ToolDef``.
+        """
+        key = self.tool_registry.version
+        if key != self._tools_key:
+            self._tools_cache = [
+                tool_entry(tool, annotations_for(tool))
+                for tool in self.tool_registry.list()
+                if self.policy.allows(tool.name)
+            ]
+            self._tools_key = key
+        return self._tools_cache
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {"tools": self.tool_entries(), "resultType": "complete"}
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.tool_registry.get(name)
+        return plain(tool.input_schema) if tool is not None else None
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        name = params.name
+        start = time.perf_counter()
+        tool = self.tool_registry.get(name)
+        try:
+            if tool is None and self.policy.allows(name):
+                message = self.unavailable_message(name)
+                self.policy.record(name, ok=False, seconds=0.0, error=message, layer="preset")
+                return error_result(message)
+            self.policy.admit(name)
+            assert tool is not None  # admit() refuses every name the allow-list leaves out
+        except GateError as exc:
+            self.policy.record(name, ok=False, seconds=0.0, error=str(exc), layer=exc.layer)
+            return error_result(str(exc))
+        error: str | None = None
+        try:
+            value = await self.calls.run(tool, params.arguments or {}, offload=self._does_io(tool))
+            result = success_result(value)
+        except PresetError as exc:
+            error = str(exc)
+            result = error_result(error)
+        except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
+            log.exception("tool %s failed", name)
+            error = f"internal error: {type(exc).__name__}"
+            result = error_result(
+                f"{name} failed with an internal error (the server logged the details). "
+                "Do not retry it with the same arguments; tell the user it failed."
+            )
+        self.policy.record(
+            name,
+            ok=error is None,
+            seconds=time.perf_counter() - start,
+            error=error,
+            preset=tool.preset,
+        )
+        if self.fanout.pending:
+            await self.fanout.settle()
+        return result
+
+    def _does_io(self, tool: ToolDef) -> bool:
+        """Whether ``tool`` may block on files or processes, so it runs on the worker thread.
+
+        Its preset's risk says so, not the tool's effective risk: a read-only
+        tool of a file-reading preset changes nothing but still reads files.
+        """
+        preset = self.presets.registry.get(tool.preset) if tool.preset is not None else None
+        return preset is not None and preset.risk in OFFLOAD_RISKS
+
+    def unavailable_message(self, name: str) -> str:
+        """What a model reads when it calls a tool that is not in the list now."""
+        explanation = explain_tool(self.presets.manager, name)
+        if not explanation.known:
+            known = sorted(
+                {a.mcp_name for a in self.presets.tool_adapters.list()}
+                | set(self.tool_registry.names())
+            )
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            return (
+                f"Unknown tool {name!r}: no installed plugin provides it.{hint} "
+                "List the tools to see what is available now."
+            )
+        if explanation.active:
+            return f"Tool {name!r} is being updated; list the tools again and retry."
+        text = explanation.message()
+        text = text[0].upper() + text[1:] + " Only the user can set an override."
+        if any(v.default_state == "auto" and v.override != "off" for v in explanation.presets):
+            text += " After a context change, list the tools again."
+        return text
+
+    # -- prompt and resources ------------------------------------------------
+
+    def _fragments(self) -> list[PromptFragment]:
+        return self.presets.manager.get_prompt_fragments()
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {"prompts": [prompt_entry(self._fragments())], "resultType": "complete"}
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> dict[str, Any]:
+        if params.name != PROMPT_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
+            )
+        fragments = self._fragments()
+        return {
+            "description": prompt_entry(fragments)["description"],
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": prompt_text(fragments)}}
+            ],
+            "resultType": "complete",
+        }
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        return {
+            "resources": [
+                {
+                    "uri": PROMPT_URI,
+                    "name": "active-presets-prompt",
+                    "title": "Guidance for the active tools",
+                    "description": "The prompt fragments of the presets active now.",
+                    "mimeType": "text/markdown",
+                },
+                {
+                    "uri": STATUS_URI,
+                    "name": "active-presets-status",
+                    "title": "Active presets",
+                    "description": "The context, overrides, active presets and tools, as JSON.",
+                    "mimeType": "application/json",
+                },
+            ],
+            "resultType": "complete",
+        }
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> dict[str, Any]:
+        uri = str(params.uri)
+        if uri == PROMPT_URI:
+            text, mime = prompt_text(self._fragments()), "text/markdown"
+        elif uri == STATUS_URI:
+            text, mime = json.dumps(self.status(), indent=1, default=str), "application/json"
+        else:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown resource {uri!r}; this server has {PROMPT_URI} and {STATUS_URI}",
+            )
+        return {
+            "contents": [{"uri": uri, "mimeType": mime, "text": text}],
+            "resultType": "complete",
+        }
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> dict[str, Any]:
+        self.fanout.subscribe(ctx, str(params.uri), True)
+        return {}
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> dict[str, Any]:
+        self.fanout.subscribe(ctx, str(params.uri), False)
+        return {}
+
+    def status(self) -> dict[str, Any]:
+        manager = self.presets.manager
+        return {
+            "context": manager.get_context(),
+            "overrides": manager.get_overrides(),
+            "active_presets": [
+                {"name": a.name, "reason": a.reason, "risk": a.risk}
+                for a in manager.get_active_presets()
+            ],
+            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n)],
+            "policy": self.policy.status(),
+        }
+
+
+@asynccontextmanager
+async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    # Entered once per stdio/in-memory connection and once per HTTP app: it
+    # binds change delivery to the loop that serves.
+    assert isinstance(server, PresetServer)
+    server.fanout.attach_loop()
+    try:
+        yield {}
+    finally:
+        server.fanout.detach_loop()
+
+
+def build_server(presets: Presets, *, policy: ToolPolicy | None = None) -> PresetServer:
+    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
+    return PresetServer(presets, policy=policy)

@@ -1,0 +1,130 @@
+"""Running the server over stdio or streamable HTTP until told to stop."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import logging
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Literal
+
+import anyio
+
+from agent_presets.mcpserver.server import PresetServer, build_server
+from agent_presets.model import PresetError
+from agent_presets.policy import ToolPolicy
+
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+
+log = logging.getLogger("agent_presets.server")
+
+DEFAULT_PORT: Final = 8765
+HTTP_PATH: Final = "/mcp"
+
+Transport = Literal["stdio", "http"]
+
+
+def serve(
+    presets: Presets,
+    *,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    banner: Callable[[str], None] | None = None,
+    policy: ToolPolicy | None = None,
+) -> None:
+    """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
+
+    ``banner`` receives one line once the server is ready (for http it names
+    the URL, with the real port when ``port`` is 0); write it to stderr, never
+    to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
+    the HTTP port cannot be bound.
+    """
+    if transport not in ("stdio", "http"):
+        raise PresetError(f"unknown transport {transport!r}; use stdio or http")
+    server = build_server(presets, policy=policy)
+    try:
+        if transport == "stdio":
+            anyio.run(_serve_stdio, server, banner)
+        else:
+            sock = _bind(host, port)
+            anyio.run(_serve_http, server, sock, banner)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | None) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        if banner is not None:
+            banner("serving MCP on stdio")
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise PresetError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pass another --port "
+            "(0 picks a free one)"
+        ) from None
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve_http(
+    server: PresetServer, sock: socket.socket, banner: Callable[[str], None] | None
+) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    security = None
+    if not _is_loopback(host):
+        # The SDK protects loopback hosts by itself; elsewhere accept only the
+        # address given (and loopback), so a rebinding name is still refused.
+        names = [shown, "127.0.0.1", "localhost", "[::1]"]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{n}:*" for n in names],
+            allowed_origins=[f"http://{n}:*" for n in names],
+        )
+        log.warning(
+            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
+        )
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, transport_security=security
+    )
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
+    )
+    uv_server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(uv_server.serve, sockets=[sock]))
+        # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
+        while not uv_server.started:
+            if uv_server.should_exit:
+                return
+            await anyio.sleep(0.01)
+        if banner is not None:
+            banner(f"serving MCP on http://{shown}:{port}{HTTP_PATH}")

@@ -1,0 +1,79 @@
+"""The wire shapes of tools, results and the prompt, as plain dicts.
+
+The server answers with dicts rather than ``mcp_types`` models: the SDK
+validates them like models without building them first, which keeps
+``tools/list`` and ``tools/call`` cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from agent_presets.model import PromptFragment, ToolDef
+
+PROMPT_NAME: Final = "active-presets"
+PROMPT_URI: Final = "presets://active/prompt"
+STATUS_URI: Final = "presets://active/status"
+
+
+def tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": plain(tool.input_schema),
+    }
+    title = tool.title or annotations.get("title")
+    if title:
+        entry["title"] = title
+    if annotations:
+        entry["annotations"] = annotations
+    return entry
+
+
+def plain(value: Any) -> Any:
+    """Frozen mappings (MappingProxyType) to dicts, for the wire."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def success_result(value: Any) -> dict[str, Any]:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    result: dict[str, Any] = {
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+        "resultType": "complete",
+    }
+    if isinstance(value, dict):
+        result["structuredContent"] = value
+    return result
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+        "resultType": "complete",
+    }
+
+
+def prompt_text(fragments: Sequence[PromptFragment]) -> str:
+    """The active prompt fragments as one markdown text."""
+    if not fragments:
+        return "No active preset has guidance right now."
+    parts = ["Guidance for the tools that are active now:"]
+    parts.extend(f"## {f.preset}\n\n{f.prompt.strip()}" for f in fragments)
+    return "\n\n".join(parts) + "\n"
+
+
+def prompt_entry(fragments: Sequence[PromptFragment]) -> dict[str, Any]:
+    names = ", ".join(f.preset for f in fragments) or "none"
+    return {
+        "name": PROMPT_NAME,
+        "title": "Guidance for the active tools",
+        "description": f"How to use the tools active now (presets with guidance: {names}).",
+    }
