@@ -255,3 +255,22 @@ def test_for_runtime_rejects_a_malformed_adapter(changes: dict[str, Any], words:
     action = changes.pop("action", lambda c, a: None)
     with pytest.raises(PresetValidationError, match=words):
         ToolAdapter.for_runtime("counter.add", runtime, action, **{**options, **changes})
+
+
+def test_a_context_given_to_run_reaches_the_action_as_call_context() -> None:
+    seen: list[ToolCall] = []
+
+    def add(counter: Counter, arguments: dict[str, Any], call: ToolCall) -> int:
+        seen.append(call)
+        return counter.add(arguments["amount"])
+
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(counter_adapter(action=add))
+    tool = registry.resolve("counter.add")
+    context = object()
+    assert tool.run({"amount": 2}, context=context) == 2
+    assert tool.run({"amount": 3}) == 5
+    assert seen == [
+        ToolCall("space_counter_add", "counter.add", context),
+        ToolCall("space_counter_add", "counter.add"),
+    ]

@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -248,7 +248,11 @@ class ToolAdapterRegistry:
         return adapter.mcp_name
 
     def resolve(self, tool_id: str, app: Any = None) -> ToolDef:
-        """The MCP tool for ``tool_id``; its ``run`` calls the handler with ``app``."""
+        """The MCP tool for ``tool_id``; its ``run`` calls the handler with ``app``.
+
+        ``run(arguments, context=None)``: a handler that takes a ``ToolCall``
+        gets the resolved name, and the server's call context when given one.
+        """
         adapter = self._adapters.get(tool_id)
         if adapter is None:
             raise PresetValidationError(
@@ -262,12 +266,15 @@ class ToolAdapterRegistry:
         call = ToolCall(name, adapter.id)
         with_call = takes_call(handler)
 
-        def run(arguments: Mapping[str, Any] | None = None) -> Any:
+        def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
+            # context: the server's per-call context; handlers see it as ToolCall.context.
             args = dict(arguments or {})
             check_arguments(name, validator, args)
-            if with_call:
-                return handler(target, args, call)
-            return handler(target, args)
+            if not with_call:
+                return handler(target, args)
+            return handler(
+                target, args, call if context is None else replace(call, context=context)
+            )
 
         return ToolDef(
             name=name,
