@@ -331,17 +331,41 @@ def _argument(path: str) -> str:
 
 
 def _non_finite_number(arguments: Any) -> tuple[str, float] | None:
-    """The dotted path and value of the first NaN or infinity in ``arguments``, or None."""
-    stack: list[tuple[tuple[str, ...], Any]] = [((), arguments)]
+    """The dotted path and value of a NaN or infinity in ``arguments``, or None.
+
+    Every call runs this, so the common case (nothing found) is a plain scan
+    that builds no paths; only a hit walks again to say where it is.
+    """
+    stack = [arguments]
+    pop, push, finite = stack.pop, stack.extend, math.isfinite
     while stack:
-        path, value = stack.pop()
+        value = pop()
         if isinstance(value, float):
-            if not math.isfinite(value):
-                return ".".join(path), value
-        elif isinstance(value, Mapping):
-            stack.extend(((*path, str(k)), v) for k, v in reversed(list(value.items())))
-        elif isinstance(value, list | tuple):
-            stack.extend(((*path, str(i)), v) for i, v in reversed(list(enumerate(value))))
+            if not finite(value):
+                break
+        elif isinstance(value, dict):
+            push(value.values())
+        elif isinstance(value, (list, tuple)):
+            push(value)
+    else:
+        return None
+    return _first_non_finite((), arguments)
+
+
+def _first_non_finite(path: tuple[str, ...], value: Any) -> tuple[str, float] | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".".join(path), value
+    children = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list | tuple)
+        else ()
+    )
+    for key, child in children:
+        found = _first_non_finite((*path, str(key)), child)
+        if found is not None:
+            return found
     return None
 
 
