@@ -1,4 +1,4 @@
-"""object_schema and runtime_handler: the pieces every plugin's adapters were writing again."""
+"""object_schema, runtime_handler and ToolAdapter.for_runtime: what plugins' adapters share."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from agent_presets import (
     MissingRuntimeError,
+    PresetValidationError,
     ToolAdapter,
     ToolAdapterRegistry,
     ToolArgumentError,
@@ -16,6 +17,7 @@ from agent_presets import (
     object_schema,
     runtime_handler,
 )
+from agent_presets.adapters import ToolCall, takes_call
 
 
 class Refused(Exception):
@@ -88,3 +90,187 @@ def test_runtime_handler_lets_other_errors_through() -> None:
 
     with pytest.raises(KeyError):
         run(SimpleNamespace(counter=Broken()), {"amount": 1})
+
+
+# ------------------------------------------------------------------ ToolAdapter.for_runtime
+
+
+def counter_adapter(**changes: Any) -> ToolAdapter:
+    options: dict[str, Any] = {
+        "mcp_name": "space_counter_add",
+        "description": "Add to the counter.",
+        "input_schema": object_schema({"amount": {"type": "integer"}}, ["amount"]),
+        "errors": (Refused,),
+        **changes,
+    }
+    action = options.pop("action", lambda c, a: c.add(a["amount"]))
+    return ToolAdapter.for_runtime("counter.add", "counter", action, **options)
+
+
+class RenamingRegistry(ToolAdapterRegistry):
+    """Stands for a host whose namespace changes the name clients see (the third-party issue)."""
+
+    def mcp_name(self, adapter: ToolAdapter) -> str:
+        return "myapp_" + adapter.mcp_name.removeprefix("space_")
+
+
+def run_for_runtime(app: Any, arguments: dict[str, Any], registry: ToolAdapterRegistry) -> Any:
+    registry.app = app
+    registry.register(counter_adapter())
+    return registry.resolve("counter.add").run(arguments)
+
+
+def test_for_runtime_builds_the_adapter_a_hand_written_one_would_be() -> None:
+    built = counter_adapter(annotations={"idempotentHint": True}, source="counter-plugin")
+    assert built == ToolAdapter(
+        "counter.add",
+        "space_counter_add",
+        "Add to the counter.",
+        object_schema({"amount": {"type": "integer"}}, ["amount"]),
+        print,
+        {"idempotentHint": True},
+    )
+    assert built.source == "counter-plugin"
+    assert dict(built.annotations or {}) == {"idempotentHint": True}
+    app = SimpleNamespace(counter=Counter())
+    assert run_for_runtime(app, {"amount": 4}, ToolAdapterRegistry()) == 4
+
+
+def test_for_runtime_fetches_the_runtime_at_call_time() -> None:
+    registry = ToolAdapterRegistry()
+    registry.register(counter_adapter())
+    app = SimpleNamespace(counter=Counter())
+    tool = registry.resolve("counter.add", app)
+    assert tool.run({"amount": 2}) == 2
+    app.counter = Counter()
+    assert tool.run({"amount": 3}) == 3
+
+
+def test_for_runtime_errors_name_the_tool_as_the_registry_resolved_it() -> None:
+    with pytest.raises(ToolCallError) as info:
+        run_for_runtime(SimpleNamespace(counter=Counter()), {"amount": 11}, RenamingRegistry(None))
+    assert str(info.value) == "myapp_counter_add: amount is over 10; add in smaller steps"
+    with pytest.raises(MissingRuntimeError) as missing:
+        run_for_runtime(SimpleNamespace(), {"amount": 1}, RenamingRegistry(None))
+    assert str(missing.value).startswith("myapp_counter_add requires app.counter")
+
+
+def test_a_resolved_tool_is_named_by_the_registry() -> None:
+    registry = RenamingRegistry(None)
+    registry.register(counter_adapter())
+    assert registry.resolve("counter.add").name == "myapp_counter_add"
+
+
+def test_for_runtime_errors_name_the_adapter_when_its_handler_is_called_directly() -> None:
+    adapter = counter_adapter()
+    with pytest.raises(ToolCallError, match=r"^space_counter_add: amount is over 10"):
+        adapter.handler(SimpleNamespace(counter=Counter()), {"amount": 11})
+    with pytest.raises(MissingRuntimeError, match=r"^space_counter_add requires app\.counter"):
+        adapter.handler(SimpleNamespace(), {"amount": 1})
+
+
+def test_for_runtime_lets_other_errors_through() -> None:
+    class Broken:
+        def add(self, amount: int) -> int:
+            raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        run_for_runtime(SimpleNamespace(counter=Broken()), {"amount": 1}, ToolAdapterRegistry())
+
+
+def test_for_runtime_does_not_rename_a_tool_error_raised_inside_the_action() -> None:
+    def refuse(counter: Counter, arguments: dict[str, Any]) -> Any:
+        raise ToolCallError("space_counter_add: switch to the counter surface first")
+
+    adapter = counter_adapter(action=refuse, errors=(Exception,))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(adapter)
+    with pytest.raises(ToolCallError) as info:
+        registry.resolve("counter.add").run({"amount": 1})
+    assert str(info.value) == "space_counter_add: switch to the counter surface first"
+
+
+def test_an_action_with_a_third_parameter_gets_the_call() -> None:
+    seen: list[ToolCall] = []
+
+    def add(counter: Counter, arguments: dict[str, Any], call: ToolCall) -> int:
+        seen.append(call)
+        return counter.add(arguments["amount"])
+
+    registry = RenamingRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(counter_adapter(action=add))
+    assert registry.resolve("counter.add").run({"amount": 5}) == 5
+    assert seen == [ToolCall("myapp_counter_add", "counter.add")]
+    assert seen[0].context is None
+
+
+def test_a_plain_handler_with_a_third_parameter_gets_the_call() -> None:
+    seen: list[Any] = []
+    registry = ToolAdapterRegistry()
+    registry.register(
+        ToolAdapter(
+            "a.b", "space_a_b", "d", {"type": "object"}, lambda app, a, call: seen.append(call)
+        )
+    )
+    registry.register(
+        ToolAdapter("a.c", "space_a_c", "d", {"type": "object"}, lambda app, a: seen.append(a))
+    )
+    registry.resolve("a.b").run({})
+    registry.resolve("a.c").run({"x": 1})
+    assert seen == [ToolCall("space_a_b", "a.b"), {"x": 1}]
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (lambda app, arguments: None, False),
+        (lambda app, arguments, call: None, True),
+        (lambda app, arguments, *, context=None: None, False),
+        (lambda *args: None, False),
+        (print, False),
+        (runtime_handler("counter", "space_counter_add", lambda c, a: None), True),
+    ],
+)
+def test_takes_call_counts_positional_parameters(function: Any, expected: bool) -> None:
+    assert takes_call(function) is expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"runtime": "not an attribute"}, "must name an app attribute"),
+        ({"action": "not callable"}, "action must be callable"),
+        ({"errors": (ValueError, "oops")}, "errors must be exception classes"),
+        ({"mcp_name": "Space-Tool"}, "snake_case"),
+        ({"input_schema": {"type": "array"}}, "type: object"),
+    ],
+)
+def test_for_runtime_rejects_a_malformed_adapter(changes: dict[str, Any], words: str) -> None:
+    options: dict[str, Any] = {
+        "mcp_name": "space_counter_add",
+        "description": "Add.",
+        "input_schema": object_schema(),
+    }
+    runtime = changes.pop("runtime", "counter")
+    action = changes.pop("action", lambda c, a: None)
+    with pytest.raises(PresetValidationError, match=words):
+        ToolAdapter.for_runtime("counter.add", runtime, action, **{**options, **changes})
+
+
+def test_a_context_given_to_run_reaches_the_action_as_call_context() -> None:
+    seen: list[ToolCall] = []
+
+    def add(counter: Counter, arguments: dict[str, Any], call: ToolCall) -> int:
+        seen.append(call)
+        return counter.add(arguments["amount"])
+
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(counter_adapter(action=add))
+    tool = registry.resolve("counter.add")
+    context = object()
+    assert tool.run({"amount": 2}, context=context) == 2
+    assert tool.run({"amount": 3}) == 5
+    assert seen == [
+        ToolCall("space_counter_add", "counter.add", context),
+        ToolCall("space_counter_add", "counter.add"),
+    ]

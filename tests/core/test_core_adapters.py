@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+import agent_presets
 from agent_presets import (
     DuplicateToolError,
     MissingRuntimeError,
@@ -276,3 +284,107 @@ def test_unregister_and_listing(adapters):
     adapters.unregister("drawing.set-tool")
     assert adapters.get("drawing.set-tool") is None
     assert len(adapters) == 0
+
+
+# ------------------------------------------------------------------ numbers are numbers
+
+FINITE = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4)
+)
+KEYS = st.text("abcxyz_", min_size=1, max_size=4)
+JSON_VALUES = st.recursive(
+    FINITE,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(KEYS, inner, max_size=2),
+    max_leaves=6,
+)
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+seen_calls: list[dict[str, Any]] = []
+
+
+@functools.cache
+def any_object_tool() -> Any:
+    """One tool taking any object, built once: hypothesis calls it for every example."""
+    registry = ToolAdapterRegistry()
+    registry.register(
+        ToolAdapter(
+            "a.b", "space_a_b", "d", {"type": "object"}, lambda app, a: seen_calls.append(a)
+        )
+    )
+    return registry.resolve("a.b")
+
+
+@st.composite
+def planted(draw: st.DrawFn) -> tuple[dict[str, Any], str, str]:
+    """Arguments with one non-finite number somewhere among finite values, its path and spelling."""
+    spelling = draw(st.sampled_from(sorted(NON_FINITE)))
+    value: Any = NON_FINITE[spelling]
+    path: list[str] = []
+    for depth in range(draw(st.integers(0, 3)), -1, -1):
+        if depth == 0 or draw(st.booleans()):
+            key = draw(KEYS)
+            siblings = draw(st.dictionaries(KEYS, JSON_VALUES, max_size=2))
+            value = {**siblings, key: value}
+            path.insert(0, key)
+        else:
+            before = draw(st.lists(JSON_VALUES, max_size=2))
+            after = draw(st.lists(JSON_VALUES, max_size=2))
+            value = [*before, value, *after]
+            path.insert(0, str(len(before)))
+    return value, ".".join(path), spelling
+
+
+@given(planted())
+def test_a_non_finite_number_anywhere_in_the_arguments_is_refused_by_path(
+    case: tuple[dict[str, Any], str, str],
+) -> None:
+    arguments, path, spelling = case
+    seen_calls.clear()
+    with pytest.raises(ToolArgumentError) as info:
+        any_object_tool().run(arguments)
+    assert str(info.value) == (
+        f"space_a_b: argument {path!r}: {spelling} is not a number; give a finite number"
+    )
+    assert seen_calls == []
+
+
+@given(st.dictionaries(KEYS, JSON_VALUES, max_size=3))
+def test_finite_arguments_pass_the_number_check(arguments: dict[str, Any]) -> None:
+    seen_calls.clear()
+    any_object_tool().run(arguments)
+    assert seen_calls == [arguments]
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity"])
+def test_a_number_argument_refuses_what_json_reads_as_non_finite(adapters, text):
+    # Python's json reads these; JSON Schema's `type: number` and `minimum` let NaN through.
+    arguments = json.loads(f'{{"tool": "rect", "size": {text}}}')
+    drawing = Drawing("d")
+    tool = adapters.resolve("drawing.set-tool", SimpleNamespace(drawing=drawing))
+    with pytest.raises(ToolArgumentError) as info:
+        tool.run(arguments)
+    assert str(info.value) == (
+        f"space_drawing_set_tool: argument 'size': {text} is not a number; give a finite number"
+    )
+    assert drawing.tools == []
+
+
+def test_importing_the_adapters_module_does_not_import_jsonschema():
+    # A bare parent package, so only what agent_presets.adapters itself imports is counted.
+    code = (
+        "import sys, types\n"
+        "package = types.ModuleType('agent_presets')\n"
+        f"package.__path__ = {list(agent_presets.__path__)!r}\n"
+        "sys.modules['agent_presets'] = package\n"
+        "import agent_presets.adapters\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jsonschema'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

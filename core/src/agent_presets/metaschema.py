@@ -7,16 +7,19 @@ module flattens the same vocabularies, from the copies jsonschema ships, into
 one schema whose recursion is a plain ``$ref: "#"``: the same rules for any
 schema that does not declare its own ``$dynamicAnchor``, checked several times
 faster. A schema that does declare one is checked the official way.
+
+``jsonschema`` is imported by the first check, so importing this module (and
+``agent_presets.adapters`` above it) stays cheap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import best_match
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 VOCABULARIES = (
@@ -68,12 +71,17 @@ def flat_metaschema() -> dict[str, Any]:
 
 
 @cache
-def _validator() -> jsonschema.protocols.Validator:
+def _validator() -> Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(flat_metaschema())
 
 
 def schema_problem(schema: Mapping[str, Any] | bool) -> str | None:
     """Why ``schema`` is not a valid 2020-12 JSON Schema, or None when it is."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
     if isinstance(schema, Mapping) and (
         "$dynamicAnchor" in str(schema) or schema.get("$schema", DIALECT) != DIALECT
     ):

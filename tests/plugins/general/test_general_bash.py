@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,3 +113,19 @@ def test_bash_is_offered_only_after_the_shell_preset_is_turned_on(
     assert "space_app_run_bash" not in general_app.tools()
     general_app.enable("general-shell-tools")
     assert general_app.call("space_app_run_bash", command="echo $((6*7))")["stdout"] == "42\n"
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_timeout_is_refused_before_anything_runs(
+    powered_app: GeneralApp, text: str
+) -> None:
+    # What Python's json reads from a client; `type: number` with bounds let NaN through.
+    arguments = json.loads(f'{{"command": "touch ran", "timeout_seconds": {text}}}')
+    tool = powered_app.tools()["space_app_run_bash"]
+    with pytest.raises(ToolArgumentError) as info:
+        tool.run(arguments)
+    assert str(info.value) == (
+        f"space_app_run_bash: argument 'timeout_seconds': {text} is not a number; "
+        "give a finite number"
+    )
+    assert not (powered_app.root / "ran").exists()

@@ -18,15 +18,16 @@ __all__ = ["Drawing", "DrawingError"]
 
 
 @hookimpl
-def presets_preset_files() -> list[Traversable]:
+def presets_preset_files() -> Sequence[Traversable]:
     return [files(__name__) / "presets.yaml"]
 
 
 @hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    from agent_presets_drawing.adapters import ADAPTERS
+    # Imported here: the adapters (and their schema checks) are built when asked for.
+    from agent_presets_drawing.adapters import tool_adapters
 
-    return ADAPTERS
+    return tool_adapters()
 
 
 @hookimpl

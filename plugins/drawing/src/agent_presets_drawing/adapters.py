@@ -1,23 +1,19 @@
 """The drawing tools: one ``ToolAdapter`` per MCP tool in the spec's Drawing table.
 
-Each handler fetches the current world's drawing from the app when it runs,
-calls one method on it, and turns a refusal into a ``ToolCallError`` the model
-can act on.
+Each tool is ``ToolAdapter.for_runtime`` over ``app.drawing``: the core fetches
+the current world's drawing when the tool runs, the action calls one method on
+it, and a ``DrawingError`` becomes a ``ToolCallError`` the model can act on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from agent_presets import (
-    ToolAdapter,
-    object_schema,
-    runtime_handler,
-)
+from agent_presets import ToolAdapter, object_schema
 from agent_presets_drawing.document import MATCH_MODES, SHAPES, TOOLS, Drawing, DrawingError
 
 RUNTIME = "drawing"
+ERRORS = (DrawingError,)
 
 # ------------------------------------------------------------------ schemas
 
@@ -73,7 +69,7 @@ STYLE_CHANGE = object_schema(
     minProperties=1,
 )
 
-# ------------------------------------------------------------------ handlers
+# ------------------------------------------------------------------ actions
 
 
 def _inspect(d: Drawing, a: dict[str, Any]) -> Any:
@@ -81,6 +77,30 @@ def _inspect(d: Drawing, a: dict[str, Any]) -> Any:
     if a.get("include_svg"):
         result["svg"] = d.to_svg()
     return result
+
+
+def _insert_shape(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.insert_shape(
+        a["shape"],
+        a.get("x"),
+        a.get("y"),
+        a.get("width"),
+        a.get("height"),
+        points=a.get("points"),
+        rotation=a.get("rotation", 0.0),
+        style=a.get("style"),
+        layer=a.get("layer"),
+    )
+
+
+def _select(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.select(
+        a.get("ids"),
+        a.get("rect"),
+        match=a.get("match", "intersects"),
+        extend=a.get("extend", False),
+        layer=a.get("layer"),
+    )
 
 
 def _transform(d: Drawing, a: dict[str, Any]) -> Any:
@@ -91,274 +111,331 @@ def _transform(d: Drawing, a: dict[str, Any]) -> Any:
     return d.transform_selection(**moves, origin=origin)
 
 
-def _adapter(
-    slug: str,
-    description: str,
-    schema: dict[str, Any],
-    action: Callable[[Drawing, dict[str, Any]], Any],
-    annotations: dict[str, Any] | None = None,
-) -> ToolAdapter:
-    name = "space_drawing_" + slug.replace("-", "_")
-    return ToolAdapter(
-        id=f"drawing.{slug}",
-        mcp_name=name,
-        description=description,
-        input_schema=schema,
-        handler=runtime_handler(RUNTIME, name, action, errors=(DrawingError,)),
-        annotations=annotations,
-    )
-
-
 READ_ONLY = {"readOnlyHint": True}
 DESTRUCTIVE = {"destructiveHint": True}
 
-ADAPTERS: list[ToolAdapter] = [
-    _adapter(
-        "inspect",
-        "Read the whole drawing as JSON: layers bottom to top with their objects (id, kind, "
-        "geometry, style, bounding box), the active layer, the selected object ids, the current "
-        "tool, the default style, and how many steps can be undone or redone. Set include_svg "
-        "to also get the drawing rendered as SVG.",
-        object_schema({"include_svg": {"type": "boolean", "default": False}}),
-        _inspect,
-        READ_ONLY,
-    ),
-    _adapter(
-        "set-tool",
-        "Switch the active drawing tool the user sees in the toolbar.",
-        object_schema(
-            {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}}, ["tool"]
+
+def tool_adapters() -> list[ToolAdapter]:
+    return [
+        ToolAdapter.for_runtime(
+            "drawing.inspect",
+            RUNTIME,
+            _inspect,
+            mcp_name="space_drawing_inspect",
+            description=(
+                "Read the whole drawing as JSON: layers bottom to top with their objects (id, "
+                "kind, geometry, style, bounding box), the active layer, the selected object ids, "
+                "the current tool, the default style, and how many steps can be undone or redone. "
+                "Set include_svg to also get the drawing rendered as SVG."
+            ),
+            input_schema=object_schema({"include_svg": {"type": "boolean", "default": False}}),
+            errors=ERRORS,
+            annotations=READ_ONLY,
         ),
-        lambda d, a: d.set_tool(a["tool"]),
-    ),
-    _adapter(
-        "insert-shape",
-        "Add a shape to the drawing and return its id and the stored object. A rect or ellipse "
-        "fills the box x, y (top-left), width, height, optionally turned clockwise by rotation "
-        "degrees about its centre; a polygon takes its corner points instead of a box. The "
-        "shape goes on top of the given layer (default: the active layer) with the default "
-        "style, overridden by any style keys you give.",
-        object_schema(
-            {
-                "shape": {"enum": list(SHAPES)},
-                "x": {**NUMBER, "description": "Left edge of the box (rect, ellipse)."},
-                "y": {**NUMBER, "description": "Top edge of the box (rect, ellipse)."},
-                "width": {"type": "number", "exclusiveMinimum": 0},
-                "height": {"type": "number", "exclusiveMinimum": 0},
-                "rotation": {**NUMBER, "description": "Degrees clockwise (rect, ellipse)."},
-                "points": {
-                    "type": "array",
-                    "items": POINT,
-                    "minItems": 3,
-                    "description": "Polygon corners in order, at least 3 [x, y] pairs.",
-                },
-                "style": _style(fill=True),
-                "layer": LAYER,
-            },
-            ["shape"],
-            allOf=[
+        ToolAdapter.for_runtime(
+            "drawing.set-tool",
+            RUNTIME,
+            lambda d, a: d.set_tool(a["tool"]),
+            mcp_name="space_drawing_set_tool",
+            description="Switch the active drawing tool the user sees in the toolbar.",
+            input_schema=object_schema(
+                {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
+                ["tool"],
+            ),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.insert-shape",
+            RUNTIME,
+            _insert_shape,
+            mcp_name="space_drawing_insert_shape",
+            description=(
+                "Add a shape to the drawing and return its id and the stored object. A rect or "
+                "ellipse fills the box x, y (top-left), width, height, optionally turned clockwise "
+                "by rotation degrees about its centre; a polygon takes its corner points instead "
+                "of a box. The shape goes on top of the given layer (default: the active layer) "
+                "with the default style, overridden by any style keys you give."
+            ),
+            input_schema=object_schema(
                 {
-                    "if": {
-                        "properties": {"shape": {"enum": ["rect", "ellipse"]}},
-                        "required": ["shape"],
+                    "shape": {"enum": list(SHAPES)},
+                    "x": {**NUMBER, "description": "Left edge of the box (rect, ellipse)."},
+                    "y": {**NUMBER, "description": "Top edge of the box (rect, ellipse)."},
+                    "width": {"type": "number", "exclusiveMinimum": 0},
+                    "height": {"type": "number", "exclusiveMinimum": 0},
+                    "rotation": {**NUMBER, "description": "Degrees clockwise (rect, ellipse)."},
+                    "points": {
+                        "type": "array",
+                        "items": POINT,
+                        "minItems": 3,
+                        "description": "Polygon corners in order, at least 3 [x, y] pairs.",
                     },
-                    "then": {"required": ["x", "y", "width", "height"]},
+                    "style": _style(fill=True),
+                    "layer": LAYER,
                 },
-                {
-                    "if": {"properties": {"shape": {"const": "polygon"}}, "required": ["shape"]},
-                    "then": {"required": ["points"]},
-                },
-            ],
-        ),
-        lambda d, a: d.insert_shape(
-            a["shape"],
-            a.get("x"),
-            a.get("y"),
-            a.get("width"),
-            a.get("height"),
-            points=a.get("points"),
-            rotation=a.get("rotation", 0.0),
-            style=a.get("style"),
-            layer=a.get("layer"),
-        ),
-    ),
-    _adapter(
-        "insert-line",
-        "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored object. "
-        "Lines have a stroke colour and width but no fill.",
-        object_schema(
-            {
-                "x1": NUMBER,
-                "y1": NUMBER,
-                "x2": NUMBER,
-                "y2": NUMBER,
-                "style": _style(fill=False),
-                "layer": LAYER,
-            },
-            ["x1", "y1", "x2", "y2"],
-        ),
-        lambda d, a: d.insert_line(
-            a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
-        ),
-    ),
-    _adapter(
-        "insert-stroke",
-        "Add a freehand stroke: an open path through points in drawing order, with round caps "
-        "and joins. Returns its id and the stored object. Strokes have no fill.",
-        object_schema(
-            {
-                "points": {
-                    "type": "array",
-                    "items": POINT,
-                    "minItems": 2,
-                    "description": "The path, at least 2 [x, y] pairs.",
-                },
-                "style": _style(fill=False),
-                "layer": LAYER,
-            },
-            ["points"],
-        ),
-        lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
-    ),
-    _adapter(
-        "add-layer",
-        "Add an empty layer just above the active layer and make it active. Without a name it "
-        "is called 'Layer N'.",
-        object_schema({"name": LAYER_NAME}),
-        lambda d, a: d.add_layer(a.get("name")),
-    ),
-    _adapter(
-        "duplicate-layer",
-        "Copy a layer (default: the active one) with all its objects, which get new ids. The "
-        "copy goes just above the original and becomes active; without a name it is called "
-        "'<name> copy'.",
-        object_schema({"layer": LAYER, "name": LAYER_NAME}),
-        lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
-    ),
-    _adapter(
-        "rename-layer",
-        "Rename a layer. Names are unique within the drawing.",
-        object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
-        lambda d, a: d.rename_layer(a["layer"], a["name"]),
-    ),
-    _adapter(
-        "set-active-layer",
-        "Make a layer the active one: new objects are inserted on it.",
-        object_schema({"layer": LAYER}, ["layer"]),
-        lambda d, a: d.set_active_layer(a["layer"]),
-    ),
-    _adapter(
-        "delete-layer",
-        "Delete a layer and every object on it. The last remaining layer cannot be deleted. "
-        "space_drawing_undo restores it.",
-        object_schema({"layer": LAYER}, ["layer"]),
-        lambda d, a: d.delete_layer(a["layer"]),
-        DESTRUCTIVE,
-    ),
-    _adapter(
-        "set-defaults",
-        "Change the default style that new objects get: fill colour, stroke colour and stroke "
-        "width. Existing objects keep their style (use space_drawing_update_selection_style).",
-        STYLE_CHANGE,
-        lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
-    ),
-    _adapter(
-        "update-selection-style",
-        "Restyle the selected objects: set any of fill colour, stroke colour and stroke width. "
-        "Lines and strokes have no fill and keep none.",
-        STYLE_CHANGE,
-        lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
-    ),
-    _adapter(
-        "sample-color",
-        "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill of "
-        "the topmost object covering that point (a stroke covers width/2 either side of its "
-        "outline; 'none' paint lets lower objects show), or the background colour.",
-        object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
-        lambda d, a: d.sample_color(a["x"], a["y"]),
-        READ_ONLY,
-    ),
-    _adapter(
-        "undo",
-        "Undo the last change to the drawing and say what it was.",
-        object_schema(),
-        lambda d, a: d.undo(),
-    ),
-    _adapter(
-        "redo",
-        "Redo the change most recently undone and say what it was.",
-        object_schema(),
-        lambda d, a: d.redo(),
-    ),
-    _adapter(
-        "select",
-        "Select objects: give either ids or rect (exactly one). A rectangle selects the "
-        "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
-        "wholly inside it (match: inside), on every layer or only on the given layer. The "
-        "new selection replaces the old one unless extend is true.",
-        object_schema(
-            {
-                "ids": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "description": "Object ids, like 'obj-3'.",
-                },
-                "rect": object_schema(
+                ["shape"],
+                allOf=[
                     {
-                        "x": NUMBER,
-                        "y": NUMBER,
-                        "width": {"type": "number", "minimum": 0},
-                        "height": {"type": "number", "minimum": 0},
+                        "if": {
+                            "properties": {"shape": {"enum": ["rect", "ellipse"]}},
+                            "required": ["shape"],
+                        },
+                        "then": {"required": ["x", "y", "width", "height"]},
                     },
-                    ["x", "y", "width", "height"],
-                    description="Selection rectangle: top-left x, y and its size.",
-                ),
-                "match": {"enum": list(MATCH_MODES), "default": "intersects"},
-                "extend": {"type": "boolean", "default": False},
-                "layer": {**LAYER, "description": "Only select objects on this layer (rect)."},
-            },
+                    {
+                        "if": {
+                            "properties": {"shape": {"const": "polygon"}},
+                            "required": ["shape"],
+                        },
+                        "then": {"required": ["points"]},
+                    },
+                ],
+            ),
+            errors=ERRORS,
         ),
-        lambda d, a: d.select(
-            a.get("ids"),
-            a.get("rect"),
-            match=a.get("match", "intersects"),
-            extend=a.get("extend", False),
-            layer=a.get("layer"),
-        ),
-    ),
-    _adapter(
-        "transform-selection",
-        "Transform the selected objects' geometry: first scale by sx/sy, then rotate by degrees "
-        "(clockwise on screen), both about origin (default: the centre of the selection's "
-        "bounding box), then move by dx/dy. Stroke widths are kept. A turned rectangle scaled "
-        "unevenly becomes a 4-point polygon.",
-        object_schema(
-            {
-                "dx": NUMBER,
-                "dy": NUMBER,
-                "sx": {
-                    **NUMBER,
-                    "description": "Horizontal scale factor, not 0; negative mirrors.",
+        ToolAdapter.for_runtime(
+            "drawing.insert-line",
+            RUNTIME,
+            lambda d, a: d.insert_line(
+                a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
+            ),
+            mcp_name="space_drawing_insert_line",
+            description=(
+                "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored "
+                "object. Lines have a stroke colour and width but no fill."
+            ),
+            input_schema=object_schema(
+                {
+                    "x1": NUMBER,
+                    "y1": NUMBER,
+                    "x2": NUMBER,
+                    "y2": NUMBER,
+                    "style": _style(fill=False),
+                    "layer": LAYER,
                 },
-                "sy": {**NUMBER, "description": "Vertical scale factor, not 0; negative mirrors."},
-                "degrees": NUMBER,
-                "origin": object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
-            }
+                ["x1", "y1", "x2", "y2"],
+            ),
+            errors=ERRORS,
         ),
-        _transform,
-    ),
-    _adapter(
-        "clear-selection",
-        "Deselect everything.",
-        object_schema(),
-        lambda d, a: d.clear_selection(),
-    ),
-    _adapter(
-        "delete-selected",
-        "Delete the selected objects. space_drawing_undo brings them back.",
-        object_schema(),
-        lambda d, a: d.delete_selected(),
-        DESTRUCTIVE,
-    ),
-]
+        ToolAdapter.for_runtime(
+            "drawing.insert-stroke",
+            RUNTIME,
+            lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
+            mcp_name="space_drawing_insert_stroke",
+            description=(
+                "Add a freehand stroke: an open path through points in drawing order, with round "
+                "caps and joins. Returns its id and the stored object. Strokes have no fill."
+            ),
+            input_schema=object_schema(
+                {
+                    "points": {
+                        "type": "array",
+                        "items": POINT,
+                        "minItems": 2,
+                        "description": "The path, at least 2 [x, y] pairs.",
+                    },
+                    "style": _style(fill=False),
+                    "layer": LAYER,
+                },
+                ["points"],
+            ),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.add-layer",
+            RUNTIME,
+            lambda d, a: d.add_layer(a.get("name")),
+            mcp_name="space_drawing_add_layer",
+            description=(
+                "Add an empty layer just above the active layer and make it active. Without a name "
+                "it is called 'Layer N'."
+            ),
+            input_schema=object_schema({"name": LAYER_NAME}),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.duplicate-layer",
+            RUNTIME,
+            lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
+            mcp_name="space_drawing_duplicate_layer",
+            description=(
+                "Copy a layer (default: the active one) with all its objects, which get new ids. "
+                "The copy goes just above the original and becomes active; without a name it is "
+                "called '<name> copy'."
+            ),
+            input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.rename-layer",
+            RUNTIME,
+            lambda d, a: d.rename_layer(a["layer"], a["name"]),
+            mcp_name="space_drawing_rename_layer",
+            description="Rename a layer. Names are unique within the drawing.",
+            input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.set-active-layer",
+            RUNTIME,
+            lambda d, a: d.set_active_layer(a["layer"]),
+            mcp_name="space_drawing_set_active_layer",
+            description="Make a layer the active one: new objects are inserted on it.",
+            input_schema=object_schema({"layer": LAYER}, ["layer"]),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.delete-layer",
+            RUNTIME,
+            lambda d, a: d.delete_layer(a["layer"]),
+            mcp_name="space_drawing_delete_layer",
+            description=(
+                "Delete a layer and every object on it. The last remaining layer cannot be "
+                "deleted. space_drawing_undo restores it."
+            ),
+            input_schema=object_schema({"layer": LAYER}, ["layer"]),
+            errors=ERRORS,
+            annotations=DESTRUCTIVE,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.set-defaults",
+            RUNTIME,
+            lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
+            mcp_name="space_drawing_set_defaults",
+            description=(
+                "Change the default style that new objects get: fill colour, stroke colour and "
+                "stroke width. Existing objects keep their style (use "
+                "space_drawing_update_selection_style)."
+            ),
+            input_schema=STYLE_CHANGE,
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.update-selection-style",
+            RUNTIME,
+            lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
+            mcp_name="space_drawing_update_selection_style",
+            description=(
+                "Restyle the selected objects: set any of fill colour, stroke colour and stroke "
+                "width. Lines and strokes have no fill and keep none."
+            ),
+            input_schema=STYLE_CHANGE,
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.sample-color",
+            RUNTIME,
+            lambda d, a: d.sample_color(a["x"], a["y"]),
+            mcp_name="space_drawing_sample_color",
+            description=(
+                "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill "
+                "of the topmost object covering that point (a stroke covers width/2 either side of "
+                "its outline; 'none' paint lets lower objects show), or the background colour."
+            ),
+            input_schema=object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+            errors=ERRORS,
+            annotations=READ_ONLY,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.undo",
+            RUNTIME,
+            lambda d, a: d.undo(),
+            mcp_name="space_drawing_undo",
+            description="Undo the last change to the drawing and say what it was.",
+            input_schema=object_schema(),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.redo",
+            RUNTIME,
+            lambda d, a: d.redo(),
+            mcp_name="space_drawing_redo",
+            description="Redo the change most recently undone and say what it was.",
+            input_schema=object_schema(),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.select",
+            RUNTIME,
+            _select,
+            mcp_name="space_drawing_select",
+            description=(
+                "Select objects: give either ids or rect (exactly one). A rectangle selects the "
+                "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
+                "wholly inside it (match: inside), on every layer or only on the given layer. The "
+                "new selection replaces the old one unless extend is true."
+            ),
+            input_schema=object_schema(
+                {
+                    "ids": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "description": "Object ids, like 'obj-3'.",
+                    },
+                    "rect": object_schema(
+                        {
+                            "x": NUMBER,
+                            "y": NUMBER,
+                            "width": {"type": "number", "minimum": 0},
+                            "height": {"type": "number", "minimum": 0},
+                        },
+                        ["x", "y", "width", "height"],
+                        description="Selection rectangle: top-left x, y and its size.",
+                    ),
+                    "match": {"enum": list(MATCH_MODES), "default": "intersects"},
+                    "extend": {"type": "boolean", "default": False},
+                    "layer": {**LAYER, "description": "Only select objects on this layer (rect)."},
+                },
+            ),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.transform-selection",
+            RUNTIME,
+            _transform,
+            mcp_name="space_drawing_transform_selection",
+            description=(
+                "Transform the selected objects' geometry: first scale by sx/sy, then rotate by "
+                "degrees (clockwise on screen), both about origin (default: the centre of the "
+                "selection's bounding box), then move by dx/dy. Stroke widths are kept. A turned "
+                "rectangle scaled unevenly becomes a 4-point polygon."
+            ),
+            input_schema=object_schema(
+                {
+                    "dx": NUMBER,
+                    "dy": NUMBER,
+                    "sx": {
+                        **NUMBER,
+                        "description": "Horizontal scale factor, not 0; negative mirrors.",
+                    },
+                    "sy": {
+                        **NUMBER,
+                        "description": "Vertical scale factor, not 0; negative mirrors.",
+                    },
+                    "degrees": NUMBER,
+                    "origin": object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
+                }
+            ),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.clear-selection",
+            RUNTIME,
+            lambda d, a: d.clear_selection(),
+            mcp_name="space_drawing_clear_selection",
+            description="Deselect everything.",
+            input_schema=object_schema(),
+            errors=ERRORS,
+        ),
+        ToolAdapter.for_runtime(
+            "drawing.delete-selected",
+            RUNTIME,
+            lambda d, a: d.delete_selected(),
+            mcp_name="space_drawing_delete_selected",
+            description="Delete the selected objects. space_drawing_undo brings them back.",
+            input_schema=object_schema(),
+            errors=ERRORS,
+            annotations=DESTRUCTIVE,
+        ),
+    ]

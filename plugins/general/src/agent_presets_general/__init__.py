@@ -27,9 +27,10 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    from agent_presets_general.adapters import ADAPTERS
+    # Imported here: the adapters (and their schema checks) are built when asked for.
+    from agent_presets_general.adapters import tool_adapters
 
-    return ADAPTERS
+    return tool_adapters()
 
 
 @hookimpl

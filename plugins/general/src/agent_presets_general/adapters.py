@@ -1,14 +1,15 @@
 """The general tools: the host's shell, its file root and a bash runner.
 
-Every handler fetches its runtime from the app when it is called
-(``require_runtime``), so a host can swap its shell or file root at any time.
+Each tool is ``ToolAdapter.for_runtime`` over ``app.shell``, ``app.files`` or
+``app.bash``, fetched when the tool is called, so a host can swap its shell or
+file root at any time.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, runtime_handler
+from agent_presets import ToolAdapter, object_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
@@ -38,186 +39,188 @@ SHELL_STATE_NOTE: Final = (
     " Returns the new shell state: surface, activity, canvas_visible, theme, world, worlds."
 )
 
-ADAPTERS: Final = [
-    ToolAdapter(
-        id="app.set-theme",
-        mcp_name="space_app_set_theme",
-        description="Set the app's colour theme." + SHELL_STATE_NOTE,
-        input_schema=_schema(
-            {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
+
+def tool_adapters() -> list[ToolAdapter]:
+    return [
+        ToolAdapter.for_runtime(
+            "app.set-theme",
+            "shell",
+            lambda s, a: s.set_theme(a["theme"]),
+            mcp_name="space_app_set_theme",
+            description="Set the app's colour theme." + SHELL_STATE_NOTE,
+            input_schema=_schema(
+                {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
+            ),
+            annotations={"idempotentHint": True},
         ),
-        handler=runtime_handler(
-            "shell", "space_app_set_theme", lambda s, a: s.set_theme(a["theme"])
-        ),
-        annotations={"idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.set-canvas-visible",
-        mcp_name="space_app_set_canvas_visible",
-        description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
-        input_schema=_schema(
-            {"visible": {"type": "boolean", "description": "true shows the canvas, false hides it"}}
-        ),
-        handler=runtime_handler(
-            "shell", "space_app_set_canvas_visible", lambda s, a: s.set_canvas_visible(a["visible"])
-        ),
-        annotations={"idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.set-activity",
-        mcp_name="space_app_set_activity",
-        description=(
-            "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on the "
-            "canvas; null clears it. The activity decides which drawing/graph tools are offered, "
-            "so the tool list changes after this call." + SHELL_STATE_NOTE
-        ),
-        input_schema=_schema(
-            {
-                "activity": {
-                    "type": ["string", "null"],
-                    "pattern": "^[a-z][a-z0-9_-]{0,63}$",
-                    "description": "Lowercase activity name such as 'drawing' or 'graph', "
-                    "or null to clear it.",
+        ToolAdapter.for_runtime(
+            "app.set-canvas-visible",
+            "shell",
+            lambda s, a: s.set_canvas_visible(a["visible"]),
+            mcp_name="space_app_set_canvas_visible",
+            description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
+            input_schema=_schema(
+                {
+                    "visible": {
+                        "type": "boolean",
+                        "description": "true shows the canvas, false hides it",
+                    }
                 }
-            }
+            ),
+            annotations={"idempotentHint": True},
         ),
-        handler=runtime_handler(
-            "shell", "space_app_set_activity", lambda s, a: s.set_activity(a["activity"])
+        ToolAdapter.for_runtime(
+            "app.set-activity",
+            "shell",
+            lambda s, a: s.set_activity(a["activity"]),
+            mcp_name="space_app_set_activity",
+            description=(
+                "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on "
+                "the canvas; null clears it. The activity decides which drawing/graph tools are "
+                "offered, so the tool list changes after this call." + SHELL_STATE_NOTE
+            ),
+            input_schema=_schema(
+                {
+                    "activity": {
+                        "type": ["string", "null"],
+                        "pattern": "^[a-z][a-z0-9_-]{0,63}$",
+                        "description": "Lowercase activity name such as 'drawing' or 'graph', "
+                        "or null to clear it.",
+                    }
+                }
+            ),
+            annotations={"idempotentHint": True},
         ),
-        annotations={"idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.switch-surface",
-        mcp_name="space_app_switch_surface",
-        description=(
-            "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
-            "graph; switching to it also shows the canvas). The tool list changes to the "
-            "surface's tools after this call." + SHELL_STATE_NOTE
+        ToolAdapter.for_runtime(
+            "app.switch-surface",
+            "shell",
+            lambda s, a: s.set_surface(a["surface"]),
+            mcp_name="space_app_switch_surface",
+            description=(
+                "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
+                "graph; switching to it also shows the canvas). The tool list changes to the "
+                "surface's tools after this call." + SHELL_STATE_NOTE
+            ),
+            input_schema=_schema(
+                {"surface": {"enum": list(SURFACES), "description": "The surface to switch to."}}
+            ),
+            annotations={"idempotentHint": True},
         ),
-        input_schema=_schema(
-            {"surface": {"enum": list(SURFACES), "description": "The surface to switch to."}}
+        ToolAdapter.for_runtime(
+            "app.create-world",
+            "shell",
+            lambda s, a: s.create_world(a["name"]),
+            mcp_name="space_app_create_world",
+            description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
+            input_schema=_schema({"name": WORLD_NAME}),
         ),
-        handler=runtime_handler(
-            "shell", "space_app_switch_surface", lambda s, a: s.set_surface(a["surface"])
+        ToolAdapter.for_runtime(
+            "app.switch-world",
+            "shell",
+            lambda s, a: s.switch_world(a["name"]),
+            mcp_name="space_app_switch_world",
+            description=(
+                "Make an existing world the current one; world-specific tools (drawing, scene, "
+                "graph) then act on that world's content." + SHELL_STATE_NOTE
+            ),
+            input_schema=_schema({"name": WORLD_NAME}),
+            annotations={"idempotentHint": True},
         ),
-        annotations={"idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.create-world",
-        mcp_name="space_app_create_world",
-        description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
-        input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_create_world", lambda s, a: s.create_world(a["name"])
+        ToolAdapter.for_runtime(
+            "app.delete-world",
+            "shell",
+            lambda s, a: s.delete_world(a["name"]),
+            mcp_name="space_app_delete_world",
+            description=(
+                "Delete a world and all its content for good. The current world cannot be deleted: "
+                "switch to another one first." + SHELL_STATE_NOTE
+            ),
+            input_schema=_schema({"name": WORLD_NAME}),
+            annotations={"destructiveHint": True},
         ),
-    ),
-    ToolAdapter(
-        id="app.switch-world",
-        mcp_name="space_app_switch_world",
-        description=(
-            "Make an existing world the current one; world-specific tools (drawing, scene, "
-            "graph) then act on that world's content." + SHELL_STATE_NOTE
-        ),
-        input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_switch_world", lambda s, a: s.switch_world(a["name"])
-        ),
-        annotations={"idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.delete-world",
-        mcp_name="space_app_delete_world",
-        description=(
-            "Delete a world and all its content for good. The current world cannot be deleted: "
-            "switch to another one first." + SHELL_STATE_NOTE
-        ),
-        input_schema=_schema({"name": WORLD_NAME}),
-        handler=runtime_handler(
-            "shell", "space_app_delete_world", lambda s, a: s.delete_world(a["name"])
-        ),
-        annotations={"destructiveHint": True},
-    ),
-    ToolAdapter(
-        id="app.list-files",
-        mcp_name="space_app_list_files",
-        description=(
-            "List a folder under the file root: each entry's name, type (file, directory, "
-            "symlink, other) and size in bytes for files. Without a path, lists the root."
-        ),
-        input_schema=_schema(
-            {"path": {**REL_PATH, "description": "Folder relative to the file root; default '.'."}},
-            required=[],
-        ),
-        handler=runtime_handler(
-            "files", "space_app_list_files", lambda f, a: f.list(a.get("path", "."))
-        ),
-        annotations=READ_ONLY,
-    ),
-    ToolAdapter(
-        id="app.read-file",
-        mcp_name="space_app_read_file",
-        description=(
-            f"Read a UTF-8 text file under the file root (at most {MAX_READ_BYTES // 1024} KiB). "
-            "Binary and non-UTF-8 files are refused."
-        ),
-        input_schema=_schema({"path": REL_PATH}),
-        handler=runtime_handler("files", "space_app_read_file", lambda f, a: f.read(a["path"])),
-        annotations=READ_ONLY,
-    ),
-    ToolAdapter(
-        id="app.write-file",
-        mcp_name="space_app_write_file",
-        description=(
-            "Create or replace a UTF-8 text file under the file root with the given content "
-            f"(at most {MAX_WRITE_BYTES // 1024} KiB). Missing parent folders are created. "
-            "The write is atomic: readers see the old or the new file, never half of it."
-        ),
-        input_schema=_schema(
-            {
-                "path": REL_PATH,
-                "content": {"type": "string", "description": "The file's complete new text."},
-            }
-        ),
-        handler=runtime_handler(
-            "files", "space_app_write_file", lambda f, a: f.write(a["path"], a["content"])
-        ),
-        annotations={"destructiveHint": True, "idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="app.run-bash",
-        mcp_name="space_app_run_bash",
-        description=(
-            "Run a command with `bash -c` in the file root folder, inside a sandbox: the file "
-            "root is the only writable folder (besides a private /tmp emptied after each call), "
-            "system folders are read-only, nothing else of the host exists (no home folders, "
-            "no app state), there is no network unless the operator enabled it, and the "
-            "environment is PATH, HOME (the file root), LANG and only what the operator passes. "
-            "Returns exit_code (128+N: killed by signal N; -9: killed at the timeout), stdout, "
-            "stderr (each cut after 64 KiB, with stdout_truncated/stderr_truncated set) and "
-            "timed_out. Every process the command starts, in the background or with setsid, "
-            "dies at the timeout or when the command ends. "
-            "No input is given on stdin."
-        ),
-        input_schema=_schema(
-            {
-                "command": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The bash command line, e.g. 'ls -la && git status'.",
+        ToolAdapter.for_runtime(
+            "app.list-files",
+            "files",
+            lambda f, a: f.list(a.get("path", ".")),
+            mcp_name="space_app_list_files",
+            description=(
+                "List a folder under the file root: each entry's name, type (file, directory, "
+                "symlink, other) and size in bytes for files. Without a path, lists the root."
+            ),
+            input_schema=_schema(
+                {
+                    "path": {
+                        **REL_PATH,
+                        "description": "Folder relative to the file root; default '.'.",
+                    }
                 },
-                "timeout_seconds": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": MAX_TIMEOUT,
-                    "description": f"Seconds before the command is killed; default 30, "
-                    f"at most {int(MAX_TIMEOUT)}.",
+                required=[],
+            ),
+            annotations=READ_ONLY,
+        ),
+        ToolAdapter.for_runtime(
+            "app.read-file",
+            "files",
+            lambda f, a: f.read(a["path"]),
+            mcp_name="space_app_read_file",
+            description=(
+                "Read a UTF-8 text file under the file root "
+                f"(at most {MAX_READ_BYTES // 1024} KiB). Binary and non-UTF-8 files are refused."
+            ),
+            input_schema=_schema({"path": REL_PATH}),
+            annotations=READ_ONLY,
+        ),
+        ToolAdapter.for_runtime(
+            "app.write-file",
+            "files",
+            lambda f, a: f.write(a["path"], a["content"]),
+            mcp_name="space_app_write_file",
+            description=(
+                "Create or replace a UTF-8 text file under the file root with the given content "
+                f"(at most {MAX_WRITE_BYTES // 1024} KiB). Missing parent folders are created. "
+                "The write is atomic: readers see the old or the new file, never half of it."
+            ),
+            input_schema=_schema(
+                {
+                    "path": REL_PATH,
+                    "content": {"type": "string", "description": "The file's complete new text."},
+                }
+            ),
+            annotations={"destructiveHint": True, "idempotentHint": True},
+        ),
+        ToolAdapter.for_runtime(
+            "app.run-bash",
+            "bash",
+            lambda b, a: b.run(a["command"], a.get("timeout_seconds")),
+            mcp_name="space_app_run_bash",
+            description=(
+                "Run a command with `bash -c` in the file root folder, inside a sandbox: the file "
+                "root is the only writable folder (besides a private /tmp emptied after each "
+                "call), system folders are read-only, nothing else of the host exists (no home "
+                "folders, no app state), there is no network unless the operator enabled it, and "
+                "the environment is PATH, HOME (the file root), LANG and only what the operator "
+                "passes. Returns exit_code (128+N: killed by signal N; -9: killed at the timeout), "
+                "stdout, stderr (each cut after 64 KiB, with stdout_truncated/stderr_truncated "
+                "set) and timed_out. Every process the command starts, in the background or with "
+                "setsid, dies at the timeout or when the command ends. No input is given on stdin."
+            ),
+            input_schema=_schema(
+                {
+                    "command": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The bash command line, e.g. 'ls -la && git status'.",
+                    },
+                    "timeout_seconds": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "maximum": MAX_TIMEOUT,
+                        "description": f"Seconds before the command is killed; default 30, "
+                        f"at most {int(MAX_TIMEOUT)}.",
+                    },
                 },
-            },
-            required=["command"],
+                required=["command"],
+            ),
+            annotations={"destructiveHint": True, "openWorldHint": True},
         ),
-        handler=runtime_handler(
-            "bash", "space_app_run_bash", lambda b, a: b.run(a["command"], a.get("timeout_seconds"))
-        ),
-        annotations={"destructiveHint": True, "openWorldHint": True},
-    ),
-]
+    ]

@@ -1,24 +1,20 @@
 """The graph tools: MCP adapters over the current world's ``Graph``.
 
-Each handler fetches ``app.graph`` when it runs (the headless host resolves
-it to the current world's graph) and turns a ``GraphError`` into a
-``ToolCallError`` the model reads.
+Each tool is ``ToolAdapter.for_runtime`` over one ``(graph, arguments)``
+function: the core fetches ``app.graph`` when the tool runs (the headless
+host resolves it to the current world's graph) and turns a ``GraphError``
+into a ``ToolCallError`` the model reads.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
-from agent_presets import (
-    ToolAdapter,
-    object_schema,
-    runtime_handler,
-)
+from agent_presets import ToolAdapter, object_schema
 from agent_presets_graph.model import ID_PATTERN, MAX_LABEL, Graph, GraphError
 
-Handler = Callable[[Any, dict[str, Any]], Any]
+RUNTIME = "graph"
+ERRORS = (GraphError,)
 
 READ_ONLY = {"readOnlyHint": True}
 NODE_ID = {"type": "string", "pattern": ID_PATTERN, "description": "A node id, like 'n3'."}
@@ -29,17 +25,10 @@ DATA = {
 }
 
 
-def _tool(mcp_name: str) -> Callable[[Callable[[Any, dict[str, Any]], Any]], Handler]:
-    """Decorate a ``(graph, arguments)`` function as a handler that finds the graph at call time."""
-    return functools.partial(runtime_handler, "graph", mcp_name, errors=(GraphError,))
-
-
-@_tool("space_graph_add_node")
 def add_node(graph: Graph, args: dict[str, Any]) -> Any:
     return graph.add_node(args["label"], args.get("data")).to_dict()
 
 
-@_tool("space_graph_load_node")
 def load_node(graph: Graph, args: dict[str, Any]) -> Any:
     node, created = graph.load_node(
         args["id"], label=args.get("label"), data=args.get("data"), merge=args.get("merge", True)
@@ -47,31 +36,26 @@ def load_node(graph: Graph, args: dict[str, Any]) -> Any:
     return {"created": created, **graph.neighbourhood(node.id)}
 
 
-@_tool("space_graph_remove_nodes")
 def remove_nodes(graph: Graph, args: dict[str, Any]) -> Any:
     nodes, edges = graph.remove_nodes(args["ids"])
     return {"removed_nodes": nodes, "removed_edges": edges, "view": graph.view()}
 
 
-@_tool("space_graph_add_edge")
 def add_edge(graph: Graph, args: dict[str, Any]) -> Any:
     edge, created = graph.add_edge(args["source"], args["target"], args.get("label"))
     return {"created": created, **edge.to_dict()}
 
 
-@_tool("space_graph_focus_node")
 def focus_node(graph: Graph, args: dict[str, Any]) -> Any:
     graph.focus_node(args["id"])
     return {"view": graph.view(), **graph.neighbourhood(args["id"])}
 
 
-@_tool("space_graph_open_node")
 def open_node(graph: Graph, args: dict[str, Any]) -> Any:
     graph.open_node(args["id"])
     return {"view": graph.view(), **graph.neighbourhood(args["id"])}
 
 
-@_tool("space_graph_search_nodes")
 def search_nodes(graph: Graph, args: dict[str, Any]) -> Any:
     hits = graph.search(args["query"], kind=args.get("kind"))
     limit = args.get("limit", 20)
@@ -82,17 +66,14 @@ def search_nodes(graph: Graph, args: dict[str, Any]) -> Any:
     }
 
 
-@_tool("space_graph_create_identity")
 def create_identity(graph: Graph, args: dict[str, Any]) -> Any:
     return graph.create_identity(args["name"], args.get("data")).to_dict()
 
 
-@_tool("space_graph_get_state")
 def get_state(graph: Graph, args: dict[str, Any]) -> Any:
     return graph.to_state()
 
 
-@_tool("space_graph_restore_state")
 def restore_state(graph: Graph, args: dict[str, Any]) -> Any:
     graph.restore(args["state"])
     return {"nodes": len(graph.nodes), "edges": len(graph.edges), "view": graph.view()}
@@ -101,26 +82,34 @@ def restore_state(graph: Graph, args: dict[str, Any]) -> Any:
 def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_graph"
     return [
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.add-node",
-            "space_graph_add_node",
-            "Add a node to the graph. Returns the new node with its generated id "
-            "(use that id for edges, focus and open).",
-            object_schema(
+            RUNTIME,
+            add_node,
+            mcp_name="space_graph_add_node",
+            description=(
+                "Add a node to the graph. Returns the new node with its generated id "
+                "(use that id for edges, focus and open)."
+            ),
+            input_schema=object_schema(
                 {"label": {**LABEL, "description": "The text shown on the node."}, "data": DATA},
                 ["label"],
             ),
-            add_node,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.load-node",
-            "space_graph_load_node",
-            "Load a node by id into the view: returns it with its edges and neighbours. "
-            "With 'data' the node's data is updated (merged key by key, or replaced when "
-            "merge is false); with 'label' it is renamed. A node that does not exist yet "
-            "is created with this id when 'label' is given (an upsert).",
-            object_schema(
+            RUNTIME,
+            load_node,
+            mcp_name="space_graph_load_node",
+            description=(
+                "Load a node by id into the view: returns it with its edges and neighbours. "
+                "With 'data' the node's data is updated (merged key by key, or replaced when "
+                "merge is false); with 'label' it is renamed. A node that does not exist yet "
+                "is created with this id when 'label' is given (an upsert)."
+            ),
+            input_schema=object_schema(
                 {
                     "id": NODE_ID,
                     "label": {**LABEL, "description": "New label; required to create a node."},
@@ -134,15 +123,19 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["id"],
             ),
-            load_node,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.remove-nodes",
-            "space_graph_remove_nodes",
-            "Delete nodes and every edge touching them. All ids must exist, otherwise "
-            "nothing is deleted. This cannot be undone.",
-            object_schema(
+            RUNTIME,
+            remove_nodes,
+            mcp_name="space_graph_remove_nodes",
+            description=(
+                "Delete nodes and every edge touching them. All ids must exist, otherwise "
+                "nothing is deleted. This cannot be undone."
+            ),
+            input_schema=object_schema(
                 {
                     "ids": {
                         "type": "array",
@@ -155,17 +148,21 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["ids"],
             ),
-            remove_nodes,
+            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.add-edge",
-            "space_graph_add_edge",
-            "Add a directed edge from 'source' to 'target' (both existing node ids), with "
-            "an optional label such as 'knows'. Adding an edge that already exists returns "
-            "the existing one with created: false.",
-            object_schema(
+            RUNTIME,
+            add_edge,
+            mcp_name="space_graph_add_edge",
+            description=(
+                "Add a directed edge from 'source' to 'target' (both existing node ids), with "
+                "an optional label such as 'knows'. Adding an edge that already exists returns "
+                "the existing one with created: false."
+            ),
+            input_schema=object_schema(
                 {
                     "source": NODE_ID,
                     "target": NODE_ID,
@@ -173,37 +170,49 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["source", "target"],
             ),
-            add_edge,
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.focus-node",
-            "space_graph_focus_node",
-            "Focus a node in the graph view (it is opened too). Returns the view and the "
-            "node with its edges and neighbours.",
-            object_schema({"id": NODE_ID}, ["id"]),
+            RUNTIME,
             focus_node,
+            mcp_name="space_graph_focus_node",
+            description=(
+                "Focus a node in the graph view (it is opened too). Returns the view and the "
+                "node with its edges and neighbours."
+            ),
+            input_schema=object_schema({"id": NODE_ID}, ["id"]),
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.open-node",
-            "space_graph_open_node",
-            "Open a node in the graph view without changing the focus. Returns the view "
-            "and the node with its edges and neighbours.",
-            object_schema({"id": NODE_ID}, ["id"]),
+            RUNTIME,
             open_node,
+            mcp_name="space_graph_open_node",
+            description=(
+                "Open a node in the graph view without changing the focus. Returns the view "
+                "and the node with its edges and neighbours."
+            ),
+            input_schema=object_schema({"id": NODE_ID}, ["id"]),
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.search-nodes",
-            "space_graph_search_nodes",
-            "Search nodes by text, case-insensitively. Label matches come first (exact, "
-            "then prefix, then substring), then matches in node data (keys or values; "
-            "'path' says where). Returns ids to use with the other graph tools.",
-            object_schema(
+            RUNTIME,
+            search_nodes,
+            mcp_name="space_graph_search_nodes",
+            description=(
+                "Search nodes by text, case-insensitively. Label matches come first (exact, "
+                "then prefix, then substring), then matches in node data (keys or values; "
+                "'path' says where). Returns ids to use with the other graph tools."
+            ),
+            input_schema=object_schema(
                 {
                     "query": {"type": "string", "minLength": 1, "maxLength": 200},
                     "kind": {
@@ -214,42 +223,54 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["query"],
             ),
-            search_nodes,
+            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.create-identity",
-            "space_graph_create_identity",
-            "Create an identity node: a node (kind 'identity') that stands for one person, "
-            "organisation or other entity. Names are unique among identities "
-            "(case-insensitive); link other nodes to it with space_graph_add_edge.",
-            object_schema(
+            RUNTIME,
+            create_identity,
+            mcp_name="space_graph_create_identity",
+            description=(
+                "Create an identity node: a node (kind 'identity') that stands for one person, "
+                "organisation or other entity. Names are unique among identities "
+                "(case-insensitive); link other nodes to it with space_graph_add_edge."
+            ),
+            input_schema=object_schema(
                 {
                     "name": {**LABEL, "description": "The identity's name, e.g. 'Ada Lovelace'."},
                     "data": {**DATA, "description": 'Facts about it, e.g. {"email": ...}.'},
                 },
                 ["name"],
             ),
-            create_identity,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.get-state",
-            "space_graph_get_state",
-            "Return the whole graph as JSON (nodes, edges, view), suitable for "
-            "space_graph_restore_state.",
-            object_schema({}, []),
+            RUNTIME,
             get_state,
+            mcp_name="space_graph_get_state",
+            description=(
+                "Return the whole graph as JSON (nodes, edges, view), suitable for "
+                "space_graph_restore_state."
+            ),
+            input_schema=object_schema({}, []),
+            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "graph.restore-state",
-            "space_graph_restore_state",
-            "Replace the whole graph with a state from space_graph_get_state. The state is "
-            "checked first; an invalid one changes nothing. Everything not in it is lost.",
-            object_schema(
+            RUNTIME,
+            restore_state,
+            mcp_name="space_graph_restore_state",
+            description=(
+                "Replace the whole graph with a state from space_graph_get_state. The state is "
+                "checked first; an invalid one changes nothing. Everything not in it is lost."
+            ),
+            input_schema=object_schema(
                 {
                     "state": {
                         "type": "object",
@@ -258,7 +279,7 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["state"],
             ),
-            restore_state,
+            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),

@@ -8,7 +8,6 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from agent_presets import ToolAdapter, hookimpl
-from agent_presets_scene.adapters import tool_adapters
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.model import Scene
 
@@ -22,6 +21,9 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
+    # Imported here: the adapters (and their schema checks) are built when asked for.
+    from agent_presets_scene.adapters import tool_adapters
+
     return tool_adapters()
 
 

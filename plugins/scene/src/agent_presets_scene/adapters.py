@@ -1,28 +1,24 @@
 """The scene tools: MCP adapters over the current world's ``Scene``.
 
-Each handler fetches ``app.scene`` when it runs (the headless host resolves
-it to the current world's scene) and turns a ``SceneError`` into a
-``ToolCallError`` the model reads.
+Each tool is ``ToolAdapter.for_runtime`` over one ``(scene, arguments)``
+function: the core fetches ``app.scene`` when the tool runs (the headless
+host resolves it to the current world's scene) and turns a ``SceneError``
+into a ``ToolCallError`` the model reads.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
-from agent_presets import (
-    ToolAdapter,
-    object_schema,
-    runtime_handler,
-)
+from agent_presets import ToolAdapter, object_schema
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
 from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
 from agent_presets_scene.vectors import HEX_COLOR_PATTERN, rounded
 
-Handler = Callable[[Any, dict[str, Any]], Any]
+RUNTIME = "scene"
+ERRORS = (SceneError,)
 
 READ_ONLY = {"readOnlyHint": True}
 
@@ -46,11 +42,6 @@ NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 ID = {"type": "string", "minLength": 1, "maxLength": 100}
 
 
-def _tool(mcp_name: str) -> Callable[[Callable[[Any, dict[str, Any]], Any]], Handler]:
-    """Decorate a ``(scene, arguments)`` function as a handler that finds the scene at call time."""
-    return functools.partial(runtime_handler, "scene", mcp_name, errors=(SceneError,))
-
-
 def _terrain_summary(terrain: Heightfield) -> dict[str, Any]:
     lo, hi = terrain.bounds()
     return {
@@ -63,7 +54,6 @@ def _terrain_summary(terrain: Heightfield) -> dict[str, Any]:
     }
 
 
-@_tool("space_scene_add_cuboid")
 def add_cuboid(scene: Scene, args: dict[str, Any]) -> Any:
     cuboid = scene.add_cuboid(
         args["position"], args["size"], name=args.get("name"), color=args.get("color")
@@ -71,13 +61,11 @@ def add_cuboid(scene: Scene, args: dict[str, Any]) -> Any:
     return cuboid.to_dict()
 
 
-@_tool("space_scene_add_physics_body")
 def add_physics_body(scene: Scene, args: dict[str, Any]) -> Any:
     cuboid, replaced = scene.add_physics_body(args["object_id"], args["kind"], args.get("mass"))
     return {"replaced": replaced, **cuboid.to_dict()}
 
 
-@_tool("space_scene_select_object")
 def select_object(scene: Scene, args: dict[str, Any]) -> Any:
     scene.select_object(args["object_id"])
     selected = scene.selected
@@ -87,7 +75,6 @@ def select_object(scene: Scene, args: dict[str, Any]) -> Any:
     }
 
 
-@_tool("space_scene_add_terrain")
 def add_terrain(scene: Scene, args: dict[str, Any]) -> Any:
     layout = {"cell_size": args.get("cell_size", 1.0), "origin": args.get("origin", [0, 0, 0])}
     generated = {k: args[k] for k in ("seed", "rows", "cols", "amplitude") if k in args}
@@ -108,19 +95,16 @@ def add_terrain(scene: Scene, args: dict[str, Any]) -> Any:
     return _terrain_summary(scene.add_terrain(terrain))
 
 
-@_tool("space_scene_remove_terrain")
 def remove_terrain(scene: Scene, args: dict[str, Any]) -> Any:
     return {"removed": _terrain_summary(scene.remove_terrain())}
 
 
-@_tool("space_scene_raycast_terrain")
 def raycast_terrain(scene: Scene, args: dict[str, Any]) -> Any:
     max_distance = args.get("max_distance", math.inf)
     hit = scene.raycast_terrain(args["origin"], args["direction"], max_distance)
     return hit.to_dict() if hit is not None else {"hit": False}
 
 
-@_tool("space_scene_add_light")
 def add_light(scene: Scene, args: dict[str, Any]) -> Any:
     light = scene.add_light(
         args["kind"],
@@ -134,45 +118,37 @@ def add_light(scene: Scene, args: dict[str, Any]) -> Any:
     return light.to_dict()
 
 
-@_tool("space_scene_set_light_state")
 def set_light_state(scene: Scene, args: dict[str, Any]) -> Any:
     return scene.set_light_state(args["light_id"], args["on"]).to_dict()
 
 
-@_tool("space_scene_set_skybox")
 def set_skybox(scene: Scene, args: dict[str, Any]) -> Any:
     scene.set_skybox(args["name"])
     return {"skybox": scene.skybox, "background": scene.background}
 
 
-@_tool("space_scene_set_background")
 def set_background(scene: Scene, args: dict[str, Any]) -> Any:
     scene.set_background(args["color"])
     return {"skybox": scene.skybox, "background": scene.background}
 
 
-@_tool("space_scene_set_camera")
 def set_camera(scene: Scene, args: dict[str, Any]) -> Any:
     return scene.set_camera(args["position"], args["target"], args.get("fov")).to_dict()
 
 
-@_tool("space_scene_reset_camera")
 def reset_camera(scene: Scene, args: dict[str, Any]) -> Any:
     return scene.reset_camera().to_dict()
 
 
-@_tool("space_scene_screen_ray")
 def screen_ray(scene: Scene, args: dict[str, Any]) -> Any:
     origin, direction = scene.screen_ray(args["x"], args["y"], args["width"], args["height"])
     return {"origin": rounded(origin), "direction": rounded(direction)}
 
 
-@_tool("space_scene_get_state")
 def get_state(scene: Scene, args: dict[str, Any]) -> Any:
     return scene.to_state()
 
 
-@_tool("space_scene_restore_state")
 def restore_state(scene: Scene, args: dict[str, Any]) -> Any:
     scene.restore(args["state"])
     return {
@@ -186,12 +162,16 @@ def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_scene"
     samples = {"type": "integer", "minimum": MIN_SAMPLES, "maximum": MAX_SAMPLES, "default": 33}
     return [
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.add-cuboid",
-            "space_scene_add_cuboid",
-            "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
-            "physics and selection tools take.",
-            object_schema(
+            RUNTIME,
+            add_cuboid,
+            mcp_name="space_scene_add_cuboid",
+            description=(
+                "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
+                "physics and selection tools take."
+            ),
+            input_schema=object_schema(
                 {
                     "position": _vector("Centre of the box [x, y, z] in world units."),
                     "size": {
@@ -203,16 +183,20 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["position", "size"],
             ),
-            add_cuboid,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.add-physics-body",
-            "space_scene_add_physics_body",
-            "Give a scene object a physics body (replacing any body it has). 'dynamic' "
-            "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
-            "move; 'kinematic' ones are moved by code, not by forces.",
-            object_schema(
+            RUNTIME,
+            add_physics_body,
+            mcp_name="space_scene_add_physics_body",
+            description=(
+                "Give a scene object a physics body (replacing any body it has). 'dynamic' "
+                "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
+                "move; 'kinematic' ones are moved by code, not by forces."
+            ),
+            input_schema=object_schema(
                 {
                     "object_id": {**ID, "description": "Id of an existing scene object."},
                     "kind": {"enum": list(BODY_KINDS)},
@@ -224,14 +208,16 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["object_id", "kind"],
             ),
-            add_physics_body,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.select-object",
-            "space_scene_select_object",
-            "Select a scene object by id, or clear the selection with null.",
-            object_schema(
+            RUNTIME,
+            select_object,
+            mcp_name="space_scene_select_object",
+            description="Select a scene object by id, or clear the selection with null.",
+            input_schema=object_schema(
                 {
                     "object_id": {
                         "type": ["string", "null"],
@@ -241,18 +227,22 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["object_id"],
             ),
-            select_object,
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.add-terrain",
-            "space_scene_add_terrain",
-            "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
-            "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
-            "'amplitude' above/below the origin. Sample (row r, col c) sits at "
-            "origin + [c * cell_size, height, r * cell_size].",
-            object_schema(
+            RUNTIME,
+            add_terrain,
+            mcp_name="space_scene_add_terrain",
+            description=(
+                "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
+                "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
+                "'amplitude' above/below the origin. Sample (row r, col c) sits at "
+                "origin + [c * cell_size, height, r * cell_size]."
+            ),
+            input_schema=object_schema(
                 {
                     "heights": {
                         "type": "array",
@@ -286,16 +276,20 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 [],
             ),
-            add_terrain,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.raycast-terrain",
-            "space_scene_raycast_terrain",
-            "Cast a ray against the terrain: returns the first hit point, its distance along "
-            "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
-            "solid: a ray starting below the surface hits at distance 0 with inside: true.",
-            object_schema(
+            RUNTIME,
+            raycast_terrain,
+            mcp_name="space_scene_raycast_terrain",
+            description=(
+                "Cast a ray against the terrain: returns the first hit point, its distance along "
+                "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
+                "solid: a ray starting below the surface hits at distance 0 with inside: true."
+            ),
+            input_schema=object_schema(
                 {
                     "origin": _vector("Start of the ray [x, y, z]."),
                     "direction": _vector("Direction of the ray; any non-zero length."),
@@ -307,26 +301,32 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["origin", "direction"],
             ),
-            raycast_terrain,
+            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.remove-terrain",
-            "space_scene_remove_terrain",
-            "Delete the scene's terrain and its height data. This cannot be undone.",
-            object_schema({}, []),
+            RUNTIME,
             remove_terrain,
+            mcp_name="space_scene_remove_terrain",
+            description="Delete the scene's terrain and its height data. This cannot be undone.",
+            input_schema=object_schema({}, []),
+            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.add-light",
-            "space_scene_add_light",
-            "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
-            "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
-            "Directions default to straight down. Returns the light with its id.",
-            object_schema(
+            RUNTIME,
+            add_light,
+            mcp_name="space_scene_add_light",
+            description=(
+                "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
+                "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
+                "Directions default to straight down. Returns the light with its id."
+            ),
+            input_schema=object_schema(
                 {
                     "kind": {"enum": list(LIGHT_KINDS)},
                     "position": _vector("Where the light is (point and spot only)."),
@@ -343,48 +343,60 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["kind"],
             ),
-            add_light,
+            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.set-light-state",
-            "space_scene_set_light_state",
-            "Switch a light on or off by id.",
-            object_schema(
+            RUNTIME,
+            set_light_state,
+            mcp_name="space_scene_set_light_state",
+            description="Switch a light on or off by id.",
+            input_schema=object_schema(
                 {
                     "light_id": {**ID, "description": "Id of an existing light."},
                     "on": {"type": "boolean"},
                 },
                 ["light_id", "on"],
             ),
-            set_light_state,
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.set-skybox",
-            "space_scene_set_skybox",
-            "Set the sky. 'none' shows the plain background color instead.",
-            object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
+            RUNTIME,
             set_skybox,
+            mcp_name="space_scene_set_skybox",
+            description="Set the sky. 'none' shows the plain background color instead.",
+            input_schema=object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.set-background",
-            "space_scene_set_background",
-            "Set the background color, visible where no skybox is drawn (skybox 'none').",
-            object_schema({"color": COLOR}, ["color"]),
+            RUNTIME,
             set_background,
+            mcp_name="space_scene_set_background",
+            description=(
+                "Set the background color, visible where no skybox is drawn (skybox 'none')."
+            ),
+            input_schema=object_schema({"color": COLOR}, ["color"]),
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.set-camera",
-            "space_scene_set_camera",
-            "Place the perspective camera (y is up): it stands at 'position' and looks at "
-            "'target'. 'fov' is the vertical field of view in degrees (kept when omitted).",
-            object_schema(
+            RUNTIME,
+            set_camera,
+            mcp_name="space_scene_set_camera",
+            description=(
+                "Place the perspective camera (y is up): it stands at 'position' and looks at "
+                "'target'. 'fov' is the vertical field of view in degrees (kept when omitted)."
+            ),
+            input_schema=object_schema(
                 {
                     "position": _vector("Where the camera is."),
                     "target": _vector("The point it looks at; must differ from position."),
@@ -392,26 +404,35 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["position", "target"],
             ),
-            set_camera,
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.reset-camera",
-            "space_scene_reset_camera",
-            "Put the camera back to its default view: at [0, 5, 10] looking at the origin, fov 60.",
-            object_schema({}, []),
+            RUNTIME,
             reset_camera,
+            mcp_name="space_scene_reset_camera",
+            description=(
+                "Put the camera back to its default view: at [0, 5, 10] looking at the origin, "
+                "fov 60."
+            ),
+            input_schema=object_schema({}, []),
+            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.screen-ray",
-            "space_scene_screen_ray",
-            "Turn a point on the screen into a world ray from the camera (origin and unit "
-            "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
-            "x runs right over [0, width], y down over [0, height], from the top-left corner.",
-            object_schema(
+            RUNTIME,
+            screen_ray,
+            mcp_name="space_scene_screen_ray",
+            description=(
+                "Turn a point on the screen into a world ray from the camera (origin and unit "
+                "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
+                "x runs right over [0, width], y down over [0, height], from the top-left corner."
+            ),
+            input_schema=object_schema(
                 {
                     "x": {"type": "number", "minimum": 0},
                     "y": {"type": "number", "minimum": 0},
@@ -420,26 +441,34 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["x", "y", "width", "height"],
             ),
-            screen_ray,
+            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.get-state",
-            "space_scene_get_state",
-            "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
-            "for space_scene_restore_state.",
-            object_schema({}, []),
+            RUNTIME,
             get_state,
+            mcp_name="space_scene_get_state",
+            description=(
+                "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
+                "for space_scene_restore_state."
+            ),
+            input_schema=object_schema({}, []),
+            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter(
+        ToolAdapter.for_runtime(
             "scene.restore-state",
-            "space_scene_restore_state",
-            "Replace the whole scene with a state from space_scene_get_state. The state is "
-            "checked first; an invalid one changes nothing. Everything not in it is lost.",
-            object_schema(
+            RUNTIME,
+            restore_state,
+            mcp_name="space_scene_restore_state",
+            description=(
+                "Replace the whole scene with a state from space_scene_get_state. The state is "
+                "checked first; an invalid one changes nothing. Everything not in it is lost."
+            ),
+            input_schema=object_schema(
                 {
                     "state": {
                         "type": "object",
@@ -448,7 +477,7 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["state"],
             ),
-            restore_state,
+            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),

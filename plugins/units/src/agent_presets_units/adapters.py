@@ -1,10 +1,10 @@
-"""The unit tools. Handlers fetch ``app.units`` when they are called."""
+"""The unit tools: ``ToolAdapter.for_runtime`` over ``app.units``, fetched when called."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, runtime_handler
+from agent_presets import ToolAdapter, object_schema
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -29,108 +29,108 @@ STATUS_NOTE: Final = (
     "'stale' means the source changed since that load."
 )
 
-ADAPTERS: Final = [
-    ToolAdapter(
-        id="unit.list",
-        mcp_name="space_unit_list",
-        description="List the code units (Python files) with size and load status. " + STATUS_NOTE,
-        input_schema=object_schema({}, []),
-        handler=runtime_handler("units", "space_unit_list", lambda u, a: u.list()),
-        annotations={"readOnlyHint": True},
-    ),
-    ToolAdapter(
-        id="unit.inspect",
-        mcp_name="space_unit_inspect",
-        description=(
-            "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
-            "its top-level functions (with signatures) and classes, or the syntax error that "
-            "stops them being read. " + STATUS_NOTE
-        ),
-        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=runtime_handler("units", "space_unit_inspect", lambda u, a: u.inspect(a["name"])),
-        annotations={"readOnlyHint": True},
-    ),
-    ToolAdapter(
-        id="unit.create",
-        mcp_name="space_unit_create",
-        description=(
-            "Create a new unit with the given Python source. Refused when the unit already "
-            "exists or (unless check_syntax is false) the source has a syntax error. Creating "
-            "does not run it: reload it to load it."
-        ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "source": {"type": "string", "description": "The unit's complete Python source."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "source"],
-        ),
-        handler=runtime_handler(
+
+def tool_adapters() -> list[ToolAdapter]:
+    return [
+        ToolAdapter.for_runtime(
+            "unit.list",
             "units",
-            "space_unit_create",
+            lambda u, a: u.list(),
+            mcp_name="space_unit_list",
+            description="List the code units (Python files) with size and load status. "
+            + STATUS_NOTE,
+            input_schema=object_schema({}, []),
+            annotations={"readOnlyHint": True},
+        ),
+        ToolAdapter.for_runtime(
+            "unit.inspect",
+            "units",
+            lambda u, a: u.inspect(a["name"]),
+            mcp_name="space_unit_inspect",
+            description=(
+                "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
+                "its top-level functions (with signatures) and classes, or the syntax error that "
+                "stops them being read. " + STATUS_NOTE
+            ),
+            input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
+            annotations={"readOnlyHint": True},
+        ),
+        ToolAdapter.for_runtime(
+            "unit.create",
+            "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
+            mcp_name="space_unit_create",
+            description=(
+                "Create a new unit with the given Python source. Refused when the unit already "
+                "exists or (unless check_syntax is false) the source has a syntax error. Creating "
+                "does not run it: reload it to load it."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "source": {
+                        "type": "string",
+                        "description": "The unit's complete Python source.",
+                    },
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "source"],
+            ),
         ),
-    ),
-    ToolAdapter(
-        id="unit.edit",
-        mcp_name="space_unit_edit",
-        description=(
-            "Replace an existing unit's whole source (atomically). For small changes prefer "
-            "space_unit_apply_patch. Editing does not reload the unit."
-        ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "source": {"type": "string", "description": "The unit's complete new source."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "source"],
-        ),
-        handler=runtime_handler(
+        ToolAdapter.for_runtime(
+            "unit.edit",
             "units",
-            "space_unit_edit",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
+            mcp_name="space_unit_edit",
+            description=(
+                "Replace an existing unit's whole source (atomically). For small changes prefer "
+                "space_unit_apply_patch. Editing does not reload the unit."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "source": {"type": "string", "description": "The unit's complete new source."},
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "source"],
+            ),
+            annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        annotations={"destructiveHint": True, "idempotentHint": True},
-    ),
-    ToolAdapter(
-        id="unit.apply-patch",
-        mcp_name="space_unit_apply_patch",
-        description=(
-            "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
-            "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
-            "context and removed line must equal the current source exactly; a hunk that does "
-            "not match at its line is applied only where it matches uniquely. A patch that "
-            "does not apply is refused whole and changes nothing; the error names the hunk "
-            "and line. Inspect the unit first to diff against its current source."
-        ),
-        input_schema=object_schema(
-            {
-                "name": UNIT_NAME,
-                "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
-                "check_syntax": CHECK_SYNTAX,
-            },
-            ["name", "patch"],
-        ),
-        handler=runtime_handler(
+        ToolAdapter.for_runtime(
+            "unit.apply-patch",
             "units",
-            "space_unit_apply_patch",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
+            mcp_name="space_unit_apply_patch",
+            description=(
+                "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
+                "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
+                "context and removed line must equal the current source exactly; a hunk that does "
+                "not match at its line is applied only where it matches uniquely. A patch that "
+                "does not apply is refused whole and changes nothing; the error names the hunk "
+                "and line. Inspect the unit first to diff against its current source."
+            ),
+            input_schema=object_schema(
+                {
+                    "name": UNIT_NAME,
+                    "patch": {"type": "string", "minLength": 1, "description": "The unified diff."},
+                    "check_syntax": CHECK_SYNTAX,
+                },
+                ["name", "patch"],
+            ),
+            annotations={"destructiveHint": True},
         ),
-        annotations={"destructiveHint": True},
-    ),
-    ToolAdapter(
-        id="unit.reload",
-        mcp_name="space_unit_reload",
-        description=(
-            "Load (or load again) a unit: run its current source fresh in the host process. "
-            "An exception while loading, a SyntaxError included, becomes the unit's error "
-            "status (type, message, line, traceback) instead of failing the host. Returns the "
-            "status and, when loaded, the public names the unit defines."
+        ToolAdapter.for_runtime(
+            "unit.reload",
+            "units",
+            lambda u, a: u.reload(a["name"]),
+            mcp_name="space_unit_reload",
+            description=(
+                "Load (or load again) a unit: run its current source fresh in the host process. "
+                "An exception while loading, a SyntaxError included, becomes the unit's error "
+                "status (type, message, line, traceback) instead of failing the host. Returns the "
+                "status and, when loaded, the public names the unit defines."
+            ),
+            input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
+            annotations={"destructiveHint": True, "openWorldHint": True},
         ),
-        input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
-        handler=runtime_handler("units", "space_unit_reload", lambda u, a: u.reload(a["name"])),
-        annotations={"destructiveHint": True, "openWorldHint": True},
-    ),
-]
+    ]
