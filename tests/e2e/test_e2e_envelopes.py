@@ -331,7 +331,7 @@ def test_invalid_params_error_folds_union_members_into_one_field() -> None:
 class RawStdio:
     """A server process spoken to in raw lines, as a hostile client would."""
 
-    def __init__(self, command: list[str], variant: str = "") -> None:
+    def __init__(self, command: list[str], variant: str = "", *, handshake: bool = True) -> None:
         self.variant = variant
         self.process = subprocess.Popen(
             command,
@@ -341,6 +341,10 @@ class RawStdio:
             env=server_env(),
         )
         self._buffer = b""
+        if handshake:
+            self.handshake()
+
+    def handshake(self) -> None:
         self.send(json.dumps(INIT))
         answer = self.answers(START_WITHIN, count=1)
         assert answer and answer[0]["id"] == "init", "the server did not start"
@@ -480,6 +484,24 @@ def test_stdio_frames_never_interleave_under_a_flood(
     assert sorted(a["id"] for a in answers) == list(range(150))
     for answer in answers:
         assert ("result" in answer) == (answer["id"] % 3 == 0)
+
+
+@pytest.mark.parametrize("variant", SERVERS)
+def test_stdio_request_before_initialize_is_told_to_initialize(
+    request: pytest.FixtureRequest, variant: str, tmp_path: Path
+) -> None:
+    make = wired_command if variant == "wired" else serve_command
+    raw = RawStdio(make("--state-dir", str(tmp_path / "state")), variant, handshake=False)
+    try:
+        expect_wiring(request, raw)
+        answer = raw.request('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', within=START_WITHIN)
+        assert answer["id"] == 1
+        assert answer["error"]["code"] == types.INVALID_PARAMS
+        assert "before initialize" in answer["error"]["message"]
+        raw.handshake()
+        assert_still_serving(raw)
+    finally:
+        raw.stop()
 
 
 def test_stdio_stray_prints_miss_the_wire(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ is a server middleware around that check: it keeps the code and rewords the
 error with each offending field as a JSON path from the message
 (``params.arguments``) and what was wrong with it. The rule stays the SDK's
 schema; only the words are ours. Values are never quoted (pydantic's input
-is left out), since they come from the client.
+is left out), since they come from the client. A request sent before the
+handshake gets the same bare words from the SDK's gate; it is told to
+initialize first.
 """
 
 from __future__ import annotations
@@ -29,16 +31,38 @@ __all__ = ["invalid_params_error", "name_invalid_params"]
 # brackets or starts upper-case is such a tag, not a field.
 _UNION_TAG: Final = re.compile(r"^(str|int|float|bool|none|list|dict|bytes)$|[\[\]]|^[A-Z]")
 _MAX_FIELDS: Final = 5
+_GATE: Final = ("Invalid request parameters", "")
 
 
 async def name_invalid_params(
     ctx: ServerRequestContext[Any, Any], call_next: CallNext
 ) -> HandlerResult:
-    """Server middleware (``Server.middleware``): reword the SDK's params failures."""
+    """Server middleware (``Server.middleware``): reword the SDK's params failures.
+
+    The SDK documents this as the place a malformed request's
+    ``ValidationError`` passes through. Notifications are left alone: the SDK
+    drops a malformed one, and JSON-RPC never answers a notification.
+    """
     try:
         return await call_next(ctx)
     except ValidationError as exc:
+        if ctx.request_id is None:
+            raise
         raise invalid_params_error(ctx.method, exc) from None
+    except MCPError as exc:
+        # Inside the chain the SDK raises its bare wording only from the
+        # before-initialize gate (params failures arrive here as
+        # ValidationError); what is missing is the handshake.
+        if exc.error.code != types.INVALID_PARAMS or (exc.message, exc.data) != _GATE:
+            raise
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=(
+                f"Invalid request parameters: {ctx.method} before initialize; "
+                "send initialize, then notifications/initialized, first"
+            ),
+            data={"method": ctx.method, "fields": []},
+        ) from None
 
 
 def invalid_params_error(method: str, exc: ValidationError) -> MCPError:

@@ -75,13 +75,19 @@ class _LineWriter(_WireText):
 
     def __init__(self, buffer: IO[bytes]) -> None:
         super().__init__(buffer)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def write(self, text: str) -> int:
         with self._lock:
             written = super().write(text)
             super().flush()
         return written
+
+    def flush(self) -> None:
+        # TextIOWrapper is not thread-safe: the SDK's flush must not run
+        # inside another thread's write.
+        with self._lock:
+            super().flush()
 
 
 class _CheckedLines(_WireText):
