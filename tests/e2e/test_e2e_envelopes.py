@@ -170,6 +170,25 @@ BATCH = (
 )
 
 
+INVALID_PARAMS_CASES = [
+    pytest.param(
+        "tools/call",
+        {"name": "space_app_switch_surface", "arguments": ["canvas"]},
+        "params.arguments",
+        id="tools/call-array-arguments",
+    ),
+    pytest.param("tools/call", {"arguments": {}}, "params.name", id="tools/call-no-name"),
+    pytest.param("resources/read", {}, "params.uri", id="resources/read-no-uri"),
+    pytest.param("prompts/get", {"name": 3}, "params.name", id="prompts/get-number-name"),
+    pytest.param(
+        "initialize",
+        {"protocolVersion": 5, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+        "params.protocolVersion",
+        id="initialize-number-version",
+    ),
+]
+
+
 def attack_params() -> list[Any]:
     return [pytest.param(*attack[1:], id=attack[0]) for attack in ATTACKS]
 
@@ -293,20 +312,7 @@ def test_check_passes_only_what_the_sdk_accepts_and_answers_all_it_would_drop(va
         assert rejection is not None
 
 
-@pytest.mark.parametrize(
-    ("method", "params", "field"),
-    [
-        ("tools/call", {"name": "space_ping", "arguments": []}, "params.arguments"),
-        ("tools/call", {"arguments": {}}, "params.name"),
-        ("resources/read", {}, "params.uri"),
-        ("prompts/get", {"name": 3}, "params.name"),
-        (
-            "initialize",
-            {"protocolVersion": 5, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
-            "params.protocolVersion",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("method", "params", "field"), INVALID_PARAMS_CASES)
 def test_invalid_params_error_names_the_field(method: str, params: Any, field: str) -> None:
     with pytest.raises(ValidationError) as caught:
         mcp_methods.validate_client_request(method, "2025-11-25", params)
@@ -446,23 +452,18 @@ def test_stdio_answers_a_batch_with_one_error_per_request(
     assert_still_serving(stdio)
 
 
-@pytest.mark.parametrize(
-    ("params", "field"),
-    [
-        ({"name": "space_app_switch_surface", "arguments": ["canvas"]}, "params.arguments"),
-        ({"arguments": {}}, "params.name"),
-    ],
-)
-def test_stdio_invalid_tool_call_params_name_the_field(
-    request: pytest.FixtureRequest, stdio: RawStdio, params: Any, field: str
+@pytest.mark.parametrize(("method", "params", "field"), INVALID_PARAMS_CASES)
+def test_stdio_invalid_params_name_the_field(
+    request: pytest.FixtureRequest, stdio: RawStdio, method: str, params: Any, field: str
 ) -> None:
     expect_wiring(request, stdio)
-    line = json.dumps({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": params})
+    line = json.dumps({"jsonrpc": "2.0", "id": "p", "method": method, "params": params})
     answer = stdio.request(line)
     assert answer["id"] == "p"
     assert answer["error"]["code"] == types.INVALID_PARAMS
     assert field in answer["error"]["message"]
     assert [f["field"] for f in answer["error"]["data"]["fields"]] == [field]
+    assert_still_serving(stdio)
 
 
 def test_stdio_frames_never_interleave_under_a_flood(

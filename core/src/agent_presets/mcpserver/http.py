@@ -1,8 +1,8 @@
 """JSON-RPC answers for invalid bodies on MCP's streamable HTTP endpoint.
 
 What the SDK's app does with a POSTed body that is not one valid message
-(mcp 2.3.0, measured by ``tests/e2e/test_e2e_envelopes.py``): bad JSON gets
-``400`` and ``-32700``, as it should; ``"jsonrpc": "1.0"``, array params, a
+(mcp 2.3.0, measured on ``presets serve`` before this was wired in): bad
+JSON gets ``400`` and ``-32700``, as it should; ``"jsonrpc": "1.0"``, array params, a
 batch, a non-string method or a non-object get ``400`` with ``-32602``
 (wrong code), ``id: null`` even where the id was readable, and a pydantic
 dump that echoes the client's input; ``"id": true`` or ``"id": null`` is
