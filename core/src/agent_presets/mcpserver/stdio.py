@@ -1,0 +1,212 @@
+"""MCP over stdio that answers every invalid line, built on the SDK's transport.
+
+The SDK's ``stdio_server()`` turns a line it cannot validate into an
+``Exception`` on the read stream, which the server logs and nobody answers:
+the client waits for its own timeout. ``stdio_transport()`` hands the SDK a
+stdin that reads the wire line by line and answers an invalid line itself
+(``envelope.check``: ``-32700``, ``-32600``), so the SDK only ever sees
+messages it accepts; blank lines are skipped, as they are no message.
+
+One writer: the answers go out through the same stdout object the SDK
+writes with, one ``write`` per line under a lock, so frames never interleave.
+
+Given explicit streams the SDK skips its claim on fd 0 and 1, so this module
+claims them itself, as the SDK would: while serving, fd 0 reads the null
+device and fd 1 points at stderr, so a handler's or a child's stray ``print``
+misses the wire; both are restored on exit. Where the process's streams are
+not backed by those descriptors (a test harness replaced them), they are
+served in place, as the SDK does.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from typing import IO, TYPE_CHECKING, Any, TextIO
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from agent_presets.mcpserver.envelope import check
+
+if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared.message import SessionMessage
+
+    # The SDK names these stream types (Server.run's parameters) only in a
+    # private module; they are imported for typing alone.
+    Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+
+__all__ = ["stdio_transport"]
+
+log = logging.getLogger("agent_presets.mcpserver.stdio")
+
+_claim_lock = threading.Lock()
+_claimed: set[int] = set()
+
+
+class _WireText(io.TextIOWrapper):
+    """UTF-8 text over a wire buffer this object does not own.
+
+    Closing it (also at garbage collection) detaches instead of closing the
+    buffer: in the in-place case that buffer is ``sys.stdout``'s own.
+    """
+
+    def __init__(self, buffer: IO[bytes], **kwargs: Any) -> None:
+        super().__init__(buffer, encoding="utf-8", **kwargs)
+
+    def close(self) -> None:
+        with suppress(ValueError):
+            self.detach()
+
+
+class _LineWriter(_WireText):
+    """The wire out: each ``write`` is whole lines, written and flushed under one lock.
+
+    The SDK writes one message per ``write`` (then flushes); the invalid-line
+    answers go through the same ``write``; the lock keeps them from tearing
+    each other's frames, whichever worker thread calls.
+    """
+
+    def __init__(self, buffer: IO[bytes]) -> None:
+        super().__init__(buffer)
+        self._lock = threading.RLock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            written = super().write(text)
+            super().flush()
+        return written
+
+    def flush(self) -> None:
+        # TextIOWrapper is not thread-safe: the SDK's flush must not run
+        # inside another thread's write.
+        with self._lock:
+            super().flush()
+
+
+class _CheckedLines(_WireText):
+    """The wire in: ``readline`` returns only lines the SDK will accept.
+
+    A line that is not one valid JSON-RPC message is answered on ``out``
+    and skipped, so the SDK never turns it into a silent exception.
+    """
+
+    def __init__(self, buffer: IO[bytes], out: _LineWriter) -> None:
+        # errors="replace", as the SDK reads: a bad byte is one bad message,
+        # not the end of the connection.
+        super().__init__(buffer, errors="replace")
+        self._out = out
+
+    def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
+        while True:
+            line = super().readline(size)
+            if not line or not line.strip():
+                if not line:
+                    return line
+                continue
+            rejection = check(line.rstrip("\r\n"))
+            if rejection is None:
+                return line
+            log.debug("answered an invalid JSON-RPC message: %s", rejection.message)
+            answer = rejection.to_json()
+            if answer is not None:
+                self._out.write(answer + "\n")
+
+
+@asynccontextmanager
+async def stdio_transport() -> AsyncIterator[Streams]:
+    """Serve MCP on this process's stdin and stdout: ``(read_stream, write_stream)``.
+
+    The drop-in for ``mcp.server.stdio.stdio_server()``. Raises
+    ``RuntimeError`` when another ``stdio_transport()`` in this process is
+    serving.
+    """
+    with (
+        _claim(0, sys.stdin, "rb", _open_stdin_diversion) as wire_in,
+        _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
+    ):
+        out = _LineWriter(wire_out)
+        lines = _CheckedLines(wire_in, out)
+        async with stdio_server(stdin=anyio.wrap_file(lines), stdout=anyio.wrap_file(out)) as (
+            read_stream,
+            write_stream,
+        ):
+            yield read_stream, write_stream
+
+
+def _open_stdin_diversion() -> int:
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+def _open_stdout_diversion() -> int:
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+@contextmanager
+def _claim(fd: int, stream: TextIO, mode: str, diversion: Callable[[], int]) -> Iterator[IO[bytes]]:
+    """The wire that was on ``fd``, as a binary file; ``fd`` points elsewhere meanwhile.
+
+    Best effort, as the SDK's claim: where ``stream`` is not backed by ``fd``
+    or descriptors cannot be moved, ``stream``'s own buffer is served in place.
+    """
+    with _claim_lock:
+        if fd in _claimed:
+            raise RuntimeError(f"another stdio transport in this process has claimed fd {fd}")
+        _claimed.add(fd)
+    try:
+        moved = _move_wire(fd, stream, diversion)
+        if moved is None:
+            yield stream.buffer
+            return
+        try:
+            # closefd=False: a worker thread can still be blocked reading it
+            # when serving ends, so it is never closed and recycled under it.
+            yield os.fdopen(moved, mode, closefd=False)
+        finally:
+            os.dup2(moved, fd)
+    finally:
+        with _claim_lock:
+            _claimed.discard(fd)
+
+
+def _move_wire(fd: int, stream: TextIO, diversion: Callable[[], int]) -> int | None:
+    """A private duplicate of ``fd`` with ``fd`` diverted, or ``None`` to serve in place."""
+    if sys.platform == "win32":  # pragma: no cover - the SDK's handle rebinding is not copied
+        return None
+    try:
+        if stream.buffer.fileno() != fd:
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    import fcntl
+
+    if fd == 1:
+        stream.flush()  # what was printed before serving still goes where it was meant to
+    try:
+        # Above the standard range and close-on-exec: no child inherits the wire.
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+    try:
+        target = diversion()
+    except OSError:
+        os.close(moved)
+        return None
+    try:
+        os.dup2(target, fd)
+    except OSError:
+        os.dup2(moved, fd)
+        os.close(moved)
+        return None
+    finally:
+        os.close(target)
+    return moved
