@@ -45,38 +45,8 @@ from .conftest import serve_command, server_env
 ANSWER_WITHIN = 1.0
 START_WITHIN = 30.0
 
-# What the integrator wires into serve(); applied here by patching so the
-# behaviour is tested through `presets serve` before the wiring lands.
-WIRED = """
-import mcp.server.stdio
-import agent_presets.server as server
-from agent_presets.mcpserver.http import EnvelopeCheck
-from agent_presets.mcpserver.invalid_params import name_invalid_params
-from agent_presets.mcpserver.stdio import stdio_transport
-
-mcp.server.stdio.stdio_server = stdio_transport
-build = server.build_server
-def build_server(*args, **kwargs):
-    built = build(*args, **kwargs)
-    built.middleware.append(name_invalid_params)
-    return built
-server.build_server = build_server
-app = server.PresetServer.streamable_http_app
-server.PresetServer.streamable_http_app = lambda self, **kw: EnvelopeCheck(
-    app(self, **kw), path=kw["streamable_http_path"]
-)
-from agent_presets.cli import main
-main()
-"""
-
 SHIPPED = "presets-serve"
-SERVERS = ["wired", SHIPPED]
-
-
-def expect_wiring(request: pytest.FixtureRequest, server: Any, sdk_answers: bool = False) -> None:
-    """The shipped server fails this until the integrator wires the fix in (strict xfail)."""
-    if server.variant == SHIPPED and not sdk_answers:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="wired by integrator"))
+SERVERS = [SHIPPED]
 
 
 INIT = {
@@ -400,10 +370,6 @@ class RawStdio:
             self.process.wait(timeout=10)
 
 
-def wired_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", WIRED, "serve", *args]
-
-
 @pytest.fixture(
     scope="module",
     params=SERVERS,
@@ -412,7 +378,7 @@ def stdio(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RawStdio]:
     state = str(tmp_path_factory.mktemp("stdio") / "state")
-    make = wired_command if request.param == "wired" else serve_command
+    make = serve_command
     server = RawStdio(make("--state-dir", state), request.param)
     try:
         yield server
@@ -430,7 +396,6 @@ def assert_still_serving(stdio: RawStdio) -> None:
 def test_stdio_answers_each_attack_within_a_second_and_keeps_serving(
     request: pytest.FixtureRequest, stdio: RawStdio, text: str, code: int, id_: Any, words: str
 ) -> None:
-    expect_wiring(request, stdio)
     answer = stdio.request(text)
     assert answer["id"] == id_
     assert answer["error"]["code"] == code
@@ -441,7 +406,6 @@ def test_stdio_answers_each_attack_within_a_second_and_keeps_serving(
 def test_stdio_answers_a_batch_with_one_error_per_request(
     request: pytest.FixtureRequest, stdio: RawStdio
 ) -> None:
-    expect_wiring(request, stdio)
     answer = stdio.request(BATCH)
     assert isinstance(answer, list)
     assert [(e["id"], e["error"]["code"]) for e in answer] == [
@@ -456,7 +420,6 @@ def test_stdio_answers_a_batch_with_one_error_per_request(
 def test_stdio_invalid_params_name_the_field(
     request: pytest.FixtureRequest, stdio: RawStdio, method: str, params: Any, field: str
 ) -> None:
-    expect_wiring(request, stdio)
     line = json.dumps({"jsonrpc": "2.0", "id": "p", "method": method, "params": params})
     answer = stdio.request(line)
     assert answer["id"] == "p"
@@ -469,7 +432,6 @@ def test_stdio_invalid_params_name_the_field(
 def test_stdio_frames_never_interleave_under_a_flood(
     request: pytest.FixtureRequest, stdio: RawStdio
 ) -> None:
-    expect_wiring(request, stdio)
     lines = []
     for n in range(150):
         if n % 3 == 0:
@@ -491,10 +453,9 @@ def test_stdio_frames_never_interleave_under_a_flood(
 def test_stdio_request_before_initialize_is_told_to_initialize(
     request: pytest.FixtureRequest, variant: str, tmp_path: Path
 ) -> None:
-    make = wired_command if variant == "wired" else serve_command
+    make = serve_command
     raw = RawStdio(make("--state-dir", str(tmp_path / "state")), variant, handshake=False)
     try:
-        expect_wiring(request, raw)
         answer = raw.request('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', within=START_WITHIN)
         assert answer["id"] == 1
         assert answer["error"]["code"] == types.INVALID_PARAMS
@@ -634,7 +595,7 @@ def web(
 ) -> Iterator[RawHttp]:
     state = str(tmp_path_factory.mktemp("http") / "state")
     args = ("--transport", "http", "--host", "127.0.0.1", "--port", "0", "--state-dir", state)
-    make = wired_command if request.param == "wired" else serve_command
+    make = serve_command
     server = RawHttp(make(*args), request.param)
     try:
         yield server
@@ -654,7 +615,6 @@ def test_http_answers_each_attack_with_400_and_its_json_rpc_error(
     request: pytest.FixtureRequest, web: RawHttp, text: str, code: int, id_: Any, words: str
 ) -> None:
     # The SDK's HTTP app already answers bad JSON as JSON-RPC says.
-    expect_wiring(request, web, sdk_answers=code == PARSE_ERROR)
     for headers in (web.session, {}):
         started = time.monotonic()
         status, response_headers, answer = web.post(text, headers)
@@ -670,7 +630,6 @@ def test_http_answers_each_attack_with_400_and_its_json_rpc_error(
 def test_http_answers_a_batch_with_one_error_per_request(
     request: pytest.FixtureRequest, web: RawHttp
 ) -> None:
-    expect_wiring(request, web)
     status, _, answer = web.post(BATCH, web.session)
     assert status == 400
     assert [(e["id"], e["error"]["code"]) for e in answer] == [
@@ -684,7 +643,6 @@ def test_http_answers_a_batch_with_one_error_per_request(
 def test_http_answers_never_echo_the_clients_values(
     request: pytest.FixtureRequest, web: RawHttp
 ) -> None:
-    expect_wiring(request, web)
     body = json.dumps(
         {"jsonrpc": "1.0", "id": 1, "method": "tools/call", "params": {"api_key": "sk-secret-1234"}}
     )
@@ -696,7 +654,6 @@ def test_http_answers_never_echo_the_clients_values(
 def test_http_invalid_tool_call_params_name_the_field(
     request: pytest.FixtureRequest, web: RawHttp
 ) -> None:
-    expect_wiring(request, web)
     body = json.dumps(
         {
             "jsonrpc": "2.0",

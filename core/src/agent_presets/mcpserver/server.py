@@ -30,6 +30,7 @@ from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
+from agent_presets.mcpserver.invalid_params import name_invalid_params
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -100,6 +101,8 @@ class PresetServer(Server[Any]):
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         self.middleware.append(self.fanout.track)
+        # A -32602 names the field that was wrong, not only "Invalid request parameters".
+        self.middleware.append(name_invalid_params)
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
 

@@ -58,9 +58,9 @@ def serve(
 
 
 async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | None) -> None:
-    from mcp.server.stdio import stdio_server
+    from agent_presets.mcpserver.stdio import stdio_transport
 
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_transport() as (read_stream, write_stream):
         if banner is not None:
             banner("serving MCP on stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -112,8 +112,14 @@ async def _serve_http(
         log.warning(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
         )
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, transport_security=security
+    from agent_presets.mcpserver.http import EnvelopeCheck
+
+    # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
+    app = EnvelopeCheck(
+        server.streamable_http_app(
+            streamable_http_path=HTTP_PATH, host=host, transport_security=security
+        ),
+        path=HTTP_PATH,
     )
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
