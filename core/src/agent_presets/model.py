@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from agent_presets.schema import preset_problems
+
 DefaultState = Literal["auto", "off"]
 Risk = Literal["normal", "filesystem-read", "filesystem-write", "destructive", "shell"]
 Reason = Literal["context", "override"]
@@ -86,6 +88,31 @@ class DuplicateToolError(PresetValidationError):
     """Two tools with one id or one MCP name where only one may be."""
 
 
+def duplicate_preset_error(
+    name: str,
+    *,
+    first_source: str | None,
+    source: str | None,
+    first_line: int | None = None,
+    line: int | None = None,
+    column: int | None = None,
+) -> DuplicatePresetError:
+    """The one wording of the rule "a preset name is defined once", wherever it is checked.
+
+    The loader (within a file), the catalog (across plugins and files) and the
+    registry (at registration) all report a second definition through this.
+    """
+    if first_source is not None and first_source == source:
+        where = f" (first defined at line {first_line})" if first_line else ""
+        message = f"preset {name!r} is defined twice in this file{where}"
+    else:
+        message = (
+            f"preset {name!r} is defined twice: in {first_source or '?'} and in "
+            f"{source or '?'}; rename one of them"
+        )
+    return DuplicatePresetError(message, source=source, line=line, column=column)
+
+
 class OwnershipError(PresetError):
     """A tool name is held by someone else in the tool registry."""
 
@@ -127,20 +154,31 @@ class Preset:
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        problems = []
         for attr in ("contexts", "tool_ids"):
             value = getattr(self, attr)
-            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-                problems.append(
-                    f"preset {self.name!r}: {attr} must be a list, not {type(value).__name__}"
-                )
-            else:
+            if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
                 object.__setattr__(self, attr, tuple(value))
-        if not problems:
-            problems = list(_preset_problems(self))
+        problems = preset_problems(self._as_mapping())
         if problems:
             raise PresetValidationError("; ".join(problems), source=self.source)
         object.__setattr__(self, "contexts", tuple(_freeze_pattern(p) for p in self.contexts))
+
+    def _as_mapping(self) -> dict[str, Any]:
+        """The fields as the schema sees them: what a YAML file would say for this preset."""
+        data: dict[str, Any] = {"name": self.name}
+        if self.group is not None:
+            data["group"] = self.group
+        data["default_state"] = self.default_state
+        data["risk"] = self.risk
+        contexts: Any = self.contexts
+        if isinstance(contexts, tuple):
+            contexts = [dict(p) if isinstance(p, Mapping) else p for p in contexts]
+        data["contexts"] = contexts
+        tool_ids: Any = self.tool_ids
+        data["tool_ids"] = list(tool_ids) if isinstance(tool_ids, tuple) else tool_ids
+        if self.system_prompt is not None:
+            data["system_prompt"] = self.system_prompt
+        return data
 
     @property
     def dangerous(self) -> bool:
@@ -149,9 +187,7 @@ class Preset:
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
         """Validate ``mapping`` against the preset schema, then build the preset."""
-        from agent_presets.loader import preset_schema_problems
-
-        problems = preset_schema_problems(mapping)
+        problems = preset_problems(mapping)
         if problems:
             errors = [PresetValidationError(p, source=source) for p in problems]
             if len(errors) == 1:
@@ -165,7 +201,10 @@ class Preset:
 
     @classmethod
     def from_checked(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
-        """Build from a mapping already checked against the schema (the loader's path)."""
+        """Build from a mapping the loader has already checked against the schema.
+
+        Construction checks the preset again: the rules are the schema's either way.
+        """
         return cls(
             name=mapping["name"],
             group=mapping.get("group"),
@@ -190,64 +229,6 @@ class Preset:
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
         return data
-
-
-def _preset_problems(p: Preset) -> Iterable[str]:
-    if not isinstance(p.name, str) or not NAME_RE.match(p.name):
-        yield f"preset name {p.name!r} must be kebab-case (lowercase letters, digits, '-')"
-        return
-    where = f"preset {p.name!r}"
-    if p.group is not None and (not isinstance(p.group, str) or not NAME_RE.match(p.group)):
-        yield f"{where}: group {p.group!r} must be kebab-case"
-    if p.default_state not in DEFAULT_STATES:
-        yield f"{where}: default_state {p.default_state!r} must be one of: auto, off"
-    if p.risk not in RISKS:
-        yield f"{where}: risk {p.risk!r} must be one of: {', '.join(RISKS)}"
-    elif p.risk in DANGEROUS_RISKS and p.default_state == "auto":
-        yield (
-            f"{where} has risk {p.risk!r} and must use default_state: off "
-            "(dangerous presets are enabled only by an explicit override)"
-        )
-    if p.default_state == "auto" and not p.contexts:
-        yield (
-            f"{where} is auto but lists no contexts, so it could never activate; "
-            "add a pattern such as {surface: any} or use default_state: off"
-        )
-    for i, pattern in enumerate(p.contexts):
-        for problem in pattern_problems(pattern):
-            yield f"{where}: contexts[{i}]: {problem}"
-    if not p.tool_ids:
-        yield f"{where}: tool_ids must list at least one tool id"
-    seen: set[str] = set()
-    for tool_id in p.tool_ids:
-        if not isinstance(tool_id, str) or not TOOL_ID_RE.match(tool_id):
-            yield f"{where}: tool id {tool_id!r} must be dotted, like 'drawing.set-tool'"
-        elif tool_id in seen:
-            yield f"{where}: tool id {tool_id!r} is listed twice"
-        seen.add(tool_id)
-    if p.system_prompt is not None and not isinstance(p.system_prompt, str):
-        yield f"{where}: system_prompt must be a string"
-
-
-def pattern_problems(pattern: object) -> Iterable[str]:
-    """Why a context pattern is malformed (nothing when it is fine)."""
-    if not isinstance(pattern, Mapping):
-        yield f"a context pattern must be a mapping of fields, not {type(pattern).__name__}"
-        return
-    if not pattern:
-        yield "an empty context pattern matches everything; write {surface: any} to say so"
-    for key, value in pattern.items():
-        if not isinstance(key, str) or not FIELD_RE.match(key):
-            yield f"field name {key!r} must be snake_case"
-        elif not _is_scalar(value):
-            kind = type(value).__name__
-            yield f"field {key!r} must be a string, number, boolean or null, not {kind}"
-        elif key == "canvas_visible" and not (isinstance(value, bool) or value == ANY):
-            yield f"field 'canvas_visible' must be true, false or any, not {value!r}"
-
-
-def _is_scalar(value: object) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 # ----------------------------------------------------------------- resolution

@@ -12,13 +12,13 @@ from agent_presets.matching import CompiledPattern, compile_pattern, validate_co
 from agent_presets.model import (
     OVERRIDE_STATES,
     ActivePreset,
-    DuplicatePresetError,
     DuplicateToolError,
     Preset,
     PresetValidationError,
     PromptFragment,
     Resolution,
     UnknownPresetError,
+    duplicate_preset_error,
 )
 
 RegistryListener = Callable[[str, Preset], None]
@@ -63,10 +63,8 @@ class PresetRegistry:
             raise PresetValidationError(f"expected a Preset, got {type(preset).__name__}")
         existing = self._entries.get(preset.name)
         if existing is not None:
-            raise DuplicatePresetError(
-                f"preset {preset.name!r} is defined twice: in {existing.preset.source or '?'} "
-                f"and in {preset.source or '?'}; rename one of them",
-                source=preset.source,
+            raise duplicate_preset_error(
+                preset.name, first_source=existing.preset.source, source=preset.source
             )
         self._entries[preset.name] = _compile(preset)
         self.version += 1
