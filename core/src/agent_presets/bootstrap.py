@@ -10,7 +10,7 @@ from typing import Any
 from agent_presets.adapters import ToolAdapterRegistry
 from agent_presets.catalog import collect
 from agent_presets.manager import PresetManager
-from agent_presets.model import PresetValidationError
+from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 from agent_presets.plugins import PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
@@ -53,7 +53,7 @@ def bootstrap(
     them fatal. ``context`` defaults to ``app.context()`` when the app has one.
     """
     plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
-    tool_registry = tool_registry if tool_registry is not None else ToolRegistry("space_")
+    tool_registry = tool_registry if tool_registry is not None else ToolRegistry(DEFAULT_NAMESPACE)
     catalog = collect(plugin_set, namespace_prefix=tool_registry.namespace_prefix)
     if catalog.problems and env_flag("PRESETS_STRICT"):
         raise PresetValidationError(

@@ -26,6 +26,9 @@ OVERRIDE_STATES: Final = ("on", "off", "auto")
 ANY: Final = "any"
 NONE: Final = "none"
 
+DEFAULT_NAMESPACE: Final = "space_"
+"""The MCP name prefix of the headless host and the built-in plugins' tools."""
+
 NAME_RE: Final = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 TOOL_ID_RE: Final = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
 FIELD_RE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -102,9 +105,10 @@ def duplicate_preset_error(
     The loader (within a file), the catalog (across plugins and files) and the
     registry (at registration) all report a second definition through this.
     """
-    if first_source is not None and first_source == source:
-        where = f" (first defined at line {first_line})" if first_line else ""
-        message = f"preset {name!r} is defined twice in this file{where}"
+    if first_line is not None and first_source == source:
+        message = (
+            f"preset {name!r} is defined twice in this file (first defined at line {first_line})"
+        )
     else:
         message = (
             f"preset {name!r} is defined twice: in {first_source or '?'} and in "

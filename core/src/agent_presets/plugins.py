@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import pluggy
 
-from agent_presets import hookspecs
+import agent_presets.hookspecs as hookspecs
 from agent_presets.model import PresetError
 
 ENTRY_POINT_GROUP: Final = "agent_presets"

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from agent_presets.listeners import call_listeners
-from agent_presets.model import OwnershipError, PresetValidationError, ToolDef
+from agent_presets.model import DEFAULT_NAMESPACE, OwnershipError, PresetValidationError, ToolDef
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ ChangeListener = Callable[[ToolRegistryChange], None]
 class ToolRegistry:
     """Name -> ToolDef, in stable (sorted) order, with owners and change listeners."""
 
-    def __init__(self, namespace_prefix: str = "space_") -> None:
+    def __init__(self, namespace_prefix: str = DEFAULT_NAMESPACE) -> None:
         self.namespace_prefix = namespace_prefix
         self._tools: dict[str, ToolDef] = {}
         self._names: list[str] | None = []

@@ -1,0 +1,281 @@
+"""One rule in one place: the schema, Preset and the loader agree; the whole-set checker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from agent_presets import DEFAULT_NAMESPACE, Preset, PresetValidationError, ToolRegistry
+from agent_presets.catalog import check_preset_files, collect
+from agent_presets.loader import load_preset_text
+from agent_presets.model import DuplicatePresetError
+
+REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "preset.schema.json"
+
+VALID: dict[str, Any] = {
+    "name": "drawing-shape-tools",
+    "group": "drawing",
+    "default_state": "auto",
+    "risk": "normal",
+    "contexts": [{"surface": "canvas", "activity": "drawing"}],
+    "tool_ids": ["drawing.set-tool", "drawing.insert-shape"],
+    "system_prompt": "The user is drawing.",
+}
+
+# Values near the valid space: every valid spelling, and the mistakes people make.
+NAMES = st.sampled_from(["drawing-tools", "a", "a1-b2", "Drawing", "", "a--b", "-a", 1, None])
+STATES = st.sampled_from(["auto", "off", "on", "", None, True])
+RISKS = st.sampled_from(
+    ["normal", "filesystem-read", "filesystem-write", "destructive", "shell", "low", None]
+)
+FIELD_NAMES = st.sampled_from(
+    ["surface", "activity", "canvas_visible", "world_id", "selection_kind", "Bad", "1x", ""]
+)
+FIELD_VALUES = st.one_of(
+    st.sampled_from(["canvas", "any", "none", "yes", "", None, True, False, 0, 1.5]),
+    st.lists(st.just("canvas"), max_size=1),
+    st.dictionaries(st.just("is"), st.just("canvas"), max_size=1),
+)
+PATTERNS = st.one_of(
+    st.dictionaries(FIELD_NAMES, FIELD_VALUES, max_size=3),
+    st.sampled_from(["canvas", 42, None]),
+)
+CONTEXTS = st.one_of(
+    st.lists(PATTERNS, max_size=3),
+    st.sampled_from(["canvas", None, {"surface": "canvas"}]),
+)
+TOOL_IDS = st.one_of(
+    st.lists(
+        st.sampled_from(["a.b", "drawing.set-tool", "x_y.z_1", "set-tool", "A.b", "a.", 1, None]),
+        max_size=3,
+    ),
+    st.sampled_from(["a.b", None]),
+)
+PROMPTS = st.one_of(st.text(alphabet="abc .", max_size=8), st.sampled_from([42, None]))
+
+FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
+    "name": NAMES,
+    "group": NAMES,
+    "default_state": STATES,
+    "risk": RISKS,
+    "contexts": CONTEXTS,
+    "tool_ids": TOOL_IDS,
+    "system_prompt": PROMPTS,
+    "colour": st.just("red"),
+}
+
+
+@st.composite
+def near_valid_presets(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid preset with some fields dropped, replaced or added."""
+    mapping = {k: v for k, v in VALID.items() if draw(st.integers(0, 9)) > 0}
+    for key in draw(st.lists(st.sampled_from(sorted(FIELD_STRATEGIES)), max_size=3)):
+        mapping[key] = draw(FIELD_STRATEGIES[key])
+    return mapping
+
+
+def _schema_accepts(mapping: dict[str, Any]) -> bool:
+    """The published schema file read directly, without going through agent_presets."""
+    published = json.loads(REPO_SCHEMA.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(
+        {"$defs": published["$defs"], "$ref": "#/$defs/preset"}
+    )
+    return bool(validator.is_valid(mapping))
+
+
+def _from_dict(mapping: dict[str, Any]) -> Preset | None:
+    try:
+        return Preset.from_dict(mapping)
+    except PresetValidationError:
+        return None
+
+
+def _loaded(mapping: dict[str, Any]) -> Preset | None:
+    text = yaml.safe_dump({"presets": [mapping]}, sort_keys=False)
+    try:
+        [preset] = load_preset_text(text, "p.yaml")
+    except PresetValidationError:
+        return None
+    return preset
+
+
+def _constructed(mapping: dict[str, Any]) -> Preset | None:
+    try:
+        return Preset(**mapping)
+    except (PresetValidationError, TypeError):
+        return None
+
+
+PRESET_FIELDS = {f.name for f in fields(Preset)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(near_valid_presets())
+@example(VALID)
+@example({**VALID, "contexts": [], "default_state": "auto"})
+@example({**VALID, "contexts": [], "default_state": "off"})
+@example({**VALID, "risk": "shell"})
+@example({**VALID, "risk": "shell", "default_state": "off"})
+@example({**VALID, "contexts": [{"surface": 1}]})
+@example({**VALID, "tool_ids": ["a.b", "a.b"]})
+@example({**VALID, "group": None})
+def test_schema_preset_and_loader_accept_exactly_the_same_mappings(
+    mapping: dict[str, Any],
+) -> None:
+    accepted = _schema_accepts(mapping)
+    by_dict = _from_dict(mapping)
+    by_loader = _loaded(mapping)
+    assert (by_dict is not None) == accepted
+    assert (by_loader is not None) == accepted
+    assert by_dict == by_loader
+    # The dataclass spells an absent optional field None, so a mapping that
+    # says null for one has no keyword form; every other mapping has one.
+    if set(mapping) <= PRESET_FIELDS and None not in (
+        mapping.get("group", ""),
+        mapping.get("system_prompt", ""),
+    ):
+        constructed = _constructed(mapping)
+        assert (constructed is not None) == accepted
+        assert constructed == by_dict
+
+
+@pytest.mark.parametrize(
+    ("mapping", "words"),
+    [
+        ({**VALID, "contexts": []}, "could never activate"),
+        ({**VALID, "risk": "destructive"}, "must use default_state: off"),
+        ({**VALID, "contexts": [{"surface": 1}]}, "expected string, got number 1"),
+    ],
+)
+def test_preset_and_from_dict_word_a_broken_rule_the_same_way(
+    mapping: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(PresetValidationError) as by_dict:
+        Preset.from_dict(mapping)
+    with pytest.raises(PresetValidationError) as constructed:
+        Preset(**mapping)
+    assert words in by_dict.value.message
+    assert by_dict.value.message == constructed.value.message
+
+
+# ------------------------------------------------------------------ the whole-set checker
+
+GOOD = """\
+presets:
+  - name: my-tools
+    default_state: auto
+    risk: normal
+    contexts: [{surface: canvas}]
+    tool_ids: [my.tool]
+"""
+
+
+def test_check_preset_files_names_both_files_of_a_duplicate(tmp_path: Path) -> None:
+    first = tmp_path / "a.yaml"
+    second = tmp_path / "b.yaml"
+    first.write_text(GOOD, encoding="utf-8")
+    second.write_text(GOOD, encoding="utf-8")
+    catalog = check_preset_files([first, second])
+    [problem] = catalog.problems
+    assert isinstance(problem, DuplicatePresetError)
+    assert "preset 'my-tools' is defined twice" in problem.message
+    assert str(first) in problem.message or "a.yaml" in problem.message
+    assert problem.source is not None and problem.source.endswith("b.yaml")
+    assert [p.name for p in catalog.presets] == ["my-tools"]
+    assert catalog.presets[0].source is not None and catalog.presets[0].source.endswith("a.yaml")
+    assert len(catalog.files) == 2
+
+
+def test_check_preset_files_reports_every_file_problem_and_keeps_the_good_presets(
+    tmp_path: Path,
+) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD, encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("normal", "shell"), encoding="utf-8")
+    missing = tmp_path / "missing.yaml"
+    catalog = check_preset_files([good, bad, missing])
+    messages = [str(p) for p in catalog.problems]
+    assert len(messages) == 2
+    assert "bad.yaml:3:20: preset 'my-tools' has risk 'shell'" in messages[0]
+    assert "missing.yaml: cannot read preset file" in messages[1]
+    assert [p.name for p in catalog.presets] == ["my-tools"]
+
+
+def test_the_loader_the_catalog_and_the_registry_word_a_duplicate_alike(
+    tmp_path: Path,
+) -> None:
+    from agent_presets import PresetRegistry
+
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(GOOD, encoding="utf-8")
+    b.write_text(GOOD, encoding="utf-8")
+    [from_files] = check_preset_files([a, b]).problems
+    registry = PresetRegistry()
+    [first] = load_preset_text(GOOD, "a.yaml")
+    [second] = load_preset_text(GOOD, "b.yaml")
+    registry.register(first)
+    with pytest.raises(DuplicatePresetError) as from_registry:
+        registry.register(second)
+    assert from_registry.value.message == (
+        "preset 'my-tools' is defined twice: in a.yaml and in b.yaml; rename one of them"
+    )
+    assert from_files.message.replace(str(tmp_path) + "/", "") == from_registry.value.message
+
+
+# ------------------------------------------------------------------ shared pieces
+
+
+def test_the_default_namespace_is_the_tool_registry_and_catalog_default() -> None:
+    import inspect
+
+    assert DEFAULT_NAMESPACE == "space_"
+    assert ToolRegistry().namespace_prefix == DEFAULT_NAMESPACE
+    default = inspect.signature(collect).parameters["namespace_prefix"].default
+    assert default == DEFAULT_NAMESPACE
+
+
+# ------------------------------------------------------------------ the import graph
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {line.split(".")[0] for line in out.split()}
+
+
+def test_importing_the_package_imports_neither_jsonschema_nor_mcp() -> None:
+    loaded = _modules_after("import agent_presets")
+    assert "jsonschema" not in loaded
+    assert "mcp" not in loaded
+
+
+@pytest.mark.parametrize(
+    "module", ["model", "schema", "loader", "registry", "matching", "tools", "plugins"]
+)
+def test_the_rule_modules_import_jsonschema_only_when_a_mapping_is_validated(
+    module: str,
+) -> None:
+    assert "jsonschema" not in _modules_after(f"import agent_presets.{module}")
+
+
+def test_validating_a_mapping_imports_jsonschema() -> None:
+    code = (
+        "from agent_presets.model import Preset\n"
+        "Preset(name='p', default_state='off', risk='normal', contexts=(), tool_ids=('a.b',))"
+    )
+    assert "jsonschema" in _modules_after(code)
