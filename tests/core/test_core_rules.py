@@ -279,3 +279,109 @@ def test_validating_a_mapping_imports_jsonschema() -> None:
         "Preset(name='p', default_state='off', risk='normal', contexts=(), tool_ids=('a.b',))"
     )
     assert "jsonschema" in _modules_after(code)
+
+
+def test_one_listener_list_serves_every_notifier() -> None:
+    from agent_presets.listeners import Listeners
+
+    heard: list[tuple[Any, ...]] = []
+
+    def listener(*args: Any) -> None:
+        heard.append(args)
+
+    listeners: Listeners[Any] = Listeners()
+    listeners.add(listener)
+    listeners.remove(print)  # never added: not an error
+    listeners.notify(1, 2)
+    listeners.remove(listener)
+    listeners.notify(3)
+    assert heard == [(1, 2)]
+    assert len(listeners) == 0
+
+
+def test_a_sync_report_is_the_tool_registry_change_type() -> None:
+    from agent_presets import SyncReport
+    from agent_presets.tools import ToolRegistryChange
+
+    report = SyncReport(("a",), (), ("b",))
+    assert isinstance(report, ToolRegistryChange)
+    assert report.changed and bool(report)
+    assert not SyncReport().changed
+    assert ToolRegistryChange(removed=("x",)).changed
+    assert repr(report) == "SyncReport(added=('a',), removed=(), replaced=('b',))"
+
+
+def test_did_you_mean_names_the_closest_name_or_says_where_to_look() -> None:
+    from agent_presets.suggest import did_you_mean
+
+    assert did_you_mean("grpah", ["graph", "scene"], "see the list") == "; did you mean 'graph'?"
+    assert did_you_mean("zzz", ["graph"], "see the list") == "; see the list"
+
+
+def test_the_registry_s_unknown_name_message_is_public(make_preset: Any) -> None:
+    from agent_presets import PresetRegistry
+
+    registry = PresetRegistry()
+    registry.register(make_preset("graph-nav-tools"))
+    assert registry.unknown_message("graph-nav-tool") == (
+        "no preset named 'graph-nav-tool'; did you mean 'graph-nav-tools'?"
+    )
+
+
+def test_a_plugin_problem_is_a_preset_validation_error() -> None:
+    from agent_presets.plugins import PluginProblem, load_plugins
+
+    class Typo:
+        from agent_presets import hookimpl
+
+        @hookimpl
+        def presets_preset_file(self) -> list[str]:
+            return []
+
+    [problem] = load_plugins([Typo()]).problems
+    assert isinstance(problem, PluginProblem)
+    assert isinstance(problem, PresetValidationError)
+    assert problem.plugin == "Typo"
+    assert str(problem) == problem.message
+
+
+class _BrokenFile:
+    from agent_presets import hookimpl
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @hookimpl
+    def presets_preset_files(self) -> list[Path]:
+        return [self.path]
+
+
+def test_bootstrap_strict_makes_definition_problems_fatal_without_the_environment(
+    tmp_path: Path,
+) -> None:
+    from types import SimpleNamespace
+
+    from agent_presets import bootstrap
+
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD, encoding="utf-8")  # my.tool: no adapter provides it
+    with pytest.raises(PresetValidationError, match=r"my\.tool"):
+        bootstrap(SimpleNamespace(), plugins=[_BrokenFile(path)], strict=True)
+    presets = bootstrap(SimpleNamespace(), plugins=[_BrokenFile(path)], strict=False)
+    assert any("my.tool" in str(p) for p in presets.problems)
+
+
+def test_bootstrap_strict_false_overrides_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from agent_presets import bootstrap
+
+    monkeypatch.setenv("PRESETS_STRICT", "1")
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD, encoding="utf-8")
+    presets = bootstrap(SimpleNamespace(), plugins=[_BrokenFile(path)], strict=False)
+    assert presets.registry.names() == []
+    with pytest.raises(PresetValidationError, match="PRESETS_STRICT=1"):
+        bootstrap(SimpleNamespace(), plugins=[_BrokenFile(path)])

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from agent_presets.listeners import call_listeners
+from agent_presets.listeners import Listeners
 from agent_presets.model import DEFAULT_NAMESPACE, OwnershipError, PresetValidationError, ToolDef
 
 
@@ -25,8 +25,12 @@ class ToolRegistryChange:
     removed: tuple[str, ...] = ()
     replaced: tuple[str, ...] = ()
 
-    def __bool__(self) -> bool:
+    @property
+    def changed(self) -> bool:
         return bool(self.added or self.removed or self.replaced)
+
+    def __bool__(self) -> bool:
+        return self.changed
 
 
 ChangeListener = Callable[[ToolRegistryChange], None]
@@ -39,7 +43,7 @@ class ToolRegistry:
         self.namespace_prefix = namespace_prefix
         self._tools: dict[str, ToolDef] = {}
         self._names: list[str] | None = []
-        self._listeners: list[ChangeListener] = []
+        self._listeners: Listeners[ChangeListener] = Listeners()
         self._lock = threading.RLock()
         self._batch_depth = 0
         self._pending: dict[str, list[str]] = {"added": [], "removed": [], "replaced": []}
@@ -114,11 +118,10 @@ class ToolRegistry:
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_on_change(self, callback: ChangeListener) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _record(self, kind: str, name: str) -> None:
         self.version += 1
@@ -134,4 +137,4 @@ class ToolRegistry:
         )
         if not change:
             return
-        call_listeners(self._listeners, change)
+        self._listeners.notify(change)
