@@ -176,11 +176,8 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
     for index, item in enumerate(data["presets"]):
         if index in bad_presets:
             continue
-        try:
-            preset = Preset.from_checked(item, source)
-        except PresetValidationError as exc:
-            problems.append(at(("presets", index), exc.message))
-            continue
+        # The file schema has just checked this preset: every rule is the schema's.
+        preset = Preset.from_checked(item, source)
         if preset.name in first_seen:
             first = positions.get(("presets", first_seen[preset.name]))
             err = at(("presets", index, "name"), "")

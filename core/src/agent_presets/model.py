@@ -205,20 +205,26 @@ class Preset:
 
     @classmethod
     def from_checked(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
-        """Build from a mapping the loader has already checked against the schema.
+        """Build from a mapping that has already passed the schema (``from_dict``, the loader).
 
-        Construction checks the preset again: the rules are the schema's either way.
+        The rules are the schema's alone, so checking the same mapping again
+        would only cost time: the loader validates a whole file in one pass.
+        Anything not yet checked goes through ``from_dict`` or the constructor.
         """
-        return cls(
-            name=mapping["name"],
-            group=mapping.get("group"),
-            default_state=mapping["default_state"],
-            risk=mapping["risk"],
-            contexts=tuple(mapping["contexts"]),
-            tool_ids=tuple(mapping["tool_ids"]),
-            system_prompt=mapping.get("system_prompt"),
-            source=source,
-        )
+        preset = cls.__new__(cls)
+        values = {
+            "name": mapping["name"],
+            "group": mapping.get("group"),
+            "default_state": mapping["default_state"],
+            "risk": mapping["risk"],
+            "contexts": tuple(_freeze_pattern(p) for p in mapping["contexts"]),
+            "tool_ids": tuple(mapping["tool_ids"]),
+            "system_prompt": mapping.get("system_prompt"),
+            "source": source,
+        }
+        for name, value in values.items():
+            object.__setattr__(preset, name, value)
+        return preset
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
