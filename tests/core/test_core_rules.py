@@ -273,12 +273,45 @@ def test_the_rule_modules_import_jsonschema_only_when_a_mapping_is_validated(
     assert "jsonschema" not in _modules_after(f"import agent_presets.{module}")
 
 
-def test_validating_a_mapping_imports_jsonschema() -> None:
+def test_a_valid_preset_is_built_without_jsonschema_and_a_broken_one_is_described_by_it() -> None:
+    build = "Preset(name='p', default_state='off', risk='normal', contexts=(), tool_ids=('a.b',))"
+    code = f"from agent_presets.model import Preset\n{build}"
+    assert "jsonschema" not in _modules_after(code)
+    broken = build.replace("'a.b'", "'ab'")
     code = (
-        "from agent_presets.model import Preset\n"
-        "Preset(name='p', default_state='off', risk='normal', contexts=(), tool_ids=('a.b',))"
+        f"from agent_presets.model import Preset\ntry:\n    {broken}\nexcept ValueError:\n    pass"
     )
     assert "jsonschema" in _modules_after(code)
+
+
+JSON_LIKE = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | st.text("ab-_.1"),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["presets", "name", "risk", "contexts", "tool_ids", "surface", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(JSON_LIKE, near_valid_presets(), near_valid_presets().map(lambda p: {"presets": [p]}))
+)
+def test_the_fast_check_accepts_only_what_jsonschema_accepts(value: Any) -> None:
+    from agent_presets import schema as rules
+
+    published = json.loads(REPO_SCHEMA.read_text(encoding="utf-8"))
+    file_validator = jsonschema.Draft202012Validator(published)
+    preset_validator = jsonschema.Draft202012Validator(
+        {"$defs": published["$defs"], "$ref": "#/$defs/preset"}
+    )
+    assert rules._file_check()(value) == file_validator.is_valid(value)
+    assert rules._preset_check()(value) == preset_validator.is_valid(value)
 
 
 def test_one_listener_list_serves_every_notifier() -> None:
