@@ -30,7 +30,12 @@ ENTRY_POINT_GROUP: Final = "agent_presets"
 BUILTIN_DISTRIBUTIONS: Final = frozenset(
     f"agent-presets-{n}" for n in ("drawing", "graph", "scene", "general", "units")
 )
-HOOK_NAMES: Final = ("presets_preset_files", "presets_tool_adapters", "presets_headless_runtime")
+HOOK_NAMES: Final = tuple(
+    name
+    for name, value in vars(hookspecs).items()
+    if callable(value) and hasattr(value, f"{hookspecs.PROJECT_NAME}_spec")
+)
+"""Every hook the core declares, read from the hook specs (so a new hook needs no edit here)."""
 
 
 class PluginLoadError(PresetError):
