@@ -262,6 +262,9 @@ def test_importing_the_package_imports_neither_jsonschema_nor_mcp() -> None:
     loaded = _modules_after("import agent_presets")
     assert "jsonschema" not in loaded
     assert "mcp" not in loaded
+    # The names load on first use, so the import costs almost nothing.
+    assert {"pluggy", "yaml", "click"}.isdisjoint(loaded)
+    assert "pluggy" in _modules_after("from agent_presets import hookimpl")
 
 
 @pytest.mark.parametrize(

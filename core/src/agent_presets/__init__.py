@@ -12,8 +12,6 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from agent_presets.hookspecs import hookimpl, hookspec
-
 __version__ = "0.1.0"
 
 
@@ -36,6 +34,8 @@ class _Package(ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 _EXPORTS = {
+    "hookimpl": "hookspecs",
+    "hookspec": "hookspecs",
     "Presets": "bootstrap",
     "bootstrap": "bootstrap",
     "DEFAULT_NAMESPACE": "model",
@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         runtime_handler,
     )
     from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
     from agent_presets.model import (
