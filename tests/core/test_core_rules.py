@@ -499,3 +499,22 @@ def test_the_core_has_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_model_s_values_are_the_schema_s_and_its_types_spell_them() -> None:
+    from typing import get_args
+
+    from agent_presets import model
+
+    published = json.loads(REPO_SCHEMA.read_text(encoding="utf-8"))["$defs"]
+    fields_ = published["preset"]["properties"]
+    assert model.RISKS == tuple(fields_["risk"]["enum"]) == get_args(model.Risk)
+    assert (
+        model.DEFAULT_STATES
+        == tuple(fields_["default_state"]["enum"])
+        == get_args(model.DefaultState)
+    )
+    assert {"filesystem-write", "destructive", "shell"} == model.DANGEROUS_RISKS
+    assert model.TOOL_ID_RE.pattern == fields_["tool_ids"]["items"]["pattern"]
+    assert model.NAME_RE.pattern == published["name"]["pattern"]
+    assert model.FIELD_RE.pattern == published["pattern"]["propertyNames"]["pattern"]

@@ -12,16 +12,22 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from agent_presets.schema import preset_problems
+from agent_presets.schema import preset_problems, schema
 
 DefaultState = Literal["auto", "off"]
 Risk = Literal["normal", "filesystem-read", "filesystem-write", "destructive", "shell"]
 Reason = Literal["context", "override"]
 OverrideState = Literal["on", "off", "auto"]
 
-DEFAULT_STATES: Final = ("auto", "off")
-RISKS: Final = ("normal", "filesystem-read", "filesystem-write", "destructive", "shell")
-DANGEROUS_RISKS: Final = frozenset({"filesystem-write", "destructive", "shell"})
+# The values and patterns below are the schema's, read from it so they cannot drift;
+# the Literal types above spell them for the type checker (a test keeps them equal).
+_PRESET_SCHEMA: Final = schema()["$defs"]
+_PRESET_FIELDS: Final = _PRESET_SCHEMA["preset"]["properties"]
+DEFAULT_STATES: Final[tuple[str, ...]] = tuple(_PRESET_FIELDS["default_state"]["enum"])
+RISKS: Final[tuple[str, ...]] = tuple(_PRESET_FIELDS["risk"]["enum"])
+DANGEROUS_RISKS: Final[frozenset[str]] = frozenset(
+    _PRESET_SCHEMA["preset"]["if"]["properties"]["risk"]["enum"]
+)
 OVERRIDE_STATES: Final = ("on", "off", "auto")
 ANY: Final = "any"
 NONE: Final = "none"
@@ -29,9 +35,9 @@ NONE: Final = "none"
 DEFAULT_NAMESPACE: Final = "space_"
 """The MCP name prefix of the headless host and the built-in plugins' tools."""
 
-NAME_RE: Final = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-TOOL_ID_RE: Final = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-FIELD_RE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
+NAME_RE: Final = re.compile(_PRESET_SCHEMA["name"]["pattern"])
+TOOL_ID_RE: Final = re.compile(_PRESET_FIELDS["tool_ids"]["items"]["pattern"])
+FIELD_RE: Final = re.compile(_PRESET_SCHEMA["pattern"]["propertyNames"]["pattern"])
 
 
 # --------------------------------------------------------------------- errors
