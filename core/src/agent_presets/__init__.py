@@ -7,19 +7,38 @@ cheap for the CLI commands that need only part of the core.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-# The module agent_presets.bootstrap shares its name with the function: once
-# the module is imported, the package attribute would be the module. Binding
-# the function here, after that import, keeps `from agent_presets import
-# bootstrap` the function for everyone.
-from agent_presets.bootstrap import Presets, bootstrap
-from agent_presets.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
 
+
+class _Package(ModuleType):
+    """The package module, keeping ``agent_presets.bootstrap`` the function.
+
+    The module agent_presets.bootstrap shares its name with the function it
+    defines. Importing a submodule sets the package attribute of that name to
+    the module; refusing that one assignment keeps ``from agent_presets import
+    bootstrap`` the function however the module was first imported, while
+    the function itself still loads on first use like every other name here.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "bootstrap" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 _EXPORTS = {
+    "hookimpl": "hookspecs",
+    "hookspec": "hookspecs",
+    "Presets": "bootstrap",
+    "bootstrap": "bootstrap",
+    "DEFAULT_NAMESPACE": "model",
     "ActivePreset": "model",
     "DuplicatePresetError": "model",
     "DuplicateToolError": "model",
@@ -50,6 +69,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "ActivePreset",
     "DuplicatePresetError",
     "DuplicateToolError",
@@ -102,9 +122,12 @@ if TYPE_CHECKING:
         require_runtime,
         runtime_handler,
     )
+    from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
     from agent_presets.model import (
+        DEFAULT_NAMESPACE,
         ActivePreset,
         DuplicatePresetError,
         DuplicateToolError,

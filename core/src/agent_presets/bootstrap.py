@@ -10,7 +10,7 @@ from typing import Any
 from agent_presets.adapters import ToolAdapterRegistry
 from agent_presets.catalog import collect
 from agent_presets.manager import PresetManager
-from agent_presets.model import PresetValidationError
+from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 from agent_presets.plugins import PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
@@ -43,19 +43,25 @@ def bootstrap(
     owner: str = "agent-presets",
     plugins: PluginSet | Iterable[object] | None = None,
     overrides: Mapping[str, str] | None = None,
+    strict: bool | None = None,
 ) -> Presets:
     """Discover plugins, load their presets and adapters, build manager and sync, start sync.
 
     ``plugins`` is a loaded ``PluginSet``, or plugin objects to register
     instead of discovering entry points. Definition problems (a bad preset
     file, a collision, a tool id no adapter provides) skip the offending
-    preset and are kept in ``Presets.problems``; ``PRESETS_STRICT=1`` makes
-    them fatal. ``context`` defaults to ``app.context()`` when the app has one.
+    preset and are kept in ``Presets.problems``; ``strict=True`` makes them
+    (and plugin load problems) fatal. ``strict=None`` reads ``PRESETS_STRICT``
+    for callers written before the parameter; a command line passes
+    ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
+    ``app.context()`` when the app has one.
     """
-    plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
-    tool_registry = tool_registry if tool_registry is not None else ToolRegistry("space_")
+    if strict is None:
+        strict = env_flag("PRESETS_STRICT")
+    plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins, strict=strict)
+    tool_registry = tool_registry if tool_registry is not None else ToolRegistry(DEFAULT_NAMESPACE)
     catalog = collect(plugin_set, namespace_prefix=tool_registry.namespace_prefix)
-    if catalog.problems and env_flag("PRESETS_STRICT"):
+    if catalog.problems and strict:
         raise PresetValidationError(
             "preset definitions have problems (PRESETS_STRICT=1 makes them fatal):\n"
             + "\n".join(str(p) for p in catalog.problems),

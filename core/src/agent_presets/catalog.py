@@ -1,9 +1,11 @@
 """Everything the loaded plugins define, checked as a whole.
 
-Shared by ``bootstrap`` (which registers what is valid) and ``presets
-validate`` (which reports every problem): presets from each plugin's files,
-adapters from each plugin, cross-plugin collisions named with both sources,
-tool ids that no adapter provides, MCP names without the registry prefix.
+Shared by ``bootstrap`` and ``serve`` (which register what is valid) and
+``presets validate`` (which reports every problem): presets from each
+plugin's files, adapters from each plugin, cross-plugin collisions named with
+both sources, tool ids that no adapter provides, MCP names without the
+registry prefix. ``check_preset_files`` applies the same file and whole-set
+rules to preset files given by path, with no plugin around them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from typing import Any
 
 from agent_presets.adapters import ToolAdapter
 from agent_presets.loader import parse_presets, read_preset_source
-from agent_presets.model import Preset, PresetValidationError
+from agent_presets.model import (
+    DEFAULT_NAMESPACE,
+    Preset,
+    PresetValidationError,
+    duplicate_preset_error,
+)
 from agent_presets.plugins import PluginInfo, PluginSet
 
 
@@ -29,7 +36,7 @@ class Catalog:
     preset_plugin: dict[str, str] = field(default_factory=dict)
 
 
-def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = "space_") -> Catalog:
+def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = DEFAULT_NAMESPACE) -> Catalog:
     catalog = Catalog()
 
     def hook_failed(info: PluginInfo, exc: Exception) -> None:
@@ -96,6 +103,33 @@ def _items(info: PluginInfo, result: Any, catalog: Catalog) -> Iterable[Any]:
     return list(result)
 
 
+def check_preset_files(paths: Iterable[str | PathLike[str] | Traversable]) -> Catalog:
+    """Check preset files as one set: each file, then preset names across all of them.
+
+    What ``presets validate PATH...`` reports. Tool ids are not checked against
+    adapters here: files given by path are checked alone, without plugins.
+    ``Catalog.presets`` holds each valid preset once, first definition first.
+    """
+    catalog = Catalog()
+    for path in paths:
+        try:
+            source, text = read_preset_source(path)
+        except PresetValidationError as exc:
+            catalog.problems.append(exc)
+            continue
+        _parse(source, text, catalog)
+    catalog.presets = _unique(catalog, catalog.presets)
+    return catalog
+
+
+def _parse(source: str, text: str, catalog: Catalog) -> list[Preset]:
+    catalog.files.append(source)
+    presets, problems = parse_presets(text, source)
+    catalog.problems.extend(problems)
+    catalog.presets.extend(presets)
+    return presets
+
+
 def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
     if not isinstance(item, str | PathLike | Traversable):
         catalog.problems.append(
@@ -113,28 +147,29 @@ def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
             PresetValidationError(f"plugin {info.name!r}: {exc.message}", source=exc.source)
         )
         return
-    catalog.files.append(source)
-    presets, problems = parse_presets(text, source)
-    catalog.problems.extend(problems)
-    catalog.presets.extend(presets)
-    for p in presets:
+    for p in _parse(source, text, catalog):
         catalog.preset_plugin.setdefault(p.name, info.name)
+
+
+def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
+    """The presets whose name is not taken by an earlier one; the others are problems."""
+    first: dict[str, Preset] = {}
+    for preset in presets:
+        earlier = first.get(preset.name)
+        if earlier is not None:
+            catalog.problems.append(
+                duplicate_preset_error(
+                    preset.name, first_source=earlier.source, source=preset.source
+                )
+            )
+            continue
+        first[preset.name] = preset
+    return list(first.values())
 
 
 def _check_presets(catalog: Catalog, adapters: dict[str, ToolAdapter]) -> list[Preset]:
     valid: list[Preset] = []
-    names: dict[str, Preset] = {}
-    for preset in catalog.presets:
-        first = names.get(preset.name)
-        if first is not None:
-            catalog.problems.append(
-                PresetValidationError(
-                    f"preset {preset.name!r} is defined twice: in {first.source} and in "
-                    f"{preset.source}; rename one of them",
-                    source=preset.source,
-                )
-            )
-            continue
+    for preset in _unique(catalog, catalog.presets):
         missing = [t for t in preset.tool_ids if t not in adapters]
         if missing:
             catalog.problems.append(
@@ -145,6 +180,5 @@ def _check_presets(catalog: Catalog, adapters: dict[str, ToolAdapter]) -> list[P
                 )
             )
             continue
-        names[preset.name] = preset
         valid.append(preset)
     return valid

@@ -8,33 +8,47 @@ say ``default_state: off`` and mean the string, so this loader treats only
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Mapping
-from functools import cache
-from importlib.resources import files
+from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from os import PathLike, fspath
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
-from jsonschema.exceptions import ValidationError
 
-from agent_presets.model import (
-    DANGEROUS_RISKS,
-    DuplicatePresetError,
-    Preset,
-    PresetValidationError,
+from agent_presets.model import Preset, PresetValidationError, duplicate_preset_error
+from agent_presets.schema import (
+    SCHEMA_NAME,
+    describe,
+    extra_key,
+    field_label,
+    file_errors,
+    preset_label,
+    problem_path,
+    schema,
+    schema_text,
 )
 
-SCHEMA_NAME = "preset.schema.json"
+__all__ = [
+    "SCHEMA_NAME",
+    "PresetYamlLoader",
+    "load_preset_file",
+    "load_preset_text",
+    "parse_presets",
+    "read_preset_source",
+    "schema",
+    "schema_text",
+]
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class PresetYamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
     """A safe loader whose only booleans are true and false."""
+
+
+# cli.py still imports this private name; it moves to ``schema.schema_text``.
+_schema_text = schema_text
 
 
 PresetYamlLoader.yaml_implicit_resolvers = {
@@ -49,33 +63,6 @@ PresetYamlLoader.add_implicit_resolver(
 
 Position = tuple[int, int]
 PathKey = tuple[str | int, ...]
-
-
-def schema() -> dict[str, Any]:
-    """The preset-file JSON Schema shipped in the package."""
-    value: dict[str, Any] = json.loads(_schema_text())
-    return value
-
-
-@cache
-def _schema_text() -> str:
-    return (files("agent_presets") / "schemas" / SCHEMA_NAME).read_text(encoding="utf-8")
-
-
-@cache
-def _file_validator() -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(schema())
-
-
-@cache
-def _preset_validator() -> jsonschema.protocols.Validator:
-    s = schema()
-    return jsonschema.Draft202012Validator({"$defs": s["$defs"], "$ref": "#/$defs/preset"})
-
-
-def preset_schema_problems(mapping: Any) -> list[str]:
-    """Schema problems of one preset mapping, as messages (empty when valid)."""
-    return [_describe(e, mapping) for e in _sorted_errors(_preset_validator(), mapping)]
 
 
 # ---------------------------------------------------------------- loading
@@ -161,8 +148,8 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         return PresetValidationError(message, source=source, line=line, column=col)
 
     for path, line, col in duplicates:
-        label, rest = _preset_label(data, path)
-        where = f"{label}, field {_field_label(rest)!r}" if label else _field_label(path)
+        label, rest = preset_label(data, path)
+        where = f"{label}, field {field_label(rest)!r}" if label else field_label(path)
         problems.append(
             PresetValidationError(
                 f"{where}: key {path[-1]!r} appears twice in one mapping; keep one",
@@ -172,15 +159,15 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
             )
         )
     bad_presets: set[int] = set()
-    for error in _sorted_errors(_file_validator(), data):
-        path = tuple(error.absolute_path)
+    for error in file_errors(data):
+        path = problem_path(error)
         if len(path) >= 2 and path[0] == "presets" and isinstance(path[1], int):
             bad_presets.add(path[1])
-        extra = _extra_key(error)
+        extra = extra_key(error)
         if extra is not None:
-            problems.append(at((*path, extra), _describe(error, data), key=True))
+            problems.append(at((*path, extra), describe(error, data), key=True))
         else:
-            problems.append(at(path, _describe(error, data)))
+            problems.append(at(path, describe(error, data)))
     if not isinstance(data, Mapping) or not isinstance(data.get("presets"), list):
         return [], problems
 
@@ -189,21 +176,19 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
     for index, item in enumerate(data["presets"]):
         if index in bad_presets:
             continue
-        try:
-            preset = Preset.from_checked(item, source)
-        except PresetValidationError as exc:
-            problems.append(at(("presets", index), exc.message))
-            continue
+        # The file schema has just checked this preset: every rule is the schema's.
+        preset = Preset.from_checked(item, source)
         if preset.name in first_seen:
             first = positions.get(("presets", first_seen[preset.name]))
-            where = f" (first defined at line {first[0]})" if first else ""
-            err = at(
-                ("presets", index, "name"),
-                f"preset {preset.name!r} is defined twice in this file{where}",
-            )
+            err = at(("presets", index, "name"), "")
             problems.append(
-                DuplicatePresetError(
-                    err.message, source=err.source, line=err.line, column=err.column
+                duplicate_preset_error(
+                    preset.name,
+                    first_source=source,
+                    first_line=first[0] if first else None,
+                    source=source,
+                    line=err.line,
+                    column=err.column,
                 )
             )
             continue
@@ -301,132 +286,6 @@ def _nearest(positions: dict[PathKey, Position], path: PathKey) -> Position | No
         if not path:
             return None
         path = path[:-1]
-
-
-# ---------------------------------------------------------------- messages
-
-
-def _sorted_errors(validator: jsonschema.protocols.Validator, data: Any) -> list[ValidationError]:
-    return sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-
-
-def _schema_of(error: ValidationError) -> Mapping[str, Any]:
-    return error.schema if isinstance(error.schema, Mapping) else {}
-
-
-def _extra_key(error: ValidationError) -> str | None:
-    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-        allowed = set(_schema_of(error).get("properties", {}))
-        extras = [k for k in error.instance if k not in allowed]
-        if extras:
-            return str(extras[0])
-    return None
-
-
-def _field_label(path: Iterable[str | int]) -> str:
-    parts = list(path)
-    label = ""
-    if len(parts) >= 2 and parts[0] == "presets" and isinstance(parts[1], int):
-        label = f"presets[{parts[1]}]"
-        parts = parts[2:]
-    for p in parts:
-        label += f"[{p}]" if isinstance(p, int) else (f".{p}" if label else str(p))
-    return label or "file"
-
-
-def _preset_label(data: Any, path: tuple[str | int, ...]) -> tuple[str, tuple[str | int, ...]]:
-    """('preset 'name'', remaining path) for an error inside a preset of a file."""
-    if len(path) >= 2 and path[0] == "presets" and isinstance(path[1], int):
-        try:
-            name = data["presets"][path[1]].get("name")
-        except (AttributeError, IndexError, KeyError, TypeError):
-            name = None
-        label = f"preset {name!r}" if isinstance(name, str) else f"presets[{path[1]}]"
-        return label, path[2:]
-    return "", path
-
-
-def _describe(error: ValidationError, data: Any) -> str:
-    path = tuple(error.absolute_path)
-    label, rest = _preset_label(data, path)
-    if (
-        not label
-        and isinstance(data, Mapping)
-        and "presets" not in path
-        and isinstance(data.get("name"), str)
-    ):
-        label = f"preset {data['name']!r}"
-    field = _field_label(rest) if rest else ""
-    where = ", ".join(x for x in (label, f"field {field!r}" if field else "") if x)
-    prefix = f"{where}: " if where else ""
-    v, inst = error.validator, error.instance
-    if v == "required":
-        missing = str(error.message).split("'")[1] if "'" in error.message else error.message
-        hint = " (a preset file holds a 'presets:' list)" if missing == "presets" else ""
-        return f"{prefix}missing required field {missing!r}{hint}"
-    if v == "additionalProperties":
-        extra = _extra_key(error)
-        allowed = ", ".join(_schema_of(error).get("properties", {}))
-        return f"{prefix}unknown field {extra!r}; allowed fields: {allowed}"
-    if v == "enum":
-        options = ", ".join(str(o) for o in _schema_of(error).get("enum", []))
-        return f"{prefix}{inst!r} is not one of: {options}"
-    if v == "const" and rest and rest[-1] == "default_state":
-        risk = _risk_of(data, path)
-        return (
-            f"{label} has risk {risk!r} and must use default_state: off "
-            "(dangerous presets are enabled only by an explicit override)"
-        )
-    if v == "type":
-        expected = error.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"{prefix}expected {expected}, got {_json_type(inst)} {inst!r}"
-    if v == "pattern" and "propertyNames" in error.schema_path:
-        return f"{prefix}field name {inst!r} must be snake_case, like activity or world_id"
-    if v == "pattern" and rest and rest[-1] in ("name", "group"):
-        return f"{prefix}{inst!r} must be kebab-case (lowercase letters, digits and '-')"
-    if v == "pattern" and rest and rest[0] == "tool_ids":
-        return f"{prefix}tool id {inst!r} must be dotted, like 'drawing.set-tool'"
-    if v == "minItems":
-        return f"{prefix}must list at least {error.validator_value} item(s)"
-    if v == "uniqueItems":
-        return f"{prefix}lists the same item twice"
-    if v == "minProperties":
-        return (
-            f"{prefix}an empty context pattern matches everything; write {{surface: any}} to say so"
-        )
-    if v == "anyOf" and rest and rest[-1] == "canvas_visible":
-        return f"{prefix}must be true, false or any, not {inst!r}"
-    if v == "propertyNames":
-        return f"{prefix}field name {inst!r} must be snake_case"
-    return f"{prefix}{error.message}"
-
-
-def _risk_of(data: Any, path: tuple[str | int, ...]) -> str:
-    try:
-        node = data
-        for p in path[:-1]:
-            node = node[p]
-        risk = node.get("risk")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return "dangerous"
-    return str(risk) if risk in DANGEROUS_RISKS else "dangerous"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "mapping"
-    return type(value).__name__
 
 
 def _display(path: str | PathLike[str] | Traversable) -> str:

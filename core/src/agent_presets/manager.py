@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_presets.adapters import ToolAdapterRegistry
-from agent_presets.listeners import call_listeners
+from agent_presets.listeners import Listeners
 from agent_presets.matching import Context, validate_context
 from agent_presets.model import (
     OVERRIDE_STATES,
@@ -52,7 +52,7 @@ class PresetManager:
         self.app = app
         self.owner = owner
         self._lock = threading.RLock()
-        self._listeners: list[ChangeListener] = []
+        self._listeners: Listeners[ChangeListener] = Listeners()
         self._context: Context = validate_context(context)
         self._overrides: dict[str, str] = registry.validate_overrides(overrides)
         self._memo: OrderedDict[tuple[Any, ...], Resolution] = OrderedDict()
@@ -93,7 +93,7 @@ class PresetManager:
             )
         with self._lock:
             if name not in self.registry:
-                raise UnknownPresetError(self.registry._unknown_message(name))
+                raise UnknownPresetError(self.registry.unknown_message(name))
             overrides = dict(self._overrides)
             if state == "auto":
                 overrides.pop(name, None)
@@ -141,11 +141,10 @@ class PresetManager:
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_on_change(self, callback: ChangeListener) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     # -- internals ---------------------------------------------------------
 
@@ -169,7 +168,7 @@ class PresetManager:
             return
         self._resolution = resolution
         self._tool_defs = defs
-        call_listeners(self._listeners, resolution)
+        self._listeners.notify(resolution)
 
     def _registry_changed(self, event: str, preset: Preset) -> None:
         # Raising here makes the registry undo the change: nothing is committed.

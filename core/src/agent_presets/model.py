@@ -12,21 +12,32 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from agent_presets.schema import preset_problems, schema
+
 DefaultState = Literal["auto", "off"]
 Risk = Literal["normal", "filesystem-read", "filesystem-write", "destructive", "shell"]
 Reason = Literal["context", "override"]
 OverrideState = Literal["on", "off", "auto"]
 
-DEFAULT_STATES: Final = ("auto", "off")
-RISKS: Final = ("normal", "filesystem-read", "filesystem-write", "destructive", "shell")
-DANGEROUS_RISKS: Final = frozenset({"filesystem-write", "destructive", "shell"})
+# The values and patterns below are the schema's, read from it so they cannot drift;
+# the Literal types above spell them for the type checker (a test keeps them equal).
+_PRESET_SCHEMA: Final = schema()["$defs"]
+_PRESET_FIELDS: Final = _PRESET_SCHEMA["preset"]["properties"]
+DEFAULT_STATES: Final[tuple[str, ...]] = tuple(_PRESET_FIELDS["default_state"]["enum"])
+RISKS: Final[tuple[str, ...]] = tuple(_PRESET_FIELDS["risk"]["enum"])
+DANGEROUS_RISKS: Final[frozenset[str]] = frozenset(
+    _PRESET_SCHEMA["preset"]["if"]["properties"]["risk"]["enum"]
+)
 OVERRIDE_STATES: Final = ("on", "off", "auto")
 ANY: Final = "any"
 NONE: Final = "none"
 
-NAME_RE: Final = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-TOOL_ID_RE: Final = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
-FIELD_RE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
+DEFAULT_NAMESPACE: Final = "space_"
+"""The MCP name prefix of the headless host and the built-in plugins' tools."""
+
+NAME_RE: Final = re.compile(_PRESET_SCHEMA["name"]["pattern"])
+TOOL_ID_RE: Final = re.compile(_PRESET_FIELDS["tool_ids"]["items"]["pattern"])
+FIELD_RE: Final = re.compile(_PRESET_SCHEMA["pattern"]["propertyNames"]["pattern"])
 
 
 # --------------------------------------------------------------------- errors
@@ -86,6 +97,32 @@ class DuplicateToolError(PresetValidationError):
     """Two tools with one id or one MCP name where only one may be."""
 
 
+def duplicate_preset_error(
+    name: str,
+    *,
+    first_source: str | None,
+    source: str | None,
+    first_line: int | None = None,
+    line: int | None = None,
+    column: int | None = None,
+) -> DuplicatePresetError:
+    """The one wording of the rule "a preset name is defined once", wherever it is checked.
+
+    The loader (within a file), the catalog (across plugins and files) and the
+    registry (at registration) all report a second definition through this.
+    """
+    if first_line is not None and first_source == source:
+        message = (
+            f"preset {name!r} is defined twice in this file (first defined at line {first_line})"
+        )
+    else:
+        message = (
+            f"preset {name!r} is defined twice: in {first_source or '?'} and in "
+            f"{source or '?'}; rename one of them"
+        )
+    return DuplicatePresetError(message, source=source, line=line, column=column)
+
+
 class OwnershipError(PresetError):
     """A tool name is held by someone else in the tool registry."""
 
@@ -127,20 +164,31 @@ class Preset:
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        problems = []
         for attr in ("contexts", "tool_ids"):
             value = getattr(self, attr)
-            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-                problems.append(
-                    f"preset {self.name!r}: {attr} must be a list, not {type(value).__name__}"
-                )
-            else:
+            if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
                 object.__setattr__(self, attr, tuple(value))
-        if not problems:
-            problems = list(_preset_problems(self))
+        problems = preset_problems(self._as_mapping())
         if problems:
             raise PresetValidationError("; ".join(problems), source=self.source)
         object.__setattr__(self, "contexts", tuple(_freeze_pattern(p) for p in self.contexts))
+
+    def _as_mapping(self) -> dict[str, Any]:
+        """The fields as the schema sees them: what a YAML file would say for this preset."""
+        data: dict[str, Any] = {"name": self.name}
+        if self.group is not None:
+            data["group"] = self.group
+        data["default_state"] = self.default_state
+        data["risk"] = self.risk
+        contexts: Any = self.contexts
+        if isinstance(contexts, tuple):
+            contexts = [dict(p) if isinstance(p, Mapping) else p for p in contexts]
+        data["contexts"] = contexts
+        tool_ids: Any = self.tool_ids
+        data["tool_ids"] = list(tool_ids) if isinstance(tool_ids, tuple) else tool_ids
+        if self.system_prompt is not None:
+            data["system_prompt"] = self.system_prompt
+        return data
 
     @property
     def dangerous(self) -> bool:
@@ -149,9 +197,7 @@ class Preset:
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
         """Validate ``mapping`` against the preset schema, then build the preset."""
-        from agent_presets.loader import preset_schema_problems
-
-        problems = preset_schema_problems(mapping)
+        problems = preset_problems(mapping)
         if problems:
             errors = [PresetValidationError(p, source=source) for p in problems]
             if len(errors) == 1:
@@ -165,17 +211,26 @@ class Preset:
 
     @classmethod
     def from_checked(cls, mapping: Mapping[str, Any], source: str | None = None) -> Preset:
-        """Build from a mapping already checked against the schema (the loader's path)."""
-        return cls(
-            name=mapping["name"],
-            group=mapping.get("group"),
-            default_state=mapping["default_state"],
-            risk=mapping["risk"],
-            contexts=tuple(mapping["contexts"]),
-            tool_ids=tuple(mapping["tool_ids"]),
-            system_prompt=mapping.get("system_prompt"),
-            source=source,
-        )
+        """Build from a mapping that has already passed the schema (``from_dict``, the loader).
+
+        The rules are the schema's alone, so checking the same mapping again
+        would only cost time: the loader validates a whole file in one pass.
+        Anything not yet checked goes through ``from_dict`` or the constructor.
+        """
+        preset = cls.__new__(cls)
+        values = {
+            "name": mapping["name"],
+            "group": mapping.get("group"),
+            "default_state": mapping["default_state"],
+            "risk": mapping["risk"],
+            "contexts": tuple(_freeze_pattern(p) for p in mapping["contexts"]),
+            "tool_ids": tuple(mapping["tool_ids"]),
+            "system_prompt": mapping.get("system_prompt"),
+            "source": source,
+        }
+        for name, value in values.items():
+            object.__setattr__(preset, name, value)
+        return preset
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
@@ -190,64 +245,6 @@ class Preset:
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
         return data
-
-
-def _preset_problems(p: Preset) -> Iterable[str]:
-    if not isinstance(p.name, str) or not NAME_RE.match(p.name):
-        yield f"preset name {p.name!r} must be kebab-case (lowercase letters, digits, '-')"
-        return
-    where = f"preset {p.name!r}"
-    if p.group is not None and (not isinstance(p.group, str) or not NAME_RE.match(p.group)):
-        yield f"{where}: group {p.group!r} must be kebab-case"
-    if p.default_state not in DEFAULT_STATES:
-        yield f"{where}: default_state {p.default_state!r} must be one of: auto, off"
-    if p.risk not in RISKS:
-        yield f"{where}: risk {p.risk!r} must be one of: {', '.join(RISKS)}"
-    elif p.risk in DANGEROUS_RISKS and p.default_state == "auto":
-        yield (
-            f"{where} has risk {p.risk!r} and must use default_state: off "
-            "(dangerous presets are enabled only by an explicit override)"
-        )
-    if p.default_state == "auto" and not p.contexts:
-        yield (
-            f"{where} is auto but lists no contexts, so it could never activate; "
-            "add a pattern such as {surface: any} or use default_state: off"
-        )
-    for i, pattern in enumerate(p.contexts):
-        for problem in pattern_problems(pattern):
-            yield f"{where}: contexts[{i}]: {problem}"
-    if not p.tool_ids:
-        yield f"{where}: tool_ids must list at least one tool id"
-    seen: set[str] = set()
-    for tool_id in p.tool_ids:
-        if not isinstance(tool_id, str) or not TOOL_ID_RE.match(tool_id):
-            yield f"{where}: tool id {tool_id!r} must be dotted, like 'drawing.set-tool'"
-        elif tool_id in seen:
-            yield f"{where}: tool id {tool_id!r} is listed twice"
-        seen.add(tool_id)
-    if p.system_prompt is not None and not isinstance(p.system_prompt, str):
-        yield f"{where}: system_prompt must be a string"
-
-
-def pattern_problems(pattern: object) -> Iterable[str]:
-    """Why a context pattern is malformed (nothing when it is fine)."""
-    if not isinstance(pattern, Mapping):
-        yield f"a context pattern must be a mapping of fields, not {type(pattern).__name__}"
-        return
-    if not pattern:
-        yield "an empty context pattern matches everything; write {surface: any} to say so"
-    for key, value in pattern.items():
-        if not isinstance(key, str) or not FIELD_RE.match(key):
-            yield f"field name {key!r} must be snake_case"
-        elif not _is_scalar(value):
-            kind = type(value).__name__
-            yield f"field {key!r} must be a string, number, boolean or null, not {kind}"
-        elif key == "canvas_visible" and not (isinstance(value, bool) or value == ANY):
-            yield f"field 'canvas_visible' must be true, false or any, not {value!r}"
-
-
-def _is_scalar(value: object) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 # ----------------------------------------------------------------- resolution

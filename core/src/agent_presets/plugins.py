@@ -23,14 +23,19 @@ from typing import Any, Final
 
 import pluggy
 
-from agent_presets import hookspecs
-from agent_presets.model import PresetError
+import agent_presets.hookspecs as hookspecs
+from agent_presets.model import PresetError, PresetValidationError
 
 ENTRY_POINT_GROUP: Final = "agent_presets"
 BUILTIN_DISTRIBUTIONS: Final = frozenset(
     f"agent-presets-{n}" for n in ("drawing", "graph", "scene", "general", "units")
 )
-HOOK_NAMES: Final = ("presets_preset_files", "presets_tool_adapters", "presets_headless_runtime")
+HOOK_NAMES: Final = tuple(
+    name
+    for name, value in vars(hookspecs).items()
+    if callable(value) and hasattr(value, f"{hookspecs.PROJECT_NAME}_spec")
+)
+"""Every hook the core declares, read from the hook specs (so a new hook needs no edit here)."""
 
 
 class PluginLoadError(PresetError):
@@ -56,14 +61,17 @@ class PluginInfo:
         return self.name
 
 
-@dataclass(frozen=True)
-class PluginProblem:
-    plugin: str
-    message: str
-    distribution: str | None = None
+class PluginProblem(PresetValidationError):
+    """A plugin that could not be loaded or whose hook failed: the problem type, for plugins.
 
-    def __str__(self) -> str:
-        return self.message
+    ``plugin`` is the plugin's name and ``distribution`` the distribution that
+    ships it, where known; ``str()`` is the message alone.
+    """
+
+    def __init__(self, plugin: str, message: str, distribution: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.distribution = distribution
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -150,11 +158,13 @@ def load_plugins(
     *,
     env: Mapping[str, str] | None = None,
     pm: pluggy.PluginManager | None = None,
+    strict: bool | None = None,
 ) -> PluginSet:
     """Discover plugins from entry points, or register the given plugin objects.
 
     ``plugins`` (modules or objects with hook implementations) replaces
     discovery: tests and embedding hosts use it to choose exactly what loads.
+    ``strict`` makes any problem fatal; None reads ``PRESETS_STRICT`` from ``env``.
     """
     env = os.environ if env is None else env
     pm = pm or get_plugin_manager()
@@ -178,7 +188,9 @@ def load_plugins(
             _register(plugin_set, name, register, None, None)
     else:
         _discover(plugin_set, env)
-    if plugin_set.problems and env_flag("PRESETS_STRICT", env):
+    if strict is None:
+        strict = env_flag("PRESETS_STRICT", env)
+    if plugin_set.problems and strict:
         raise PluginLoadError(
             "plugin problems (PRESETS_STRICT=1 makes them fatal):\n"
             + "\n".join(f"  {p}" for p in plugin_set.problems)

@@ -7,19 +7,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_presets.listeners import call_listeners
+from agent_presets.listeners import Listeners
 from agent_presets.matching import CompiledPattern, compile_pattern, validate_context
 from agent_presets.model import (
     OVERRIDE_STATES,
     ActivePreset,
-    DuplicatePresetError,
     DuplicateToolError,
     Preset,
     PresetValidationError,
     PromptFragment,
     Resolution,
     UnknownPresetError,
+    duplicate_preset_error,
 )
+from agent_presets.suggest import did_you_mean
 
 RegistryListener = Callable[[str, Preset], None]
 """``callback(event, preset)`` with event ``"register"`` or ``"unregister"``."""
@@ -53,7 +54,7 @@ class PresetRegistry:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
-        self._listeners: list[RegistryListener] = []
+        self._listeners: Listeners[RegistryListener] = Listeners()
         self.version = 0
 
     # -- definitions -------------------------------------------------------
@@ -63,10 +64,8 @@ class PresetRegistry:
             raise PresetValidationError(f"expected a Preset, got {type(preset).__name__}")
         existing = self._entries.get(preset.name)
         if existing is not None:
-            raise DuplicatePresetError(
-                f"preset {preset.name!r} is defined twice: in {existing.preset.source or '?'} "
-                f"and in {preset.source or '?'}; rename one of them",
-                source=preset.source,
+            raise duplicate_preset_error(
+                preset.name, first_source=existing.preset.source, source=preset.source
             )
         self._entries[preset.name] = _compile(preset)
         self.version += 1
@@ -122,7 +121,7 @@ class PresetRegistry:
                     f"override for {name!r} has state {state!r}; use on, off or auto"
                 )
             if name not in self._entries:
-                raise UnknownPresetError(self._unknown_message(name))
+                raise UnknownPresetError(self.unknown_message(name))
             if state != "auto":
                 result[name] = state
         return result
@@ -173,12 +172,13 @@ class PresetRegistry:
                     )
                 owner[tool_id] = a.name
 
-    def _unknown_message(self, name: str) -> str:
-        import difflib
-
-        close = difflib.get_close_matches(str(name), list(self._entries), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else "; `presets list` shows the names"
+    def unknown_message(self, name: object) -> str:
+        """Why ``name`` is not a preset here, with the closest registered name if any."""
+        hint = did_you_mean(name, self._entries, "`presets list` shows the names")
         return f"no preset named {name!r}{hint}"
+
+    # cli.py still calls the private name; it moves to ``unknown_message``.
+    _unknown_message = unknown_message
 
     # -- status and listeners ----------------------------------------------
 
@@ -196,11 +196,10 @@ class PresetRegistry:
         }
 
     def add_on_change(self, callback: RegistryListener) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_on_change(self, callback: RegistryListener) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _notify(self, event: str, preset: Preset) -> None:
-        call_listeners(self._listeners, event, preset)
+        self._listeners.notify(event, preset)

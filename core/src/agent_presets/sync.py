@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from agent_presets.manager import PresetManager
 from agent_presets.model import OwnershipError, Resolution, ToolDef
-from agent_presets.tools import ToolRegistry
+from agent_presets.tools import ToolRegistry, ToolRegistryChange
 
 
-@dataclass(frozen=True)
-class SyncReport:
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    replaced: tuple[str, ...] = ()
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.removed or self.replaced)
+class SyncReport(ToolRegistryChange):
+    """What one ``sync()`` changed: the tool registry's change type, named for sync."""
 
 
 class PresetMcpSync:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from agent_presets.listeners import call_listeners
-from agent_presets.model import OwnershipError, PresetValidationError, ToolDef
+from agent_presets.listeners import Listeners
+from agent_presets.model import DEFAULT_NAMESPACE, OwnershipError, PresetValidationError, ToolDef
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,12 @@ class ToolRegistryChange:
     removed: tuple[str, ...] = ()
     replaced: tuple[str, ...] = ()
 
-    def __bool__(self) -> bool:
+    @property
+    def changed(self) -> bool:
         return bool(self.added or self.removed or self.replaced)
+
+    def __bool__(self) -> bool:
+        return self.changed
 
 
 ChangeListener = Callable[[ToolRegistryChange], None]
@@ -35,11 +39,11 @@ ChangeListener = Callable[[ToolRegistryChange], None]
 class ToolRegistry:
     """Name -> ToolDef, in stable (sorted) order, with owners and change listeners."""
 
-    def __init__(self, namespace_prefix: str = "space_") -> None:
+    def __init__(self, namespace_prefix: str = DEFAULT_NAMESPACE) -> None:
         self.namespace_prefix = namespace_prefix
         self._tools: dict[str, ToolDef] = {}
         self._names: list[str] | None = []
-        self._listeners: list[ChangeListener] = []
+        self._listeners: Listeners[ChangeListener] = Listeners()
         self._lock = threading.RLock()
         self._batch_depth = 0
         self._pending: dict[str, list[str]] = {"added": [], "removed": [], "replaced": []}
@@ -114,11 +118,10 @@ class ToolRegistry:
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_on_change(self, callback: ChangeListener) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _record(self, kind: str, name: str) -> None:
         self.version += 1
@@ -134,4 +137,4 @@ class ToolRegistry:
         )
         if not change:
             return
-        call_listeners(self._listeners, change)
+        self._listeners.notify(change)

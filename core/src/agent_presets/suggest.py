@@ -1,0 +1,16 @@
+"""The one "did you mean" hint, for every error that names something unknown."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: object, known: Iterable[str], otherwise: str) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name, else ``"; " + otherwise``.
+
+    ``otherwise`` says where to find the names (``"`presets list` shows the
+    names"``), so an error with no close match still tells its reader what to do.
+    """
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; {otherwise}"
