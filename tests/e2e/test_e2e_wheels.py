@@ -28,6 +28,7 @@ import tomllib
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.message import Message
 from email.parser import Parser
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ("drawing", "general", "graph", "scene", "units")
+DISTRIBUTIONS = ("agent-presets", *(f"agent-presets-{name}" for name in BUILTINS))
 # The built-in plugin installed into the fresh environment: its theme tools
 # are active on the headless host's default surface, so `serve` lists them.
 PLUGIN = "general"
@@ -295,50 +297,51 @@ def venv(uv: str, dist: Path, outside: Path) -> Path:
 # -- the tests --------------------------------------------------------------------
 
 
+def read_wheel(path: Path) -> tuple[dict[str, bytes], Message, configparser.ConfigParser]:
+    """A wheel's files (name -> bytes), its METADATA and its entry points."""
+    with zipfile.ZipFile(path) as wheel:
+        files = {name: wheel.read(name) for name in wheel.namelist()}
+    info = next(n.split("/")[0] for n in files if n.endswith(".dist-info/METADATA"))
+    metadata = Parser().parsestr(files[f"{info}/METADATA"].decode())
+    entry_points = configparser.ConfigParser(delimiters=("=",))
+    entry_points.read_string(files[f"{info}/entry_points.txt"].decode())
+    return files, metadata, entry_points
+
+
 def test_every_wheel_carries_its_data_entry_point_and_plain_lower_bound_requirements(
     dist: Path,
 ) -> None:
-    for distribution in ("agent-presets", *(f"agent-presets-{n}" for n in BUILTINS)):
+    for distribution in DISTRIBUTIONS:
         package = distribution.replace("-", "_")
-        with zipfile.ZipFile(artifact(dist, distribution, ".whl")) as wheel:
-            names = set(wheel.namelist())
-            info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
-            metadata = Parser().parsestr(wheel.read(f"{info}/METADATA").decode())
-            entry_points = configparser.ConfigParser(delimiters=("=",))
-            entry_points.read_string(wheel.read(f"{info}/entry_points.txt").decode())
-            schema = (
-                wheel.read(f"{package}/schemas/preset.schema.json")
-                if package == "agent_presets"
-                else b""
-            )
+        files, metadata, entry_points = read_wheel(artifact(dist, distribution, ".whl"))
 
-        assert f"{package}/py.typed" in names, distribution
+        assert f"{package}/py.typed" in files, distribution
         assert metadata["Requires-Python"] == ">=3.11", distribution
         assert metadata["License-Expression"] == "MIT", distribution
         requirements = [Requirement(r) for r in metadata.get_all("Requires-Dist") or []]
         for req in requirements:
             # A path or URL here means a workspace source leaked into the metadata.
             assert req.url is None, f"{distribution}: {req}"
-            if req.marker is None:
-                assert {s.operator for s in req.specifier} == {">="}, f"{distribution}: {req}"
+            assert {s.operator for s in req.specifier} == {">="}, f"{distribution}: {req}"
 
         if distribution == "agent-presets":
+            schema = files["agent_presets/schemas/preset.schema.json"]
             assert schema == (REPO / "schemas" / "preset.schema.json").read_bytes()
             assert entry_points["console_scripts"]["presets"] == "agent_presets.cli:main"
             assert metadata["Description-Content-Type"] == "text/markdown"
             # The long description an index shows says how a plugin depends on the core.
-            assert "agent-presets>=0.1" in (metadata.get_payload() or "")
+            assert "agent-presets>=0.1" in str(metadata.get_payload())
         else:
-            assert f"{package}/presets.yaml" in names, distribution
+            assert f"{package}/presets.yaml" in files, distribution
             assert [str(r) for r in requirements] == ["agent-presets>=0.1"]
             name = distribution.removeprefix("agent-presets-")
             assert dict(entry_points["agent_presets"]) == {name: package}
 
 
-def test_every_sdist_builds_outside_the_workspace(dist: Path) -> None:
-    # An unpacked sdist (or a copied plugin folder) whose pyproject says
-    # `agent-presets = { workspace = true }` is refused by uv outside the workspace.
-    for distribution in ("agent-presets", *(f"agent-presets-{n}" for n in BUILTINS)):
+def test_no_sdist_carries_workspace_sources_or_the_schema_symlink(dist: Path) -> None:
+    # uv refuses to build an unpacked sdist (or a copied plugin folder) whose
+    # pyproject says `agent-presets = { workspace = true }` outside the workspace.
+    for distribution in DISTRIBUTIONS:
         with tarfile.open(artifact(dist, distribution, ".tar.gz")) as sdist:
             top = sdist.getnames()[0].split("/")[0]
             pyproject = sdist.extractfile(f"{top}/pyproject.toml")
