@@ -1,0 +1,62 @@
+"""The pre-commit hook this repository publishes (`.pre-commit-hooks.yaml`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent_presets.cli import main
+from agent_presets.plugins import load_plugins
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def hook() -> dict[str, Any]:
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(hooks, list)
+    (found,) = (h for h in hooks if h["id"] == "presets-validate")
+    assert isinstance(found, dict)
+    return found
+
+
+def test_presets_validate_hook_runs_the_installed_command_on_the_files_given() -> None:
+    found = hook()
+    assert {"id", "name", "entry", "language"} <= found.keys()
+    assert found["language"] == "system"
+    assert found["pass_filenames"] is True
+    command, subcommand = found["entry"].split()
+    assert command == "presets"
+    assert subcommand in main.commands
+
+
+def test_presets_validate_hook_matches_every_built_in_preset_file() -> None:
+    pattern = re.compile(hook()["files"])
+    shipped = [
+        Path(str(item)).resolve()
+        for _, files in load_plugins(env={}).call_each("presets_preset_files")
+        for item in files
+    ]
+    assert len(shipped) >= 5
+    for path in shipped:
+        # pre-commit matches the path relative to the repository, with forward slashes.
+        relative = path.relative_to(REPO).as_posix()
+        assert pattern.search(relative), relative
+
+
+def test_presets_validate_hook_leaves_other_yaml_alone() -> None:
+    pattern = re.compile(hook()["files"])
+    for path in ("presets.yaml", "presets-extra.yml", "src/my_plugin/presets.yaml"):
+        assert pattern.search(path), path
+    for path in (
+        ".pre-commit-config.yaml",
+        ".pre-commit-hooks.yaml",
+        ".github/workflows/ci.yml",
+        "presets/config.yaml",
+        "my-presets.yaml",
+        "schemas/preset.schema.json",
+        "presets.yaml.bak",
+    ):
+        assert not pattern.search(path), path
