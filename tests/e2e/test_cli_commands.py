@@ -96,8 +96,8 @@ def test_validate_folder_finds_yaml_files_and_cross_file_duplicates(
     write(tmp_path / "sub", "b.yml", GOOD)
     code, out, _ = invoke(runner, "validate", str(tmp_path))
     assert code == 1
-    assert "preset 'my-tools' is also defined in" in out
-    assert "preset 'my-shell' is also defined in" in out
+    assert "preset 'my-tools' is defined twice" in out
+    assert "preset 'my-shell' is defined twice" in out
 
 
 def test_validate_json_format(runner: CliRunner, tmp_path: Path) -> None:

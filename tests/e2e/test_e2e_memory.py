@@ -383,7 +383,7 @@ async def test_memory_inactive_tool_explains_the_context_and_unknown_suggests_a_
     assert inactive.is_error and "notes-tools" in text(inactive)
     assert "switch to the canvas surface" in text(inactive) and "notes" in text(inactive)
     assert off.is_error and "shell-tools" in text(off) and "off by default" in text(off)
-    assert unknown.is_error and "Did you mean 'space_notes_add'" in text(unknown)
+    assert unknown.is_error and "did you mean 'space_notes_add'?" in text(unknown)
 
 
 async def test_memory_structured_results_carry_the_value(make: Callable[..., Any]) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
+    DEFAULT_NAMESPACE,
     TOOL_ID_RE,
     DuplicateToolError,
     MissingRuntimeError,
@@ -193,7 +194,9 @@ def _schema_problem(schema: Mapping[str, Any]) -> str | None:
 class ToolAdapterRegistry:
     """Stable capability ids -> adapters; resolves them into ``ToolDef``s."""
 
-    def __init__(self, app: Any = None, *, namespace_prefix: str | None = "space_") -> None:
+    def __init__(
+        self, app: Any = None, *, namespace_prefix: str | None = DEFAULT_NAMESPACE
+    ) -> None:
         self.app = app
         self.namespace_prefix = namespace_prefix
         self._adapters: dict[str, ToolAdapter] = {}

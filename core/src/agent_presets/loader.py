@@ -48,7 +48,6 @@ class PresetYamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
 
 
 # cli.py still imports this private name; it moves to ``schema.schema_text``.
-_schema_text = schema_text
 
 
 PresetYamlLoader.yaml_implicit_resolvers = {

@@ -15,7 +15,6 @@ the policy decides what this server exposes at all.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -34,6 +33,7 @@ from agent_presets.events import (
     error_class,
 )
 from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
@@ -121,12 +121,7 @@ class ToolPolicy:
                 tools.add(adapter.mcp_name)
                 continue
             known = [*by_preset, *(a.mcp_name for a in adapters.list())]
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = (
-                f"; did you mean {close[0]!r}?"
-                if close
-                else "; `presets list` and `presets tools` show the names"
-            )
+            hint = did_you_mean(name, known, "`presets list` and `presets tools` show the names")
             raise PresetValidationError(
                 f"allow-list names {name!r}, which is neither a preset nor a tool{hint}"
             )

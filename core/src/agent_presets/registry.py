@@ -178,7 +178,6 @@ class PresetRegistry:
         return f"no preset named {name!r}{hint}"
 
     # cli.py still calls the private name; it moves to ``unknown_message``.
-    _unknown_message = unknown_message
 
     # -- status and listeners ----------------------------------------------
 

@@ -64,7 +64,7 @@ def show(name: str, as_json: bool) -> None:
     presets = installed_presets()
     preset = presets.registry.get(name)
     if preset is None:
-        raise UnknownPresetError(presets.registry._unknown_message(name))
+        raise UnknownPresetError(presets.registry.unknown_message(name))
     tools = []
     for tool_id in preset.tool_ids:
         adapter = presets.tool_adapters.get(tool_id)
@@ -208,9 +208,9 @@ def plugins(show_all: bool, as_json: bool) -> None:
 )
 def schema(output: Path | None) -> None:
     """Print the JSON Schema of a preset file (for editors and CI)."""
-    from agent_presets.loader import _schema_text
+    from agent_presets.schema import schema_text
 
-    text = _schema_text()
+    text = schema_text()
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return

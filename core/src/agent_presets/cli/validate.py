@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,8 +37,11 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
     if paths:
+        from agent_presets.catalog import check_preset_files
+
         files = _yaml_files(paths)
-        problems, preset_count = _validate_files(files)
+        checked = check_preset_files(files)
+        problems, preset_count = list(checked.problems), len(checked.presets)
         sources = [str(f) for f in files]
         plugin_problems: list[str] = []
     else:
@@ -69,35 +72,6 @@ def _yaml_files(paths: Iterable[Path]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def _validate_files(files: Sequence[Path]) -> tuple[list[PresetValidationError], int]:
-    from agent_presets.loader import parse_presets, read_preset_source
-
-    problems: list[PresetValidationError] = []
-    first: dict[str, str] = {}
-    count = 0
-    for path in files:
-        try:
-            source, text = read_preset_source(path)
-        except PresetValidationError as exc:
-            problems.append(exc)
-            continue
-        presets, file_problems = parse_presets(text, source)
-        problems.extend(file_problems)
-        for preset in presets:
-            if preset.name in first:
-                problems.append(
-                    PresetValidationError(
-                        f"preset {preset.name!r} is also defined in {first[preset.name]}; "
-                        "preset names must be unique across files",
-                        source=source,
-                    )
-                )
-            else:
-                first[preset.name] = source
-                count += 1
-    return problems, count
 
 
 def _report(

@@ -9,7 +9,6 @@ in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import time
@@ -44,6 +43,7 @@ from agent_presets.mcpserver.wire import (
 )
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
 from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
@@ -221,12 +221,8 @@ class PresetServer(Server[Any]):
                 {a.mcp_name for a in self.presets.tool_adapters.list()}
                 | set(self.tool_registry.names())
             )
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            return (
-                f"Unknown tool {name!r}: no installed plugin provides it.{hint} "
-                "List the tools to see what is available now."
-            )
+            hint = did_you_mean(name, known, "list the tools to see what is available now.")
+            return f"Unknown tool {name!r}: no installed plugin provides it{hint}"
         if explanation.active:
             return f"Tool {name!r} is being updated; list the tools again and retry."
         text = explanation.message()
