@@ -30,7 +30,21 @@ ENTRY_POINT_GROUP: Final = "agent_presets"
 BUILTIN_DISTRIBUTIONS: Final = frozenset(
     f"agent-presets-{n}" for n in ("drawing", "graph", "scene", "general", "units")
 )
-HOOK_NAMES: Final = ("presets_preset_files", "presets_tool_adapters", "presets_headless_runtime")
+
+
+def _declared_hook_names() -> tuple[str, ...]:
+    """The hooks ``hookspecs`` declares, found the way pluggy finds them, in file order.
+
+    Derived rather than written out, so a hook added to ``hookspecs`` is listed
+    here (and in ``PluginInfo.hooks``) without a second edit.
+    """
+    reader = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    return tuple(
+        name for name in vars(hookspecs) if reader.parse_hookspec_opts(hookspecs, name) is not None
+    )
+
+
+HOOK_NAMES: Final = _declared_hook_names()
 
 
 class PluginLoadError(PresetError):
