@@ -99,6 +99,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
 
 
+@pytest.hookimpl(trylast=True)  # after any conftest that adds markers while collecting
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--full") or config.option.markexpr:
         return
