@@ -467,12 +467,14 @@ async def test_memory_modern_subscription_hears_prompt_and_resource_changes(
         client.listen(prompts_list_changed=True, resource_subscriptions=[PROMPT_URI]) as sub,
     ):
         await client.call_tool("space_app_switch", {"to": "notes"})
+        wanted = {"PromptsListChanged", f"ResourceUpdated {PROMPT_URI}"}
         seen: set[str] = set()
-        with anyio.fail_after(5):
+        with anyio.move_on_after(5):
             async for event in sub:
-                seen.add(type(event).__name__)
-                if {"PromptsListChanged", "ResourceUpdated"} <= seen:
+                seen.add(f"{type(event).__name__} {getattr(event, 'uri', '')}".strip())
+                if wanted <= seen:
                     break
+        assert wanted <= seen, f"in 5 s the subscription heard only {sorted(seen)}"
 
 
 # ------------------------------------------------------------ the real host

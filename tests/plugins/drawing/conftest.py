@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,22 @@ def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
     return make
 
 
+def _no_fsync(fd: int) -> None:
+    """Stands in for ``os.fsync`` where a test checks history, not durability."""
+
+
 @pytest.fixture(scope="module")
-def shared_app(tmp_path_factory: pytest.TempPathFactory) -> DrawingApp:
-    """One app for a whole module, for property tests that start each example afresh."""
-    return DrawingApp(tmp_path_factory.mktemp("drawing"))
+def shared_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DrawingApp]:
+    """One app for a whole module, for property tests that start each example afresh.
+
+    Its saves still write and rename every file, but skip ``fsync``. Every
+    tool call that changes the drawing saves the world, and each save syncs
+    the file and its directory: a history property run makes over 4,000
+    fsyncs, whose latency is the disk's and grows with whatever else writes
+    (the rest of the suite, other processes), so the run took 2 s alone and
+    14 s in the full suite while checking nothing about durability. That is
+    the crash tests' job, in writer processes this does not touch.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", _no_fsync)
+        yield DrawingApp(tmp_path_factory.mktemp("drawing"))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 import agent_presets_general
 from agent_presets.host import HeadlessHost
 
 CONTENT = "line\n" * 20_000  # about 100 KB, so a kill often lands inside a write
 
 
+@pytest.mark.slow  # several writer processes, each killed mid-write
 def test_killed_writer_leaves_every_acknowledged_file_whole(crash_harness: Callable) -> None:
     harness = crash_harness()
     harness.run(

@@ -139,6 +139,7 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+@pytest.mark.slow  # 300 examples, each loading a damaged saved state
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_a_damaged_state_is_refused_with_a_graph_error_or_loads(data: st.DataObject) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 import agent_presets_scene
 from agent_presets.host import HeadlessHost
 
 
+@pytest.mark.slow  # several writer processes, each killed mid-write
 def test_killed_writer_leaves_every_acknowledged_cuboid(crash_harness: Callable) -> None:
     harness = crash_harness()
     harness.run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,6 +121,7 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+@pytest.mark.slow  # 300 examples, each loading a damaged saved state
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_a_damaged_state_is_refused_with_a_scene_error_or_loads(data: st.DataObject) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 import agent_presets_units
 from agent_presets.host import HeadlessHost
 
 SOURCE = "def answer():\n    return 42\n" * 2000
 
 
+@pytest.mark.slow  # several writer processes, each killed mid-write
 def test_killed_writer_leaves_every_acknowledged_unit_whole(crash_harness: Callable) -> None:
     harness = crash_harness()
     harness.run(

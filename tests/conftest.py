@@ -1,0 +1,141 @@
+"""The two test lanes, and the hypothesis profiles they run with.
+
+Quick lane, the everyday command: ``uv run pytest -n auto``. It deselects
+every test carrying a *full-lane marker* and runs hypothesis with the
+``quick`` profile.
+
+Full lane, what ``.ci/run`` runs: ``uv run pytest -n auto --full``. Every
+test, with the ``ci`` profile; nothing is deselected or skipped.
+
+A full-lane marker is any marker registered in the root ``pyproject.toml``
+whose description starts with ``full lane only``. The list of such markers
+lives there and only there, so a new kind of long test (a wheel build, a
+browser, a conformance suite) joins the scheme by registering its marker.
+An explicit ``-m`` expression is taken as the caller's own choice of tests
+(``uv run pytest -m slow`` runs the slow ones) and is left alone.
+
+The hypothesis profile is ``HYPOTHESIS_PROFILE`` when set, else ``ci`` under
+``--full`` or when ``CI`` is set to a true value, else ``quick``. Hypothesis's
+own ``--hypothesis-profile`` option overrides all of these. A test that pins
+``max_examples`` in its own ``@settings`` keeps that count in every profile.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+import pytest
+from hypothesis import settings
+
+FULL_LANE_PREFIX: Final = "full lane only"
+
+# Wall-clock deadlines on a shared machine measure the neighbours, not the code.
+settings.register_profile(
+    "quick",
+    # Few examples; the local example database replays a failure first next run.
+    max_examples=25,
+    deadline=None,
+)
+settings.register_profile(
+    "ci",
+    # Many examples, a reproduction blob printed on failure, and no example
+    # database: a fresh clone has none, and CI must not depend on one.
+    max_examples=300,
+    deadline=None,
+    database=None,
+    print_blob=True,
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="full lane: run every test, full-lane markers included, with the 'ci' "
+        "hypothesis profile (what .ci/run runs)",
+    )
+
+
+def full_lane_markers(config: pytest.Config) -> list[str]:
+    """The registered markers whose tests only the full lane runs."""
+    names = []
+    for line in config.getini("markers"):
+        name, _, description = str(line).partition(":")
+        if description.strip().startswith(FULL_LANE_PREFIX):
+            names.append(name.split("(")[0].strip())
+    return names
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def hypothesis_profile(config: pytest.Config) -> str:
+    chosen = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
+    if chosen:
+        return chosen
+    if config.getoption("--full") or _truthy(os.environ.get("CI")):
+        return "ci"
+    return "quick"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Runs before hypothesis's own pytest_configure, so --hypothesis-profile wins.
+    settings.load_profile(hypothesis_profile(config))
+    if config.getoption("--full") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_SkipCounter(), "full-lane-skip-counter")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if config.getoption("--full"):
+        lane = "full (every test)"
+    elif config.option.markexpr:
+        lane = f"chosen by -m {config.option.markexpr!r}"
+    else:
+        marked = ", ".join(full_lane_markers(config))
+        lane = f"quick (tests marked {marked} are deselected; --full runs them)"
+    return f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
+
+
+@pytest.hookimpl(trylast=True)  # after any conftest that adds markers while collecting
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--full") or config.option.markexpr:
+        return
+    markers = set(full_lane_markers(config))
+    keep: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        if markers.intersection(m.name for m in item.iter_markers()):
+            deselected.append(item)
+        else:
+            keep.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = keep
+
+
+class _SkipCounter:
+    """Under ``--full`` a skipped test fails the run: the full lane skips nothing."""
+
+    def __init__(self) -> None:
+        self.skipped: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Under xdist the workers' reports are replayed here, in the controller.
+        if report.skipped and not hasattr(report, "wasxfail"):
+            self.skipped.append(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.skipped and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.skipped:
+            terminalreporter.write_line(
+                f"full lane: {len(self.skipped)} test(s) skipped, and the full lane skips "
+                "nothing; install what they need or remove the skip: " + ", ".join(self.skipped),
+                red=True,
+            )
