@@ -18,6 +18,8 @@ from agent_presets.cli.options import (
     emit_json,
     installed_plugins,
     overrides_from_flags,
+    plugins_dir,
+    plugins_dir_option,
     warn,
 )
 from agent_presets.model import PresetValidationError
@@ -49,6 +51,7 @@ def _default_state_dir() -> Path:
     type=click.Path(file_okay=False, path_type=Path),
     help="File root the server's file tools are confined to.",
 )
+@plugins_dir_option
 def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Path | None) -> None:
     """Print the opencode.json snippet that runs this MCP server over stdio.
 
@@ -60,6 +63,9 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
         command += ["--state-dir", str(state_dir.resolve())]
     if root is not None:
         command += ["--root", str(root.resolve())]
+    folder = plugins_dir()
+    if folder is not None:  # the server loads the same one-off plugins as this command
+        command += ["--plugins-dir", str(folder.resolve())]
     config = {
         "$schema": "https://opencode.ai/config.json",
         "mcp": {name: {"type": "local", "command": command, "enabled": True}},
@@ -123,6 +129,7 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
 )
 @click.option("--no-event-log", is_flag=True, help="Keep no event log.")
 @context_options
+@plugins_dir_option
 def serve(
     transport: str,
     host: str,
@@ -166,8 +173,11 @@ def serve(
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or _default_state_dir()
     app = HeadlessHost(state, root)
-    presets = app.start(installed_plugins(), overrides=overrides)
-    for problem in presets.problems:
+    plugin_set = installed_plugins()
+    loaded = len(plugin_set.problems)  # already reported
+    presets = app.start(plugin_set, overrides=overrides)
+    # A runtime hook that raised: said now, not when its first tool call fails.
+    for problem in [*plugin_set.problems[loaded:], *presets.problems]:
         warn(f"skipped: {problem}")
     try:
         allowed = ToolPolicy.allow_list(presets, allow) if allow else None
