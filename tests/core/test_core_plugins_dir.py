@@ -363,3 +363,24 @@ def test_leave_out_hook_stops_one_plugins_hook_and_add_registers_another(
     catalog = collect(plugin_set)
     assert catalog.problems == []
     assert catalog.preset_plugin == {"greet-more": "files given"}
+
+
+# ------------------------------------------------------------------ the documented example
+
+DOC = Path(__file__).parents[2] / "docs" / "plugins.md"
+
+
+def test_the_documented_plugins_folder_loads_and_serves_as_printed(tmp_path: Path) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## One-off plugins: the plugins folder", 1)[1].split("\n## ", 1)[0]
+    [module] = re.findall(r"```python\n(.*?)```", section, re.S)
+    [presets_yaml] = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    folder = plugins_folder(
+        tmp_path, "my-plugins", **{"greet.py": module, "greet.yaml": presets_yaml}
+    )
+    plugin_set = load_plugins(env={"PRESETS_LOAD_PLUGINS": "greet,my-plugins"}, plugins_dir=folder)
+    assert [p.name for p in plugin_set.plugins] == ["greet", "my-plugins"]
+    presets = bootstrap(SimpleNamespace(), plugins=plugin_set)
+    assert presets.problems == []
+    tool = presets.tool_registry.get("space_greet_hello")
+    assert tool is not None and tool.run({"name": "Ada"}) == "hello, Ada"
