@@ -254,6 +254,19 @@ def test_validate_reports_a_raising_runtime_hook_with_plugin_hook_exception_and_
     assert "hook presets_headless_runtime raised RuntimeError: no greeter configured" in line
 
 
+def test_validate_annotates_a_plugin_problem_at_its_file_and_line(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    plugins = folder(tmp_path, **{"broken.py": BROKEN_MODULE})
+    code, out, _ = invoke(runner, "validate", "--plugins-dir", str(plugins), "--format", "github")
+    assert code == 1
+    [line] = [x for x in out.splitlines() if "broken" in x]
+    assert line.startswith(f"::error file={plugins / 'broken.py'},line=2::plugin 'broken'")
+    code, out, _ = invoke(runner, "validate", "--plugins-dir", str(plugins), "--format", "json")
+    [problem] = json.loads(out)["problems"]
+    assert (problem["source"], problem["line"]) == (str(plugins / "broken.py"), 2)
+
+
 def test_validate_paths_alone_loads_no_plugin(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

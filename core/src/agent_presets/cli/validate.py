@@ -74,7 +74,7 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool) -> None:
     check_runtime_hooks(plugin_set)
     catalog: Catalog = collect(plugin_set)
     problems = list(catalog.problems)
-    plugin_problems = [str(p) for p in plugin_set.problems]
+    plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
     _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
     if problems or plugin_problems:
         sys.exit(1)
@@ -141,7 +141,7 @@ def _yaml_files(paths: Iterable[Path]) -> list[Path]:
 
 def _report(
     problems: list[PresetValidationError],
-    plugin_problems: list[str],
+    plugin_problems: list[PresetValidationError],
     sources: list[str],
     preset_count: int,
     fmt: str,
@@ -154,16 +154,12 @@ def _report(
                 "presets": preset_count,
                 "problems": [
                     {"source": p.source, "line": p.line, "column": p.column, "message": p.message}
-                    for p in problems
-                ]
-                + [
-                    {"source": None, "line": None, "column": None, "message": m}
-                    for m in plugin_problems
+                    for p in [*problems, *plugin_problems]
                 ],
             }
         )
         return
-    for p in problems:
+    for p in [*problems, *plugin_problems]:
         if fmt == "github":
             loc = ",".join(
                 f"{k}={v}"
@@ -173,9 +169,7 @@ def _report(
             message = p.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             click.echo(f"::error {loc}::{message}" if loc else f"::error::{message}")
         else:
-            click.echo(str(p))
-    for m in plugin_problems:
-        click.echo(f"::error::{m}" if fmt == "github" else f"plugin: {m}")
+            click.echo(("plugin: " if p in plugin_problems else "") + str(p))
     total = len(problems) + len(plugin_problems)
     summary = f"{len(sources)} file(s), {preset_count} valid preset(s), {total} problem(s)"
     click.echo(("ok: " if not total else "failed: ") + summary, err=True)
