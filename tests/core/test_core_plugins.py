@@ -190,6 +190,14 @@ def test_a_broken_plugin_is_skipped_and_reported_and_the_rest_load(install):
     assert "pip uninstall agent-presets-broken" in message
 
 
+def test_a_broken_distribution_is_reported_at_the_line_of_its_code_that_raised(install):
+    module = install("agent-presets-broken", "broken", BROKEN_PLUGIN)
+    [problem] = load_plugins(env={"PRESETS_LOAD_PLUGINS": "broken"}).problems
+    assert problem.source is not None and problem.source.endswith(f"{module}.py")
+    assert problem.line == 2  # the raise, after the leading blank line
+    assert str(problem).startswith(f"{problem.source}:2: plugin 'broken'")
+
+
 def test_strict_mode_makes_a_broken_plugin_fatal(install, monkeypatch):
     install("agent-presets-broken", "broken", BROKEN_PLUGIN)
     monkeypatch.setenv("PRESETS_STRICT", "1")

@@ -34,6 +34,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -190,7 +191,7 @@ class PluginSet:
         def register() -> None:
             self.pm.register(plugin, name=name)
 
-        _register(self, name, register, None, None, path=path, roots=_code_roots(plugin))
+        _register(self, name, register, None, None, path=path, roots=lambda: _code_roots(plugin))
 
 
 def hook_problem(info: PluginInfo, hook_name: str, exc: BaseException) -> PluginProblem:
@@ -279,7 +280,8 @@ class _Candidate:
     distribution: str | None = None
     version: str | None = None
     path: str | None = None
-    roots: tuple[Path, ...] = ()
+    roots: Callable[[], Sequence[Path]] = tuple
+    """Where its code lives, asked only when loading fails (to say where)."""
 
 
 def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]]:
@@ -349,7 +351,7 @@ def load_plugins(
                     f"distribution {dist_name}",
                     dist_name,
                     dist.version,
-                    roots=tuple(_module_roots(ep.value)),
+                    roots=partial(_module_roots, ep.value),
                 )
             )
     if plugins_dir is not None:
@@ -446,7 +448,9 @@ def _folder_candidates(plugin_set: PluginSet, folder: Path) -> list[_Candidate]:
             pm.register(import_file(path), name=path.stem)
 
         where = _display_path(str(path))
-        candidates.append(_Candidate(path.stem, load, f"file {where}", path=where, roots=(path,)))
+        candidates.append(
+            _Candidate(path.stem, load, f"file {where}", path=where, roots=partial(tuple, [path]))
+        )
     files = [p for p in entries if p.suffix in (".yaml", ".yml") and p.is_file()]
     if files:
 
@@ -490,7 +494,7 @@ def _register(
     version: str | None,
     *,
     path: str | None = None,
-    roots: Sequence[Path] = (),
+    roots: Callable[[], Sequence[Path]] = tuple,
 ) -> None:
     pm = plugin_set.pm
     before = set(map(id, pm.get_plugins()))
@@ -518,7 +522,7 @@ def _register(
             )
         else:
             what, leave_out = "plugin object", "fix or remove it"
-        where = where_raised(exc, roots)
+        where = where_raised(exc, roots())
         plugin_set.problems.append(
             PluginProblem(
                 name,
