@@ -176,6 +176,17 @@ def test_plugins_marks_a_raising_runtime_hook_and_exits_1(
     assert "hook presets_headless_runtime raised RuntimeError: no greeter configured" in problem
 
 
+def test_plugins_lists_a_folder_module_that_takes_an_installed_name_as_not_loaded(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    plugins = folder(tmp_path, **{"graph.py": GREET_MODULE})
+    code, out, _ = invoke(runner, "plugins", "--plugins-dir", str(plugins), "--all", "--json")
+    assert code == 1
+    graphs = [(r["distribution"] or r["path"], r["status"]) for r in json.loads(out)["plugins"]]
+    graphs = [g for g in graphs if "graph" in g[0]]
+    assert graphs == [("agent-presets-graph", "ok"), (str(plugins / "graph.py"), "not loaded")]
+
+
 # ------------------------------------------------------------------ the other commands
 
 

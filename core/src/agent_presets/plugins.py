@@ -406,6 +406,7 @@ def _load(
                     f"{candidate.where}; only the first was loaded: uninstall or rename one of "
                     "them",
                     candidate.distribution,
+                    source=candidate.path,
                 )
             )
             continue

@@ -175,8 +175,7 @@ def plugins(show_all: bool, as_json: bool) -> None:
     # Counted by the plugin whose hook returned the adapter, not by adapter.source:
     # that is the plugin's own label (graph and scene give their package name).
     adapter_counts = Counter(catalog.adapter_plugin[a.id] for a in catalog.adapters)
-    failed = {p.plugin: p for p in problems}
-    loaded = {p.name for p in plugin_set.plugins}
+    hook_failed = {p.plugin for p in problems if p.hook}
     rows: list[dict[str, Any]] = [
         {
             "name": p.name,
@@ -187,14 +186,16 @@ def plugins(show_all: bool, as_json: bool) -> None:
             "hooks": list(p.hooks),
             "presets": preset_counts.get(p.name, 0),
             "tools": adapter_counts.get(p.name, 0),
-            "status": "hook failed" if p.name in failed else "ok",
+            "status": "hook failed" if p.name in hook_failed else "ok",
         }
         for p in plugin_set.plugins
-        if show_all or not p.builtin or p.name in failed
+        if show_all or not p.builtin or p.name in hook_failed
     ]
+    # A problem without a hook is a plugin that did not load (or a second
+    # claimant of a loaded plugin's name): a row of its own.
     rows += [
         {
-            "name": name,
+            "name": problem.plugin,
             "distribution": problem.distribution,
             "version": None,
             "path": problem.source,
@@ -204,8 +205,8 @@ def plugins(show_all: bool, as_json: bool) -> None:
             "tools": 0,
             "status": "not loaded",
         }
-        for name, problem in failed.items()
-        if name not in loaded
+        for problem in problems
+        if not problem.hook
     ]
     messages = [str(p) for p in problems]
     if as_json:
