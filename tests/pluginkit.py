@@ -46,6 +46,10 @@ class PluginApp:
             for name in self.off_presets:
                 self.presets.manager.set_override(name, "on")
 
+    def close(self) -> None:
+        """Stop this host, as a server stops: the state directory is free for the next."""
+        self.host.close()
+
     def tools(self) -> dict[str, ToolDef]:
         return {t.name: t for t in self.presets.manager.get_tool_defs()}
 

@@ -55,8 +55,13 @@ def app(tmp_path: Path) -> DrawingApp:
 def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
     """Build a drawing app on this test's state directory (again: a restart)."""
 
+    made: list[DrawingApp] = []
+
     def make(*, destructive: bool = True) -> DrawingApp:
-        return DrawingApp(tmp_path, destructive=destructive)
+        if made:
+            made[-1].close()  # a restart: the previous host stops first
+        made.append(DrawingApp(tmp_path, destructive=destructive))
+        return made[-1]
 
     return make
 
