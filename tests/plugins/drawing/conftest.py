@@ -8,7 +8,6 @@ import pytest
 from pluginkit import PluginApp
 
 import agent_presets_drawing
-from agent_presets.host import StateStore
 from agent_presets_drawing import Drawing
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
@@ -42,14 +41,6 @@ class DrawingApp(PluginApp):
         return {
             obj["id"]: obj for layer in self.call("inspect")["layers"] for obj in layer["objects"]
         }
-
-    def saved_rows(self, world: str = "home") -> dict[str, Any]:
-        """The drawing's rows as committed to the state database, read by a second connection."""
-        store = StateStore(self.host.state_dir / "state.db")
-        try:
-            return dict(store.table("drawing", world).items())
-        finally:
-            store.close()
 
     def saved_drawing(self, world: str = "home") -> Drawing:
         """The drawing as a new process would load it from the state database."""
