@@ -155,13 +155,36 @@ def _object_row_key(object_id: str) -> str:
 
 
 def rows_of(doc: Mapping[str, Any]) -> Rows:
-    """The document as rows: ``doc``, ``layer/<id>`` and ``object/<id>``."""
+    """The document as rows: ``doc``, ``layer/<id>`` and ``object/<id>``.
+
+    An object's row names its layer; within a layer, objects are in creation
+    order, which is the order of their id numbers (no operation reorders
+    them; one that does must add an explicit position to the row). So adding
+    or removing an object writes its own row only.
+    """
     rows: Rows = {"doc": _doc_row(doc)}
     for layer in doc["layers"]:
         rows[f"layer/{layer['id']}"] = _layer_row(layer)
         for obj in layer["objects"]:
-            rows[_object_row_key(obj["id"])] = copy.deepcopy(obj)
+            rows[_object_row_key(obj["id"])] = _object_row_value(layer, obj)
     return rows
+
+
+def _object_row_value(layer: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {"layer": layer["id"], "object": copy.deepcopy(obj)}
+
+
+def _order(object_id: str) -> int:
+    return int(object_id.rsplit("-", 1)[1])
+
+
+def _place(objects: list[dict[str, Any]], obj: dict[str, Any]) -> None:
+    """Put ``obj`` among a layer's ``objects`` at its place in creation order."""
+    order = _order(obj["id"])
+    index = len(objects)
+    while index > 0 and _order(objects[index - 1]["id"]) > order:
+        index -= 1
+    objects.insert(index, obj)
 
 
 def _doc_row(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,20 +194,25 @@ def _doc_row(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _layer_row(layer: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name": layer["name"], "objects": [obj["id"] for obj in layer["objects"]]}
+    return {"name": layer["name"]}
 
 
 def document_of(rows: Mapping[str, Any]) -> dict[str, Any]:
     """The nested document that ``rows`` describe (the inverse of ``rows_of``)."""
     meta = copy.deepcopy(rows["doc"])
-    layers = []
-    for layer_id in meta.pop("layers"):
-        layer = rows[f"layer/{layer_id}"]
-        objects = [copy.deepcopy(rows[_object_row_key(oid)]) for oid in layer["objects"]]
-        layers.append({"id": layer_id, "name": layer["name"], "objects": objects})
+    layers = {
+        layer_id: {"id": layer_id, "name": rows[f"layer/{layer_id}"]["name"], "objects": []}
+        for layer_id in meta.pop("layers")
+    }
+    objects = sorted(
+        (value for key, value in rows.items() if key.startswith("object/")),
+        key=lambda value: _order(value["object"]["id"]),
+    )
+    for value in objects:
+        layers[value["layer"]]["objects"].append(copy.deepcopy(value["object"]))
     doc = new_document()
     doc.update(meta)
-    doc["layers"] = layers
+    doc["layers"] = list(layers.values())
     return doc
 
 
@@ -455,26 +483,36 @@ class Drawing:
         for layer in self._doc["layers"]:
             for obj in layer["objects"]:
                 if obj["id"] == oid:
-                    return copy.deepcopy(obj)
+                    return _object_row_value(layer, obj)
         return None
 
     def _apply(self, values: Mapping[str, Any]) -> None:
-        """Set rows of the document (None removes one) and rebuild it from them."""
-        rows = self._frame_rows()
-        objects = {obj["id"]: obj for _, obj in self.objects()}
+        """Set rows of the document in place (None removes one): layers, then objects.
+
+        Only the rows given are touched, so undo and redo cost what the step
+        changed, not the size of the document.
+        """
+        layers = {layer["id"]: layer for layer in self._doc["layers"]}
         for key, value in values.items():
-            if key.startswith("object/"):
-                oid = key.removeprefix("object/")
-                if value is None:
-                    objects.pop(oid, None)
-                else:
-                    objects[oid] = copy.deepcopy(value)
-            elif value is None:
-                rows.pop(key, None)
-            else:
-                rows[key] = copy.deepcopy(value)
-        rows.update({_object_row_key(oid): obj for oid, obj in objects.items()})
-        self._doc = document_of(rows)
+            if key.startswith("layer/") and value is not None:
+                layer_id = key.removeprefix("layer/")
+                layer = layers.setdefault(layer_id, {"id": layer_id, "name": "", "objects": []})
+                layer["name"] = value["name"]
+        if "doc" in values:
+            meta = copy.deepcopy(values["doc"])
+            order = meta.pop("layers")
+            self._doc.clear()
+            self._doc.update(new_document())
+            self._doc.update(meta)
+            self._doc["layers"] = [layers[layer_id] for layer_id in order]
+        for key, value in values.items():
+            if not key.startswith("object/"):
+                continue
+            oid = key.removeprefix("object/")
+            for layer in self._doc["layers"]:
+                layer["objects"] = [o for o in layer["objects"] if o["id"] != oid]
+            if value is not None:
+                _place(layers[value["layer"]]["objects"], copy.deepcopy(value["object"]))
 
     def _persist(self, record: Step | None, counters: Mapping[str, int]) -> None:
         """Write a change's rows and history in one transaction of the table, if any."""
