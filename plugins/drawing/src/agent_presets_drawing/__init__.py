@@ -31,4 +31,4 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.add_table_runtime("drawing", Drawing.open, migrate=Drawing.migrate)
+    host.add_table_runtime("drawing", Drawing.from_table, migrate=Drawing.migrate)

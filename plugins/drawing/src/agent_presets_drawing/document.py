@@ -15,7 +15,7 @@ The document is persisted as rows (see ``rows_of``): ``doc`` (everything but
 the objects, with the layer order), ``layer/<id>`` (name and object order),
 ``object/<id>``, ``next`` (the id counters, which undo never rewinds), and
 ``undo/<seq>`` / ``redo/<seq>`` (the steps). Opened on a host table
-(``Drawing.open``), a change writes its changed rows and its step, so a call
+(``Drawing.from_table``), a change writes its changed rows and its step, so a call
 costs what it changed, not the size of the drawing or of its history.
 """
 
@@ -285,7 +285,7 @@ class Drawing:
         return cls(saved, changed)
 
     @classmethod
-    def open(cls, table: RowTable) -> Drawing:
+    def from_table(cls, table: RowTable) -> Drawing:
         """The headless host's per-world runtime: rows in ``table``, each change writes its own."""
         return cls(table=table)
 

@@ -170,7 +170,7 @@ class RowTable(Protocol):
 class Scene:
     """One world's scene.
 
-    Made by ``Scene.open(table)`` for the headless host, or
+    Made by ``Scene.from_table(table)`` for the headless host, or
     ``Scene.factory(saved_state, changed)`` for a state saved whole. On a
     table, the scene is rows: ``scene`` (the order of objects and lights,
     selection, sky, background, id counter), ``object/<id>``, ``light/<id>``,
@@ -200,7 +200,7 @@ class Scene:
         return scene
 
     @classmethod
-    def open(cls, table: RowTable) -> Scene:
+    def from_table(cls, table: RowTable) -> Scene:
         """The headless host's per-world runtime: rows in ``table``."""
         scene = cls(table=table)
         rows = dict(table.items())
