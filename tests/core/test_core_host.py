@@ -525,3 +525,21 @@ def test_the_default_root_and_a_separate_root_are_accepted(tmp_path):
     with HeadlessHost(tmp_path / "state", root=tmp_path / "work", plugin_dirs=[tmp_path / "p"]):
         pass
     check_root(tmp_path / "work", state_dir=tmp_path / "state", plugin_dirs=[tmp_path / "p"])
+
+
+def test_serve_on_a_state_dir_in_use_stops_at_once_with_a_one_line_error(state_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    with acquire_state_lock(state_dir):
+        result = CliRunner().invoke(main, ["serve", "--state-dir", str(state_dir)])
+    assert result.exit_code == 1
+    assert f"PID {os.getpid()}" in result.output and "--state-dir" in result.output
+    assert "Traceback" not in result.output
+
+    outer = CliRunner().invoke(
+        main, ["serve", "--state-dir", str(state_dir), "--root", str(tmp_path)]
+    )
+    assert outer.exit_code == 1
+    assert "contains the state directory" in outer.output
