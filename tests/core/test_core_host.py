@@ -543,3 +543,11 @@ def test_serve_on_a_state_dir_in_use_stops_at_once_with_a_one_line_error(state_d
     )
     assert outer.exit_code == 1
     assert "contains the state directory" in outer.output
+
+
+def test_an_unreadable_state_database_is_a_clear_error_and_frees_the_lock(state_dir):
+    state_dir.mkdir(parents=True)
+    (state_dir / "state.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(PresetError, match=r"state\.db: the state database cannot be read"):
+        HeadlessHost(state_dir)
+    acquire_state_lock(state_dir).release()  # the refused host let go of the lock

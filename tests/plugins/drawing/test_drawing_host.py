@@ -123,3 +123,30 @@ def test_a_saved_drawing_of_another_format_is_refused_clearly(
     again = make_app()
     with pytest.raises(ToolCallError, match="delete the saved drawing file"):
         again.call("inspect")
+
+
+def test_history_on_disk_is_bounded_deltas_and_survives_a_restart(
+    make_app: Callable[..., Any],
+) -> None:
+    app = make_app()
+    for i in range(130):
+        app.rect(i, 0, 1, 1)
+    rows = app.saved_rows()
+    steps = sorted(k for k in rows if k.startswith("undo/"))
+    assert len(steps) == 100 and steps[0] == "undo/0000000031"
+    # Each step holds the one object it inserted, not the document.
+    assert all(set(rows[k]["rows"]) == {f"object/obj-{int(k[5:])}"} for k in steps)
+    app.call("undo")
+    app.call("undo")
+    rows = app.saved_rows()
+    assert sorted(k for k in rows if k.startswith("redo/")) == [
+        "redo/0000000129",
+        "redo/0000000130",
+    ]
+    before = app.call("inspect")
+    again = make_app()
+    assert again.call("inspect") == before
+    assert again.call("redo")["redone"] == "insert rect obj-129 on layer-1"
+    again.rect(0, 9, 1, 1)  # a new change clears what could be redone, on disk too
+    assert not [k for k in again.saved_rows() if k.startswith("redo/")]
+    assert again.call("inspect")["undo_depth"] == 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -228,7 +229,7 @@ class HeadlessHost:
             self._listeners: list[Callable[[dict[str, Any]], None]] = []
             self.presets: Presets | None = None
             _remove_debris(self.state_dir)
-            self.store = StateStore(self.state_dir / DB_FILE)
+            self.store = _open_store(self.state_dir / DB_FILE)
             self.shell = Shell(self, self._load_shell())
         except BaseException:
             self.close()
@@ -450,6 +451,16 @@ class HeadlessHost:
                 f"runtime name {name!r} is already taken on the headless host; "
                 "two plugins attach the same runtime"
             )
+
+
+def _open_store(path: Path) -> StateStore:
+    try:
+        return StateStore(path)
+    except sqlite3.DatabaseError as exc:
+        raise PresetError(
+            f"{path}: the state database cannot be read ({exc}); restore it from a backup, "
+            "or move it aside to start with an empty state"
+        ) from None
 
 
 def _remove_debris(state_dir: Path) -> None:
