@@ -20,6 +20,7 @@ from agent_presets.host import (
     HeadlessHost,
     RootOverlapError,
     StateLockedError,
+    StateStore,
     acquire_state_lock,
     check_root,
 )
@@ -551,3 +552,43 @@ def test_an_unreadable_state_database_is_a_clear_error_and_frees_the_lock(state_
     with pytest.raises(PresetError, match=r"state\.db: the state database cannot be read"):
         HeadlessHost(state_dir)
     acquire_state_lock(state_dir).release()  # the refused host let go of the lock
+
+
+# ------------------------------------------------------------------ the state database
+
+
+def test_a_table_keeps_rows_per_runtime_and_world_and_a_failed_transaction_writes_nothing(
+    tmp_path,
+):
+    store = StateStore(tmp_path / "state.db")
+    table = store.table("notes", "home")
+    table.put("note/002", "b")
+    table.put("note/001", {"text": "a"})
+    table.put("meta", [1, 2])
+    store.table("notes", "lab").put("note/001", "other world")
+    store.table("drawing", "home").put("note/001", "other runtime")
+    assert table.items("note/") == [("note/001", {"text": "a"}), ("note/002", "b")]
+    assert table.get("meta") == [1, 2] and table.get("absent", 0) == 0
+    with pytest.raises(RuntimeError), table.transaction():
+        table.put("note/003", "c")
+        table.delete("note/001")
+        raise RuntimeError("the change failed half way")
+    assert table.keys() == ["meta", "note/001", "note/002"]
+    table.delete("note/002")
+    store.drop_world("lab")
+    store.close()
+
+    again = StateStore(tmp_path / "state.db")
+    assert again.table("notes", "home").keys() == ["meta", "note/001"]
+    assert again.table("notes", "lab").is_empty()
+    assert again.table("drawing", "home").get("note/001") == "other runtime"
+    again.close()
+
+
+def test_a_deleted_world_takes_its_rows_with_it(state_dir, preset_file):
+    host = start_host(state_dir, preset_file)
+    host.shell.create_world("scratch")
+    host.world_runtime("scratch", "sketch").add("gone soon")
+    assert not host.store.table("sketch", "scratch").is_empty()
+    host.shell.delete_world("scratch")
+    assert host.store.table("sketch", "scratch").is_empty()
