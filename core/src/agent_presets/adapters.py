@@ -288,6 +288,25 @@ class ToolAdapterRegistry:
             managed_source=adapter.id,
         )
 
+    def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:
+        """Why the runtime behind ``tool_id`` cannot serve calls now, or None.
+
+        A runtime may define ``readiness() -> (ok, why)``: the shell runner
+        does, reporting whether its sandbox works. The manager refuses to turn
+        on a preset whose tools' runtimes are not ready, so a tool that could
+        only refuse is never offered.
+        """
+        adapter = self._adapters.get(tool_id)
+        runtime = getattr(adapter.handler, "runtime", None) if adapter is not None else None
+        target = self.app if app is None else app
+        if not isinstance(runtime, str) or target is None:
+            return None
+        check = getattr(getattr(target, runtime, None), "readiness", None)
+        if not callable(check):
+            return None
+        ok, why = check()
+        return None if ok else str(why)
+
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)
         if validator is None:

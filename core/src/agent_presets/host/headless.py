@@ -228,6 +228,8 @@ class HeadlessHost:
             self._attached: dict[str, Any] = {}
             self._listeners: list[Callable[[dict[str, Any]], None]] = []
             self.presets: Presets | None = None
+            # Options the operator gives the shell plugin (serve --shell-env and friends).
+            self.shell_options: dict[str, Any] = {}
             _remove_debris(self.state_dir)
             self.store = _open_store(self.state_dir / DB_FILE)
             self.shell = Shell(self, self._load_shell())
