@@ -23,7 +23,6 @@ from agent_presets.cli.options import (
 )
 from agent_presets.model import PresetValidationError
 
-
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
