@@ -294,18 +294,24 @@ class ToolAdapterRegistry:
         A runtime may define ``readiness() -> (ok, why)``: the shell runner
         does, reporting whether its sandbox works. The manager refuses to turn
         on a preset whose tools' runtimes are not ready, so a tool that could
-        only refuse is never offered.
+        only refuse is never offered. An app with ``runtime_readiness(name)``
+        answers for its runtimes itself (the headless host does, so asking
+        never loads a world's saved state).
         """
         adapter = self._adapters.get(tool_id)
         runtime = getattr(adapter.handler, "runtime", None) if adapter is not None else None
         target = self.app if app is None else app
         if not isinstance(runtime, str) or target is None:
             return None
-        check = getattr(getattr(target, runtime, None), "readiness", None)
-        if not callable(check):
+        probe = getattr(target, "runtime_readiness", None)
+        if callable(probe):
+            answer = probe(runtime)
+        else:
+            check = getattr(getattr(target, runtime, None), "readiness", None)
+            answer = check() if callable(check) else None
+        if answer is None or answer[0]:
             return None
-        ok, why = check()
-        return None if ok else str(why)
+        return str(answer[1])
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
@@ -290,6 +290,16 @@ class HeadlessHost:
             f"the headless host has no runtime {name!r}; installed runtimes: "
             f"{', '.join(self.runtime_names()) or 'none'}"
         )
+
+    def runtime_readiness(self, name: str) -> tuple[bool, str] | None:
+        """``readiness()`` of an attached runtime, or None when it has none.
+
+        The core asks before turning a preset on. World runtimes are never
+        loaded for it: their readiness is their saved state loading, which a
+        call reports.
+        """
+        check = getattr(self._attached.get(name), "readiness", None)
+        return cast(tuple[bool, str], check()) if callable(check) else None
 
     def runtime_names(self) -> list[str]:
         return sorted({*self._attached, *self._world_factories, *self._table_factories})
