@@ -16,7 +16,7 @@ from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
-from agent_presets.listeners import call_listeners
+from agent_presets.listeners import Listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class HeadlessHost:
             self._table_factories: dict[str, tuple[TableRuntimeFactory, TableMigration | None]] = {}
             self._world_runtimes: dict[tuple[str, str], Any] = {}
             self._attached: dict[str, Any] = {}
-            self._listeners: list[Callable[[dict[str, Any]], None]] = []
+            self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
             self.presets: Presets | None = None
             # Options the operator gives the shell plugin (serve --shell-env and friends).
             self.shell_options: dict[str, Any] = {}
@@ -330,11 +330,10 @@ class HeadlessHost:
         }
 
     def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     # -- start -------------------------------------------------------------
 
@@ -451,7 +450,7 @@ class HeadlessHost:
         shutil.rmtree(self._world_dir(world), ignore_errors=True)
 
     def _context_changed(self) -> None:
-        call_listeners(self._listeners, self.context())
+        self._listeners.notify(self.context())
 
     def _check_slot(self, name: str) -> None:
         if not name.isidentifier() or name.startswith("_"):
