@@ -73,6 +73,11 @@ class ToolAdapter:
     the preset's risk (for example ``{"readOnlyHint": True}`` for a tool that
     only reads). ``ToolAdapter.for_runtime`` builds the usual kind: a tool
     that acts on one runtime object of the app.
+
+    ``runtime`` names the app attribute the tool acts on (``for_runtime``
+    sets it); the server runs calls to one runtime one at a time, and calls
+    to different runtimes side by side. A hand-written adapter may declare
+    it; left None, the server serializes the tool with every other call.
     """
 
     id: str
@@ -82,6 +87,7 @@ class ToolAdapter:
     handler: Handler = field(compare=False)
     annotations: Mapping[str, Any] | None = None
     source: str | None = field(default=None, compare=False)
+    runtime: str | None = None
 
     @classmethod
     def for_runtime(
@@ -131,6 +137,7 @@ class ToolAdapter:
             RuntimeHandler(runtime, action, caught, tool=mcp_name),
             annotations,
             source=source,
+            runtime=runtime,
         )
 
     def __post_init__(self) -> None:
@@ -162,6 +169,22 @@ class ToolAdapter:
             )
         if not callable(self.handler):
             raise PresetValidationError(f"{where}: handler must be callable", source=self.source)
+        if self.runtime is None and isinstance(self.handler, RuntimeHandler):
+            # A runtime_handler knows its runtime: the adapter does not need it typed twice.
+            object.__setattr__(self, "runtime", self.handler.runtime)
+        if self.runtime is not None and (
+            not isinstance(self.runtime, str) or not self.runtime.isidentifier()
+        ):
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} must name an app attribute, like 'drawing'",
+                source=self.source,
+            )
+        if isinstance(self.handler, RuntimeHandler) and self.handler.runtime != self.runtime:
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} is not the runtime its handler acts on "
+                f"({self.handler.runtime!r}); leave runtime out to take the handler's",
+                source=self.source,
+            )
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -283,6 +306,7 @@ class ToolAdapterRegistry:
             run=run,
             annotations=adapter.annotations or MappingProxyType({}),
             managed_source=adapter.id,
+            runtime=adapter.runtime,
         )
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
