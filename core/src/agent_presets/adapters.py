@@ -75,9 +75,12 @@ class ToolAdapter:
     that acts on one runtime object of the app.
 
     ``runtime`` names the app attribute the tool acts on (``for_runtime``
-    sets it); the server runs calls to one runtime one at a time, and calls
-    to different runtimes side by side. A hand-written adapter may declare
-    it; left None, the server serializes the tool with every other call.
+    sets it); the server runs the writes to one runtime one at a time, in
+    arrival order, and calls to different runtimes side by side, possibly on
+    different threads. Read-only tools of one runtime may run at once, so a
+    ``readOnlyHint`` handler must change nothing, not even a cache. A
+    hand-written adapter may declare ``runtime``; left None, the server runs
+    the tool as if it touched every runtime.
     """
 
     id: str
