@@ -109,9 +109,15 @@ class ToolCalls:
 
     async def run(self, tool: ToolDef, arguments: dict[str, Any], *, offload: bool = False) -> Any:
         pooled = offload or tool.name in self.slow
-        # Only the loop adds turns, so an empty list stays empty while this runs.
         if not self._turns and not pooled:
-            return self._inline(tool, arguments)
+            # The fast path, written out: only the loop adds turns, so none can
+            # appear while this runs; a call through _inline costs measurably more.
+            start = time.perf_counter()
+            try:
+                return tool.run(arguments)
+            finally:
+                if time.perf_counter() - start > SLOW_CALL:
+                    self._mark_slow(tool)
         runtime, writes = call_scope(tool, self.exclusive)
         turn = _Turn(runtime, writes)
         with self._lock:
@@ -150,8 +156,11 @@ class ToolCalls:
             return tool.run(arguments)
         finally:
             if time.perf_counter() - start > SLOW_CALL:
-                log.info("tool %s is slow; it runs on the thread pool from now on", tool.name)
-                self.slow.add(tool.name)
+                self._mark_slow(tool)
+
+    def _mark_slow(self, tool: ToolDef) -> None:
+        log.info("tool %s is slow; it runs on the thread pool from now on", tool.name)
+        self.slow.add(tool.name)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
