@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
 from agent_presets.mcpserver.calls import ToolCalls, call_scope
@@ -295,3 +298,56 @@ def test_an_adapter_runtime_must_name_an_attribute_and_match_its_handler() -> No
         ToolAdapter(
             "app.x", "space_app_x", "X.", {"type": "object"}, lambda a, b: 1, runtime="no such"
         )
+
+
+CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(["drawing", "graph", "shell", None]),  # runtime
+        st.booleans(),  # reads
+        st.booleans(),  # offloaded
+        st.sampled_from([0.0, 0.002]),  # seconds in the handler
+    ),
+    min_size=2,
+    max_size=7,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(CALLS)
+def test_conflicting_calls_never_overlap_and_run_in_arrival_order(
+    plan: list[tuple[str | None, bool, bool, float]],
+) -> None:
+    log = Log()
+
+    def tool(index: int, runtime: str | None, reads: bool, seconds: float) -> ToolDef:
+        def run(arguments: Any) -> None:
+            log.add(f"{index}+")
+            time.sleep(seconds)
+            log.add(f"{index}-")
+
+        risk = None if reads else "normal"
+        return ToolDef(str(index), "t", {}, run, preset="p", risk=risk, runtime=runtime)
+
+    tools = [
+        tool(i, runtime, reads, seconds) for i, (runtime, reads, _, seconds) in enumerate(plan)
+    ]
+
+    async def main(calls: ToolCalls) -> None:
+        await asyncio.gather(
+            *(
+                calls.run(t, {}, offload=offload)
+                for t, (_, _, offload, _) in zip(tools, plan, strict=True)
+            )
+        )
+
+    run(main)
+
+    def touches_all(runtime: str | None) -> bool:
+        return runtime is None or runtime == "shell"
+
+    for i, (runtime_i, reads_i, _, _) in enumerate(plan):
+        for j in range(i + 1, len(plan)):
+            runtime_j, reads_j, _, _ = plan[j]
+            shared = touches_all(runtime_i) or touches_all(runtime_j) or runtime_i == runtime_j
+            if shared and not (reads_i and reads_j):
+                assert log.index(f"{i}-") < log.index(f"{j}+"), (plan, log.events)
