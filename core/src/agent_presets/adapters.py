@@ -90,7 +90,7 @@ class ToolAdapter:
     handler: Handler = field(compare=False)
     annotations: Mapping[str, Any] | None = None
     source: str | None = field(default=None, compare=False)
-    runtime: str | None = None
+    runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
 
     @classmethod
     def for_runtime(
