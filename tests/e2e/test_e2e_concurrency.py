@@ -312,3 +312,18 @@ def test_a_nan_timeout_sent_as_raw_json_is_refused_and_the_command_never_runs(
     message = "".join(c.get("text", "") for c in result["content"])
     assert "'timeout_seconds': NaN is not a number" in message
     assert not (root / "ran").exists()
+
+
+def test_every_built_in_tool_carries_the_runtime_it_acts_on(tmp_path: Path) -> None:
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start(overrides={"general-world-tools": "on", "general-shell-tools": "on"})
+    host.shell.set_surface("canvas")
+    host.shell.set_activity("drawing")
+    tools = {tool.name: tool for tool in presets.tool_registry.list()}
+    assert tools["space_app_switch_world"].runtime == "shell"
+    assert tools["space_app_run_bash"].runtime == "bash"
+    assert tools["space_drawing_inspect"].runtime == "drawing"
+    assert tools["space_drawing_inspect"].risk is None  # a read
+    assert all(tool.runtime is not None for tool in tools.values()), sorted(
+        name for name, tool in tools.items() if tool.runtime is None
+    )
