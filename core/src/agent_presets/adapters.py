@@ -74,6 +74,14 @@ class ToolAdapter:
     the preset's risk (for example ``{"readOnlyHint": True}`` for a tool that
     only reads). ``ToolAdapter.for_runtime`` builds the usual kind: a tool
     that acts on one runtime object of the app.
+
+    ``runtime`` names the app attribute the tool acts on (``for_runtime``
+    sets it); the server runs the writes to one runtime one at a time, in
+    arrival order, and calls to different runtimes side by side, possibly on
+    different threads. Read-only tools of one runtime may run at once, so a
+    ``readOnlyHint`` handler must change nothing, not even a cache. A
+    hand-written adapter may declare ``runtime``; left None, the server runs
+    the tool as if it touched every runtime.
     """
 
     id: str
@@ -83,6 +91,7 @@ class ToolAdapter:
     handler: Handler = field(compare=False)
     annotations: Mapping[str, Any] | None = None
     source: str | None = field(default=None, compare=False)
+    runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
 
     @classmethod
     def for_runtime(
@@ -132,6 +141,7 @@ class ToolAdapter:
             RuntimeHandler(runtime, action, caught, tool=mcp_name),
             annotations,
             source=source,
+            runtime=runtime,
         )
 
     def __post_init__(self) -> None:
@@ -163,6 +173,22 @@ class ToolAdapter:
             )
         if not callable(self.handler):
             raise PresetValidationError(f"{where}: handler must be callable", source=self.source)
+        if self.runtime is None and isinstance(self.handler, RuntimeHandler):
+            # A runtime_handler knows its runtime: the adapter does not need it typed twice.
+            object.__setattr__(self, "runtime", self.handler.runtime)
+        if self.runtime is not None and (
+            not isinstance(self.runtime, str) or not self.runtime.isidentifier()
+        ):
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} must name an app attribute, like 'drawing'",
+                source=self.source,
+            )
+        if isinstance(self.handler, RuntimeHandler) and self.handler.runtime != self.runtime:
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} is not the runtime its handler acts on "
+                f"({self.handler.runtime!r}); leave runtime out to take the handler's",
+                source=self.source,
+            )
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -286,6 +312,7 @@ class ToolAdapterRegistry:
             run=run,
             annotations=adapter.annotations or MappingProxyType({}),
             managed_source=adapter.id,
+            runtime=adapter.runtime,
         )
 
     def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:
