@@ -15,7 +15,7 @@ import pytest
 
 from agent_presets import ToolCallError, ToolDef, load_preset_file
 from agent_presets.bootstrap import Presets
-from agent_presets.host import HeadlessHost
+from agent_presets.host import HeadlessHost, StateStore
 
 SpecRow = tuple[str, str, list[str]]
 """One row of a spec table: (default state, risk, MCP tool names)."""
@@ -45,6 +45,18 @@ class PluginApp:
         if enable_off:
             for name in self.off_presets:
                 self.presets.manager.set_override(name, "on")
+
+    def close(self) -> None:
+        """Stop this host, as a server stops: the state directory is free for the next."""
+        self.host.close()
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The runtime's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table(self.runtime, world).items())
+        finally:
+            store.close()
 
     def tools(self) -> dict[str, ToolDef]:
         return {t.name: t for t in self.presets.manager.get_tool_defs()}

@@ -9,6 +9,7 @@ import pytest
 from pluginkit import PluginApp
 
 import agent_presets_drawing
+from agent_presets_drawing import Drawing
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
 
@@ -42,6 +43,10 @@ class DrawingApp(PluginApp):
             obj["id"]: obj for layer in self.call("inspect")["layers"] for obj in layer["objects"]
         }
 
+    def saved_drawing(self, world: str = "home") -> Drawing:
+        """The drawing as a new process would load it from the state database."""
+        return Drawing({"format": 2, "rows": self.saved_rows(world)})
+
     def rect(self, x: float, y: float, w: float, h: float, **extra: Any) -> str:
         result = self.call("insert_shape", shape="rect", x=x, y=y, width=w, height=h, **extra)
         return str(result["id"])
@@ -56,8 +61,13 @@ def app(tmp_path: Path) -> DrawingApp:
 def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
     """Build a drawing app on this test's state directory (again: a restart)."""
 
+    made: list[DrawingApp] = []
+
     def make(*, destructive: bool = True) -> DrawingApp:
-        return DrawingApp(tmp_path, destructive=destructive)
+        if made:
+            made[-1].close()  # a restart: the previous host stops first
+        made.append(DrawingApp(tmp_path, destructive=destructive))
+        return made[-1]
 
     return make
 

@@ -27,8 +27,13 @@ class GraphApp(PluginApp):
 def make_app(tmp_path: Path) -> Callable[..., GraphApp]:
     """Build a graph app on this test's state directory (again: a restart)."""
 
+    made: list[GraphApp] = []
+
     def make(*, enable_off: bool = True) -> GraphApp:
-        return GraphApp(tmp_path, enable_off=enable_off)
+        if made:
+            made[-1].close()  # a restart: the previous host stops first
+        made.append(GraphApp(tmp_path, enable_off=enable_off))
+        return made[-1]
 
     return make
 

@@ -28,8 +28,13 @@ class SceneApp(PluginApp):
 def make_app(tmp_path: Path) -> Callable[..., SceneApp]:
     """Build a scene app on this test's state directory (again: a restart)."""
 
+    made: list[SceneApp] = []
+
     def make(*, enable_off: bool = True) -> SceneApp:
-        return SceneApp(tmp_path, enable_off=enable_off)
+        if made:
+            made[-1].close()  # a restart: the previous host stops first
+        made.append(SceneApp(tmp_path, enable_off=enable_off))
+        return made[-1]
 
     return make
 

@@ -41,6 +41,7 @@ class UnitsApp:
         self.manager.set_override("units-reload-tools", "on")
 
     def restart(self) -> UnitsApp:
+        self.host.close()  # the previous host stops first
         return UnitsApp(self.state_dir)
 
 

@@ -84,8 +84,11 @@ def check_runtime_hooks(plugin_set: PluginSet) -> None:
 
     from agent_presets.host import HeadlessHost
 
-    with tempfile.TemporaryDirectory(prefix="presets-check-") as scratch:
-        plugin_set.call_each("presets_headless_runtime", host=HeadlessHost(scratch))
+    with (
+        tempfile.TemporaryDirectory(prefix="presets-check-") as scratch,
+        HeadlessHost(scratch) as host,
+    ):
+        plugin_set.call_each("presets_headless_runtime", host=host)
 
 
 def parse_value(text: str) -> Any:
