@@ -87,7 +87,7 @@ def invoke(runner: CliRunner, *args: str) -> tuple[int, str, str]:
 
 def folder(tmp_path: Path, name: str = "extras", **files: str) -> Path:
     path = tmp_path / name
-    path.mkdir()
+    path.mkdir(parents=True)
     for file_name, text in files.items():
         (path / file_name).write_text(textwrap.dedent(text), encoding="utf-8")
     return path
@@ -353,6 +353,25 @@ def test_serve_reports_a_raising_runtime_hook_at_start(tmp_path: Path) -> None:
     assert "hook presets_headless_runtime raised RuntimeError: no greeter configured" in (
         before_banner
     )
+
+
+def test_serve_refuses_a_file_root_that_holds_the_plugins_folder(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    plugins = folder(work, "plugins", **{"greet.py": GREET_MODULE})
+    code, _, err = invoke(
+        runner,
+        "serve",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--root",
+        str(work),
+        "--plugins-dir",
+        str(plugins),
+    )
+    assert code == 1
+    assert "contains a plugins folder" in err
 
 
 @pytest.mark.anyio

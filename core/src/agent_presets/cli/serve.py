@@ -206,7 +206,9 @@ def serve(
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or _default_state_dir()
-    app = HeadlessHost(state, root)
+    folder = plugins_dir()
+    # The file tools must not reach code that the next start imports.
+    app = HeadlessHost(state, root, plugin_dirs=[folder] if folder is not None else [])
     # Plain data the shell plugin reads when it attaches its runner (no plugin import here).
     app.shell_options = {
         "shell_env": list(shell_env),
