@@ -71,7 +71,7 @@ class PresetYamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (yaml.YAMLError, _Refused):
+        except yaml.YAMLError:
             raise
         except Exception:
             # An explicit !!int abc or !!float x reaches int()/float() and raises
@@ -578,7 +578,7 @@ class _Positions:
         self.problems.append((message, node.start_mark.line + 1, node.start_mark.column + 1))
 
 
-class _Refused(Exception):
+class _Refused(yaml.YAMLError):
     def __init__(self, message: str, mark: yaml.Mark) -> None:
         super().__init__(message)
         self.message = message

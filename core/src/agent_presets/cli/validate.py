@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="text: path:line:col: message; github: workflow annotations.",
 )
-def validate(paths: tuple[Path, ...], fmt: str) -> None:
+@click.option(
+    "--max-file-size",
+    metavar="SIZE",
+    default=None,
+    help="Refuse a preset file larger than this, before parsing it (bytes, or 512KiB, 2MiB). "
+    "[default: $PRESETS_MAX_FILE_SIZE, else 1MiB]",
+)
+def validate(paths: tuple[Path, ...], fmt: str, max_file_size: str | None) -> None:
     """Check preset files, or every installed plugin when no PATH is given.
 
     PATHS are YAML files or folders (searched for *.yaml and *.yml). With no
@@ -36,11 +43,12 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
 
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
+    limit = _size(max_file_size)
     if paths:
         from agent_presets.catalog import check_preset_files
 
         files = _yaml_files(paths)
-        checked = check_preset_files(files)
+        checked = check_preset_files(files, max_file_size=limit)
         problems, preset_count = list(checked.problems), len(checked.presets)
         sources = [str(f) for f in files]
         plugin_problems: list[str] = []
@@ -49,7 +57,7 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
         from agent_presets.plugins import load_plugins
 
         plugin_set = load_plugins()
-        catalog: Catalog = collect(plugin_set)
+        catalog: Catalog = collect(plugin_set, max_file_size=limit)
         problems = list(catalog.problems)
         preset_count = len(catalog.presets)
         sources = catalog.files
@@ -57,6 +65,17 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
     _report(problems, plugin_problems, sources, preset_count, fmt)
     if problems or plugin_problems:
         sys.exit(1)
+
+
+def _size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    from agent_presets.loader import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-file-size") from None
 
 
 def _yaml_files(paths: Iterable[Path]) -> list[Path]:
