@@ -239,6 +239,20 @@ def test_a_directory_is_refused(in_tmp: Path) -> None:
         load_preset_file("folder.yaml")
 
 
+def test_a_symlink_loop_is_a_problem_not_a_runtime_error(in_tmp: Path) -> None:
+    (in_tmp / "one.yaml").symlink_to("two.yaml")
+    (in_tmp / "two.yaml").symlink_to("one.yaml")
+    with pytest.raises(PresetValidationError) as info:
+        load_preset_file("one.yaml")
+    assert str(info.value) == "one.yaml: cannot read preset file: too many levels of symbolic links"
+
+
+def test_a_path_with_a_nul_byte_is_a_problem_not_a_value_error(in_tmp: Path) -> None:
+    with pytest.raises(PresetValidationError) as info:
+        load_preset_file("bad\0name.yaml")
+    assert str(info.value) == "bad\x00name.yaml: cannot read preset file: embedded null byte"
+
+
 class _Endless(io.RawIOBase):
     """A stream of zero bytes with no end, like /dev/zero behind a Traversable."""
 

@@ -182,7 +182,9 @@ def _read_file(path: str, limit: int, source: str) -> bytes:
         # stat before open: a device or socket is refused without being opened at all.
         _check_regular(os.stat(path), limit, source)
         fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
+    except PresetValidationError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise _unreadable(exc, source) from None
     try:
         # The path may have been swapped since the stat: what counts is the file opened.
@@ -233,7 +235,9 @@ def _read_traversable(path: Traversable, limit: int, source: str) -> bytes:
             )
         with path.open("rb") as stream:
             data = _read_at_most(stream.read, limit + 1)
-    except (OSError, KeyError) as exc:
+    except PresetValidationError:
+        raise
+    except (OSError, KeyError, ValueError) as exc:
         raise _unreadable(exc, source) from None
     if len(data) > limit:
         raise _too_large(None, limit, source)
@@ -603,13 +607,11 @@ def _display(path: str | PathLike[str] | Traversable) -> str:
         return str(path)
     try:
         return str(p.resolve().relative_to(Path.cwd()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside the cwd, a NUL byte, a symlink loop
         return str(p)
 
 
 def _os_reason(exc: BaseException) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
-    return str(exc)
+    return clip(str(exc))
