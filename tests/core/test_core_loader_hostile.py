@@ -23,7 +23,13 @@ from click.testing import CliRunner
 from agent_presets import PresetValidationError, ToolAdapter, bootstrap, hookimpl, load_preset_file
 from agent_presets.catalog import check_preset_files
 from agent_presets.cli import main
-from agent_presets.loader import MAX_FILE_SIZE, MAX_VALUES, load_preset_text, parse_presets
+from agent_presets.loader import (
+    MAX_FILE_SIZE,
+    MAX_PROBLEMS,
+    MAX_VALUES,
+    load_preset_text,
+    parse_presets,
+)
 
 from .conftest import SCENE, build_adapter
 
@@ -387,6 +393,24 @@ def test_a_file_with_too_many_values_is_not_blamed_on_aliases() -> None:
     assert problem.message == (
         "the document holds more than 200,000 values; split it into several files"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "presets:\n" + "  - {name: Bad}\n" * 5000 + GOOD.removeprefix("presets:\n"),
+        "presets:\n  - {" + ", ".join(["risk: normal"] * 5000) + "}\n",
+    ],
+    ids=["broken-presets", "duplicate-keys"],
+)
+def test_a_file_of_thousands_of_problems_reports_the_first_hundred(text: str) -> None:
+    presets, problems = parse_presets(text, "many.yaml")
+    assert presets == []
+    assert len(problems) == MAX_PROBLEMS
+    assert problems[-1].message == (
+        "more than 100 problems; fix these first (no preset of this file was loaded)"
+    )
+    assert all(p.line is not None for p in problems)
 
 
 # ------------------------------------------------------------------ long values

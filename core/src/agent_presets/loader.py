@@ -404,8 +404,9 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
                 column=col,
             )
         )
+    errors = file_errors(data, limit=MAX_PROBLEMS + 1)
     bad_presets: set[int] = set()
-    for error in file_errors(data):
+    for error in errors:
         path = problem_path(error)
         if len(path) >= 2 and path[0] == "presets" and isinstance(path[1], int):
             bad_presets.add(path[1])
@@ -414,6 +415,20 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
             problems.append(at((*path, extra), describe(error, data), key=True))
         else:
             problems.append(at(path, describe(error, data)))
+    if len(problems) > MAX_PROBLEMS or len(errors) > MAX_PROBLEMS:
+        # Not every broken preset is known, so none of this file's presets is trusted.
+        problems.sort(key=lambda p: (p.line or 0, p.column or 0))
+        last = problems[MAX_PROBLEMS - 1]
+        return [], [
+            *problems[: MAX_PROBLEMS - 1],
+            PresetValidationError(
+                f"more than {MAX_PROBLEMS} problems; fix these first (no preset of this file "
+                "was loaded)",
+                source=source,
+                line=last.line,
+                column=last.column,
+            ),
+        ]
     if not isinstance(data, Mapping) or not isinstance(data.get("presets"), list):
         return [], problems
 
@@ -464,6 +479,8 @@ MAX_VALUES = 200_000
 MAX_DEPTH = 100
 MAX_SHAPE_PROBLEMS = 50
 """Keys and tags reported per file; past this, one line counts the rest."""
+MAX_PROBLEMS = 100
+"""Schema problems reported per file; past this, the file's presets are all skipped."""
 
 _KEY_KINDS: Final = {INT: "a number", FLOAT: "a number", BOOL: "a boolean", NULL: "null"}
 
@@ -509,6 +526,11 @@ class _Positions:
             )
         if len(self._active) >= MAX_DEPTH:
             raise _Refused(f"values are nested more than {MAX_DEPTH} levels deep", mark)
+        if len(self._sizes) + len(self._active) >= MAX_VALUES:
+            raise _Refused(
+                f"the document holds more than {MAX_VALUES:,} values; split it into several files",
+                mark,
+            )
         if node.tag not in _PLAIN_TAGS:
             self._tag_problem(node)
         self._active.add(key)
@@ -533,11 +555,9 @@ class _Positions:
             for i, item in enumerate(node.value):
                 size += self._walk(item, (*path, i))
         self._active.discard(key)
-        if size > MAX_VALUES:
+        if size > MAX_VALUES:  # fewer distinct values than that (see above): aliases expand them
             raise _Refused(
-                f"the document holds more than {MAX_VALUES:,} values; split it into several files"
-                if len(self._sizes) >= MAX_VALUES
-                else f"the document expands to more than {MAX_VALUES:,} values through aliases; "
+                f"the document expands to more than {MAX_VALUES:,} values through aliases; "
                 "write the values out instead",
                 mark,
             )

@@ -60,11 +60,29 @@ def _preset_validator() -> Validator:
     return jsonschema.Draft202012Validator({"$defs": s["$defs"], "$ref": "#/$defs/preset"})
 
 
-def file_errors(data: Any) -> list[ValidationError]:
-    """Schema errors of a whole preset file, in document order."""
+def file_errors(data: Any, limit: int | None = None) -> list[ValidationError]:
+    """Schema errors of a whole preset file, in document order; at most ``limit`` of them.
+
+    Each preset is checked on its own, and jsonschema (slow, and slower per
+    error) sees only the presets the fast check is not certain of, so a file of
+    thousands of broken presets costs ``limit`` errors' work, not all of them.
+    """
     if _file_check()(data):
         return []
-    return _sorted_errors(_file_validator(), data)
+    items = data.get("presets") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return _sorted_errors(_file_validator(), data)[:limit]
+    errors = _sorted_errors(_file_validator(), {**data, "presets": []})
+    certain = _preset_check()
+    for index, item in enumerate(items):
+        if limit is not None and len(errors) >= limit:
+            break
+        if certain(item):
+            continue
+        for error in _sorted_errors(_preset_validator(), item):
+            error.path.extendleft((index, "presets"))  # as if found in the whole file
+            errors.append(error)
+    return errors[:limit]
 
 
 def preset_problems(mapping: Any) -> list[str]:
