@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from agent_presets import Preset, PresetValidationError
 from agent_presets.catalog import check_preset_files
-from agent_presets.loader import parse_presets
+from agent_presets.loader import MAX_FILE_SIZE, parse_presets
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SEED_FILES: Final = sorted(ROOT.glob("plugins/*/src/*/presets.yaml"))
@@ -192,5 +192,5 @@ def test_a_mutated_file_on_disk_gives_only_located_short_problems(
 ) -> None:
     path = fuzz_dir / "presets.yaml"
     path.write_bytes(data)
-    catalog = check_preset_files([path])
+    catalog = check_preset_files([path], max_file_size=MAX_FILE_SIZE)
     assert_only_problems(catalog.presets, catalog.problems)

@@ -383,6 +383,17 @@ def test_presets_validate_takes_a_max_file_size(in_tmp: Path) -> None:
     assert "'lots' is not a size" in bad.output
 
 
+def test_presets_validate_reports_a_fifo_in_a_folder_instead_of_skipping_it(in_tmp: Path) -> None:
+    (in_tmp / "plugin").mkdir()
+    (in_tmp / "plugin" / "good.yaml").write_text(GOOD, encoding="utf-8")
+    os.mkfifo(in_tmp / "plugin" / "pipe.yaml")
+    result = call_with_timeout(lambda: CliRunner().invoke(main, ["validate", "plugin"]))
+    assert not isinstance(result, BaseException), result
+    assert result.exit_code == 1
+    assert "plugin/pipe.yaml: not a regular file (a FIFO)" in result.output
+    assert "2 file(s), 1 valid preset(s), 1 problem(s)" in result.output
+
+
 def test_a_file_with_too_many_values_is_not_blamed_on_aliases() -> None:
     ids = ", ".join(["a.b"] * (MAX_VALUES + 10))
     problem = only_problem(

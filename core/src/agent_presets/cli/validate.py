@@ -82,8 +82,9 @@ def _yaml_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
+            # Not is_file(): a FIFO or device named *.yaml is reported, not skipped in silence.
             found = sorted(
-                p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and not p.is_dir()
             )
             if not found:
                 raise click.UsageError(f"{path}: folder holds no .yaml or .yml file")
