@@ -324,7 +324,7 @@ def test_an_endless_resource_is_read_only_up_to_the_limit() -> None:
     with pytest.raises(PresetValidationError) as info:
         load_preset_file(resource)  # type: ignore[arg-type]
     assert str(info.value).startswith(
-        "plugin.zip/presets.yaml: the file holds more, over the limit of 1,048,576 bytes"
+        "plugin.zip/presets.yaml: the file is larger than the limit of 1,048,576 bytes"
     )
     # A buffered reader may read ahead by one buffer, never to the end of the stream.
     assert resource.stream.served <= MAX_FILE_SIZE + 1 + io.DEFAULT_BUFFER_SIZE

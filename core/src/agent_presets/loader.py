@@ -262,9 +262,10 @@ def _unreadable(exc: BaseException, source: str) -> PresetValidationError:
 
 
 def _too_large(size: int | None, limit: int, source: str) -> PresetValidationError:
-    what = f"is {size:,} bytes" if size is not None else "holds more"
+    # A stream's size is unknown: it was read up to one byte past the limit, no further.
+    what = f"is {size:,} bytes, over" if size is not None else "is larger than"
     return PresetValidationError(
-        f"the file {what}, over the limit of {limit:,} bytes for a preset file; split it, "
+        f"the file {what} the limit of {limit:,} bytes for a preset file; split it, "
         f"or raise the limit (presets validate --max-file-size, or {MAX_FILE_SIZE_ENV})",
         source=source,
     )
