@@ -188,6 +188,14 @@ def test_a_utf16_file_says_so_at_its_first_byte(in_tmp: Path) -> None:
     )
 
 
+def test_a_tab_that_cannot_start_a_token_is_named() -> None:
+    problem = only_problem("presets:\n\t- a\n")
+    assert str(problem) == (
+        "h.yaml:2:1: YAML syntax error: found character that cannot start any token "
+        "(a tab: YAML indents with spaces)"
+    )
+
+
 # ------------------------------------------------------------------ what is read
 
 

@@ -117,6 +117,15 @@ def _char_name(char: str) -> str:
     return f"U+{code:04X} ({name})"
 
 
+def _char_at(text: str, line: int, col: int) -> str:
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return text[start + col - 1 : start + col]
+
+
 def _line_col(text: str, index: int) -> Position:
     line_start = text.rfind("\n", 0, index) + 1
     return text.count("\n", 0, index) + 1, index - line_start + 1
@@ -346,6 +355,8 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = clip(exc.problem or "invalid YAML")
+        if "tab" not in what and _char_at(text, line, col) == "\t":
+            what += " (a tab: YAML indents with spaces)"
         return [], [
             PresetValidationError(
                 f"YAML syntax error: {what}", source=source, line=line, column=col
