@@ -18,12 +18,13 @@ def blocks(language: str) -> list[str]:
 def test_the_documented_plugin_loads_validates_and_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")
+    files_hook, fields_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")
     package = tmp_path / "agent_presets_myplugin"
     package.mkdir()
     (package / "presets.yaml").write_text(blocks("yaml")[0], encoding="utf-8")
     (package / "__init__.py").write_text(
-        "\n\n".join([files_hook, adapters_hook, helpers, runtime_hook]), encoding="utf-8"
+        "\n\n".join([files_hook, fields_hook, adapters_hook, helpers, runtime_hook]),
+        encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "agent_presets_myplugin", raising=False)

@@ -101,6 +101,20 @@ class PluginSet:
     def get(self, name: str) -> PluginInfo | None:
         return next((p for p in self.plugins if p.name == name), None)
 
+    def add(self, plugin: object, name: str | None = None) -> None:
+        """Register one more plugin object (a host declaring its context, say) after loading.
+
+        Named ``name``, else after its ``__name__``; a plugin already here is left alone.
+        """
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        if self.pm.is_registered(plugin) or self.pm.get_plugin(name) is not None:
+            return
+
+        def register() -> None:
+            self.pm.register(plugin, name=name)
+
+        _register(self, name, register, None, None)
+
     def call_each(
         self,
         hook_name: str,

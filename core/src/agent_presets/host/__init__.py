@@ -9,8 +9,8 @@ atomically in the state directory, so a restart resumes where it stopped.
 
 from __future__ import annotations
 
+from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.headless import (
-    SURFACES,
     THEMES,
     HeadlessHost,
     Shell,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.store import read_json, write_json_atomic
 from agent_presets.listeners import call_listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
@@ -25,7 +26,6 @@ The runtime must offer ``to_state() -> dict`` (JSON-serialisable) and call
 ``changed()`` after every mutation so the host persists it.
 """
 
-SURFACES: Final = ("scene", "canvas")
 THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -263,9 +263,12 @@ class HeadlessHost:
     ) -> Presets:
         """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
         from agent_presets.bootstrap import bootstrap
+        from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
 
+        # The host declares the context it provides as any host does: a plugin object.
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
+        plugin_set.add(HostContextFields())
         plugin_set.call_each("presets_headless_runtime", host=self)
         if plugin_set.problems and env_flag("PRESETS_STRICT"):
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))
