@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +22,7 @@ from agent_presets.cli.options import (
     overrides_from_flags,
     warn,
 )
-from agent_presets.model import PresetValidationError
+from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 
 
 def _default_state_dir() -> Path:
@@ -122,6 +124,14 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     "[default: STATE/events.jsonl]",
 )
 @click.option("--no-event-log", is_flag=True, help="Keep no event log.")
+@click.option(
+    "--namespace",
+    metavar="PREFIX",
+    default=DEFAULT_NAMESPACE,
+    show_default=True,
+    help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
+    "the plugins give.",
+)
 @context_options
 def serve(
     transport: str,
@@ -134,6 +144,7 @@ def serve(
     max_calls_per_tool: int | None,
     event_log: Path | None,
     no_event_log: bool,
+    namespace: str,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -147,9 +158,11 @@ def serve(
     surface or activity changes the list, and every client is told with
     notifications/tools/list_changed. One banner line goes to stderr.
     """
+    from agent_presets.adapters import MCP_NAME_RE
     from agent_presets.host import SURFACES, HeadlessHost
     from agent_presets.host.headless import ACTIVITY_RE
     from agent_presets.policy import ToolPolicy
+    from agent_presets.tools import ToolRegistry
 
     # Check every flag before the host's saved state is touched.
     if facts:
@@ -161,12 +174,19 @@ def serve(
         raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
     if activity is not None and not ACTIVITY_RE.match(activity):
         raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
+    if namespace and not MCP_NAME_RE.match(namespace):
+        raise click.BadParameter(
+            "use lowercase letters, digits and '_', starting with a letter, like myapp_",
+            param_hint="'--namespace'",
+        )
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or _default_state_dir()
     app = HeadlessHost(state, root)
-    presets = app.start(installed_plugins(), overrides=overrides)
+    presets = app.start(
+        installed_plugins(), overrides=overrides, tool_registry=ToolRegistry(namespace)
+    )
     for problem in presets.problems:
         warn(f"skipped: {problem}")
     try:
@@ -179,12 +199,20 @@ def serve(
         max_calls_per_tool=max_calls_per_tool,
         event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
     )
+    # The flags set fields of the headless host's vocabulary; the plugins declare
+    # the activities, so an undeclared one is refused here (and nothing is saved).
+    changes: list[tuple[str, Callable[[], object]]] = []
     if surface is not None:
-        app.shell.set_surface(surface)
+        changes.append(("--surface", partial(app.shell.set_surface, surface)))
     if activity is not None:
-        app.shell.set_activity(activity)
+        changes.append(("--activity", partial(app.shell.set_activity, activity)))
     if canvas_visible is not None:
-        app.shell.set_canvas_visible(canvas_visible)
+        changes.append(("--canvas-visible", partial(app.shell.set_canvas_visible, canvas_visible)))
+    for flag, change in changes:
+        try:
+            change()
+        except PresetValidationError as exc:
+            raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
     from agent_presets.mcpserver import serve as run_server
 
     def banner(where: str) -> None:

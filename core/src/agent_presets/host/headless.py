@@ -49,6 +49,7 @@ class Shell:
         self.theme: str = saved.get("theme", "light")
         self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
         self.world: str = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)
+        self._saved = self.state()
 
     @staticmethod
     def saved_state_problem(saved: object) -> str | None:
@@ -172,9 +173,21 @@ class Shell:
             )
 
     def _commit(self) -> dict[str, Any]:
+        # The manager first: a change it refuses (a tool collision, an undeclared
+        # value) is undone here and never saved, so a restart resumes a good state.
+        try:
+            self._host._context_changed()
+        except Exception:
+            self._restore(self._saved)
+            raise
         self._host._save_shell()
-        self._host._context_changed()
-        return self.state()
+        self._saved = self.state()
+        return self._saved
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        self.surface, self.activity = state["surface"], state["activity"]
+        self.canvas_visible, self.theme = state["canvas_visible"], state["theme"]
+        self.world, self.worlds = state["world"], list(state["worlds"])
 
 
 class HeadlessHost:
