@@ -40,6 +40,12 @@ def test_every_built_in_works_under_another_namespace(tmp_path: Path) -> None:
     assert "myapp_drawing_insert_shape" in prompts
     assert "space_" not in prompts
     assert "{{" not in prompts
+    descriptions = [
+        presets.tool_adapters.resolve(a.id).description for a in presets.tool_adapters.list()
+    ]
+    assert not any("{{" in d for d in descriptions)
+    delete = presets.tool_adapters.resolve("drawing.delete-selected").description
+    assert "myapp_drawing_undo" in delete
 
 
 def test_a_runtime_refusal_names_the_tool_under_the_host_namespace(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from agent_presets.model import (
     ToolCallError,
     ToolDef,
 )
+from agent_presets.prompts import fill_placeholders
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -295,6 +296,10 @@ class ToolAdapterRegistry:
         """
         return mcp_name_for(adapter, self.namespace_prefix)
 
+    def description(self, adapter: ToolAdapter) -> str:
+        """``adapter``'s description with its ``{{tool.id}}`` placeholders filled in."""
+        return fill_placeholders(adapter.description, self.mcp_name_of)
+
     def mcp_name_of(self, tool_id: str) -> str | None:
         """The final MCP name of ``tool_id``, or None when no adapter provides it."""
         adapter = self._adapters.get(tool_id)
@@ -338,7 +343,7 @@ class ToolAdapterRegistry:
 
         return ToolDef(
             name=name,
-            description=adapter.description,
+            description=self.description(adapter),
             input_schema=adapter.input_schema,
             run=run,
             annotations=adapter.annotations or MappingProxyType({}),

@@ -92,7 +92,7 @@ def show(name: str, as_json: bool) -> None:
             {
                 "id": tool_id,
                 "mcp_name": presets.tool_adapters.mcp_name(adapter) if adapter else None,
-                "description": adapter.description if adapter else None,
+                "description": presets.tool_adapters.description(adapter) if adapter else None,
             }
         )
     data = {
@@ -140,7 +140,7 @@ def tools(as_json: bool) -> None:
                 "presets": [p.name for p in ps],
                 "risk": sorted({p.risk for p in ps}),
                 "read_only": bool((a.annotations or {}).get("readOnlyHint")),
-                "description": a.description,
+                "description": presets.tool_adapters.description(a),
                 "input_schema": dict(a.input_schema),
             }
         )

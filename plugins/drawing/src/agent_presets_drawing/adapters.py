@@ -291,7 +291,7 @@ def tool_adapters() -> list[ToolAdapter]:
             name="drawing_delete_layer",
             description=(
                 "Delete a layer and every object on it. The last remaining layer cannot be "
-                "deleted. space_drawing_undo restores it."
+                "deleted. {{drawing.undo}} restores it."
             ),
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
             errors=ERRORS,
@@ -305,7 +305,7 @@ def tool_adapters() -> list[ToolAdapter]:
             description=(
                 "Change the default style that new objects get: fill colour, stroke colour and "
                 "stroke width. Existing objects keep their style (use "
-                "space_drawing_update_selection_style)."
+                "{{drawing.update-selection-style}})."
             ),
             input_schema=STYLE_CHANGE,
             errors=ERRORS,
@@ -433,7 +433,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.delete_selected(),
             name="drawing_delete_selected",
-            description="Delete the selected objects. space_drawing_undo brings them back.",
+            description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
             errors=ERRORS,
             annotations=DESTRUCTIVE,

@@ -235,7 +235,7 @@ def tool_adapters() -> list[ToolAdapter]:
             description=(
                 "Create an identity node: a node (kind 'identity') that stands for one person, "
                 "organisation or other entity. Names are unique among identities "
-                "(case-insensitive); link other nodes to it with space_graph_add_edge."
+                "(case-insensitive); link other nodes to it with {{graph.add-edge}}."
             ),
             input_schema=object_schema(
                 {
@@ -254,7 +254,7 @@ def tool_adapters() -> list[ToolAdapter]:
             name="graph_get_state",
             description=(
                 "Return the whole graph as JSON (nodes, edges, view), suitable for "
-                "space_graph_restore_state."
+                "{{graph.restore-state}}."
             ),
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -267,7 +267,7 @@ def tool_adapters() -> list[ToolAdapter]:
             restore_state,
             name="graph_restore_state",
             description=(
-                "Replace the whole graph with a state from space_graph_get_state. The state is "
+                "Replace the whole graph with a state from {{graph.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."
             ),
             input_schema=object_schema(

@@ -429,7 +429,7 @@ def tool_adapters() -> list[ToolAdapter]:
             name="scene_screen_ray",
             description=(
                 "Turn a point on the screen into a world ray from the camera (origin and unit "
-                "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
+                "direction), e.g. to find what the user clicked with {{scene.raycast-terrain}}. "
                 "x runs right over [0, width], y down over [0, height], from the top-left corner."
             ),
             input_schema=object_schema(
@@ -452,7 +452,7 @@ def tool_adapters() -> list[ToolAdapter]:
             name="scene_get_state",
             description=(
                 "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
-                "for space_scene_restore_state."
+                "for {{scene.restore-state}}."
             ),
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -465,7 +465,7 @@ def tool_adapters() -> list[ToolAdapter]:
             restore_state,
             name="scene_restore_state",
             description=(
-                "Replace the whole scene with a state from space_scene_get_state. The state is "
+                "Replace the whole scene with a state from {{scene.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."
             ),
             input_schema=object_schema(

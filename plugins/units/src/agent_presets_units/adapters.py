@@ -84,7 +84,7 @@ def tool_adapters() -> list[ToolAdapter]:
             name="unit_edit",
             description=(
                 "Replace an existing unit's whole source (atomically). For small changes prefer "
-                "space_unit_apply_patch. Editing does not reload the unit."
+                "{{unit.apply-patch}}. Editing does not reload the unit."
             ),
             input_schema=object_schema(
                 {
