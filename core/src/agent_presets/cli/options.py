@@ -129,8 +129,12 @@ def installed_presets(
     context: dict[str, Any] | None = None, overrides: dict[str, str] | None = None, app: Any = None
 ) -> Presets:
     from agent_presets.bootstrap import bootstrap
+    from agent_presets.host.context_fields import HostContextFields
 
-    return bootstrap(app, plugins=installed_plugins(), context=context, overrides=overrides)
+    plugin_set = installed_plugins()
+    # The context flags speak the headless host's vocabulary, so it is declared here too.
+    plugin_set.add(HostContextFields())
+    return bootstrap(app, plugins=plugin_set, context=context, overrides=overrides)
 
 
 def presets_for_flags(

@@ -32,7 +32,8 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
     PATHS are YAML files or folders (searched for *.yaml and *.yml). With no
     path, every installed plugin's presets and adapters are checked together:
     tool ids must resolve to adapters, MCP names must carry the prefix, and no
-    name may be defined twice across plugins.
+    name may be defined twice across plugins. Context fields and values must
+    be declared, by a plugin or by the headless host that `presets serve` runs.
 
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
@@ -46,9 +47,11 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
         plugin_problems: list[str] = []
     else:
         from agent_presets.catalog import collect
+        from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import load_plugins
 
         plugin_set = load_plugins()
+        plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
         catalog: Catalog = collect(plugin_set)
         problems = list(catalog.problems)
         preset_count = len(catalog.presets)
