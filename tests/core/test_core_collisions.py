@@ -164,6 +164,7 @@ def test_duplicate_preset_names_across_plugins_name_both_files(tmp_path: Path) -
         "two", tmp_path, [("tools", "auto", "[{s: any}]", "two.t")], [adapter("two.t", "two_t")]
     )
     [problem] = collect(load_plugins([first, second])).problems
+    assert str(problem).startswith(f"{second.path}:2:11: preset 'tools' is defined twice")
     assert f"in {first.path} and in {second.path}" in str(problem)
 
 

@@ -180,12 +180,18 @@ def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
 def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
     """The presets whose name is not taken by an earlier one; the others are problems."""
     first: dict[str, Preset] = {}
+    locate = _Locator(catalog)
     for preset in presets:
         earlier = first.get(preset.name)
         if earlier is not None:
+            _, line, column = locate.field(preset, ("name",))
             catalog.problems.append(
                 duplicate_preset_error(
-                    preset.name, first_source=earlier.source, source=preset.source
+                    preset.name,
+                    first_source=earlier.source,
+                    source=preset.source,
+                    line=line,
+                    column=column,
                 )
             )
             continue
