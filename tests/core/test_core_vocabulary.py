@@ -202,3 +202,20 @@ def test_the_built_in_plugins_validate_in_a_host_that_declares_nothing():
     catalog = collect(load_plugins())
     assert catalog.problems == []
     assert {"surface", "activity", "canvas_visible"} <= set(catalog.vocabulary.fields)
+
+
+def test_a_saved_context_no_plugin_declares_any_more_still_starts_the_host(tmp_path):
+    # Refusing the first context would keep `serve` from starting after an uninstall.
+    path = presets_file(tmp_path, "[{surface: canvas}]")
+    sketching = {"name": "activity", "type": "string", "values": ["sketching"]}
+    host = HeadlessHost(tmp_path / "state")
+    host.start([Plugin(path, ("sketch.draw",), [sketching])])
+    host.shell.set_activity("sketching")
+    close = getattr(host, "close", None)
+    if close is not None:
+        close()
+    again = HeadlessHost(tmp_path / "state")
+    presets = again.start([Plugin(path, ("sketch.draw",))])
+    assert presets.manager.get_context()["activity"] == "sketching"
+    with pytest.raises(PresetValidationError, match="no declared value 'sketching2'"):
+        again.shell.set_activity("sketching2")
