@@ -13,9 +13,33 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent_presets import ToolCallError, ToolDef, load_preset_file
+from agent_presets import (
+    ToolAdapter,
+    ToolAdapterRegistry,
+    ToolCallError,
+    ToolDef,
+    hookimpl,
+    load_preset_file,
+)
 from agent_presets.bootstrap import Presets
 from agent_presets.host import HeadlessHost, StateStore
+
+
+def mcp_name(adapter: ToolAdapter) -> str:
+    """The name the headless host (namespace ``space_``) serves ``adapter`` under."""
+    return ToolAdapterRegistry().mcp_name(adapter)
+
+
+class OtherActivities:
+    """Declares the activities the other built-ins use, so a test running one plugin can
+    switch the shell to another plugin's activity (the host refuses an undeclared one)."""
+
+    __name__ = "other-activities"
+
+    @hookimpl
+    def presets_context_fields(self) -> list[dict[str, Any]]:
+        return [{"name": "activity", "type": "string", "values": ["drawing", "graph"]}]
+
 
 SpecRow = tuple[str, str, list[str]]
 """One row of a spec table: (default state, risk, MCP tool names)."""
@@ -38,7 +62,7 @@ class PluginApp:
 
     def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
         self.host = HeadlessHost(directory / "state", root=directory / "files")
-        self.presets: Presets = self.host.start(plugins=[self.plugin])
+        self.presets: Presets = self.host.start(plugins=[self.plugin, OtherActivities()])
         assert self.presets.problems == []
         for method, *args in self.shell:
             getattr(self.host.shell, method)(*args)
@@ -108,23 +132,23 @@ class SpecTable:
             default, risk, tools = self.rows[preset.name]
             assert (preset.default_state, preset.risk, preset.group) == (default, risk, group)
             assert [dict(c) for c in preset.contexts] == [dict(context)]
-            assert [adapters[t].mcp_name for t in preset.tool_ids] == tools
+            assert [mcp_name(adapters[t]) for t in preset.tool_ids] == tools
             assert preset.system_prompt and len(preset.system_prompt) > 80
 
     def check_adapters(self, plugin: ModuleType, *, name: str) -> None:
         """Every adapter is in the table, named ``space_<name>_<slug>`` for id ``<name>.<slug>``,
         and refuses unknown arguments."""
         adapters = plugin.presets_tool_adapters()
-        assert {a.mcp_name for a in adapters} == self.tools(include_off=True)
+        assert {mcp_name(a) for a in adapters} == self.tools(include_off=True)
         for adapter in adapters:
             slug = adapter.id.removeprefix(f"{name}.")
-            assert adapter.mcp_name == f"space_{name}_" + slug.replace("-", "_")
+            assert adapter.name == f"{name}_" + slug.replace("-", "_")
             assert adapter.input_schema.get("additionalProperties") is False
 
 
 def read_only_tools(plugin: ModuleType) -> set[str]:
     return {
-        a.mcp_name
+        mcp_name(a)
         for a in plugin.presets_tool_adapters()
         if (a.annotations or {}).get("readOnlyHint")
     }

@@ -66,11 +66,13 @@ _EXPORTS = {
     "SyncReport": "sync",
     "PluginSet": "plugins",
     "load_plugins": "plugins",
+    "ContextField": "vocabulary",
 }
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "ActivePreset",
+    "ContextField",
     "DuplicatePresetError",
     "DuplicateToolError",
     "MissingRuntimeError",
@@ -147,3 +149,4 @@ if TYPE_CHECKING:
     from agent_presets.registry import PresetRegistry
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
+    from agent_presets.vocabulary import ContextField

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pluginkit import OtherActivities
 
 import agent_presets_general
 from agent_presets import ToolDef
@@ -27,7 +28,9 @@ class GeneralApp:
         self.state_dir = tmp_path / "state"
         self.root = tmp_path / "files"
         self.host = HeadlessHost(self.state_dir, root=self.root)
-        self.presets: Presets = self.host.start(plugins=[agent_presets_general, *(plugins or [])])
+        self.presets: Presets = self.host.start(
+            plugins=[agent_presets_general, OtherActivities(), *(plugins or [])]
+        )
         assert self.presets.problems == []
 
     @property

@@ -60,7 +60,8 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
     prefix, no name may be defined twice, and every plugin's hooks must run.
     --installed checks PATHS against that catalog, leaving out the installed
     plugin that ships the same files (matched by path, or by content for a
-    non-editable install) so they are not counted twice.
+    non-editable install) so they are not counted twice. Context fields and values must
+    be declared, by a plugin or by the headless host that `presets serve` runs.
 
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
@@ -75,8 +76,10 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
             sys.exit(1)
         return
     from agent_presets.catalog import collect
+    from agent_presets.host.context_fields import HostContextFields
 
     plugin_set = load_installed()
+    plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
     if paths:
         _in_place_of_installed(plugin_set, _yaml_files(paths))
     check_runtime_hooks(plugin_set)
@@ -116,7 +119,7 @@ def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
                     err=True,
                 )
                 break
-    plugin_set.add(PATHS_PLUGIN, PresetFolder(files))
+    plugin_set.add(PresetFolder(files), PATHS_PLUGIN)
 
 
 def _local_path(item: object) -> Path | None:
