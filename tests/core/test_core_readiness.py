@@ -55,7 +55,9 @@ def build(app: App, overrides: dict[str, str] | None = None) -> PresetManager:
             tool_ids=("app.run-bash",),
         )
     )
-    return PresetManager(registry, adapters, app, {"surface": "scene", "canvas_visible": False}, overrides)
+    return PresetManager(
+        registry, adapters, app, {"surface": "scene", "canvas_visible": False}, overrides
+    )
 
 
 def test_turning_on_a_preset_whose_runtime_is_not_ready_is_refused_and_changes_nothing() -> None:

@@ -225,6 +225,7 @@ def serve(
         app.shell.set_activity(activity)
     if canvas_visible is not None:
         app.shell.set_canvas_visible(canvas_visible)
+    from agent_presets.control import SOCKET_NAME
     from agent_presets.mcpserver import serve as run_server
 
     def banner(where: str) -> None:
@@ -244,4 +245,5 @@ def serve(
         port=port,
         banner=banner,
         policy=policy,
+        control_socket=app.state_dir / SOCKET_NAME,
     )
