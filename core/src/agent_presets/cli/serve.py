@@ -6,7 +6,6 @@ command: importing ``mcp`` costs about a second that the other commands skip.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import click
 
 from agent_presets.cli.options import (
     context_options,
+    default_state_dir,
     emit_json,
     installed_plugins,
     overrides_from_flags,
@@ -24,14 +24,6 @@ from agent_presets.cli.options import (
 from agent_presets.model import PresetValidationError
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _default_state_dir() -> Path:
-    env = os.environ.get("PRESETS_STATE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "agent-presets"
 
 
 @click.command()
@@ -198,7 +190,7 @@ def serve(
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
-    state = state_dir or _default_state_dir()
+    state = state_dir or default_state_dir()
     app = HeadlessHost(state, root)
     # Plain data the shell plugin reads when it attaches its runner (no plugin import here).
     app.shell_options = {
