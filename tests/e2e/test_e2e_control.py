@@ -289,3 +289,36 @@ async def test_the_served_tool_list_includes_the_request_tool_with_its_schema(
     assert tool.input_schema["required"] == ["preset", "state", "reason"]
     assert tool.input_schema["properties"]["state"]["enum"] == ["on", "off"]
     assert tool.input_schema["properties"]["reason"]["maxLength"] == 500
+
+
+async def test_an_http_server_listens_too_and_removes_its_socket_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    from e2e.conftest import HttpServer
+
+    state = tmp_path / "state"
+    http = await anyio.to_thread.run_sync(lambda: HttpServer(state))
+    try:
+        status = await cli_json(state, "status")
+        assert status["server"] == http.process.pid
+        done = await cli(state, "on", THEME)
+        assert done.returncode == 0, done.stderr
+    finally:
+        await anyio.to_thread.run_sync(http.stop)
+    assert not (state / "control.sock").exists()
+    assert (await cli_json(state, "status"))["server"] is None
+
+
+async def test_a_socket_left_by_a_killed_server_is_replaced(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    import socket
+
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(state / "control.sock"))
+    dead.close()  # the file stays and nobody listens, as after SIGKILL
+    done = await cli(state, "on", THEME)
+    assert done.returncode == 1 and "no server runs" in done.stderr
+    async with Client(server(state), mode="legacy") as client:
+        assert ASK in await names(client)
+        assert (await cli_json(state, "status"))["server"] is not None

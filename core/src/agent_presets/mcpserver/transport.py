@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import os
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -52,17 +56,54 @@ def serve(
     try:
         if control_socket is not None:
             listener = ControlListener(control_socket)
-        if transport == "stdio":
-            anyio.run(_serve_stdio, server, banner, listener)
-        else:
-            sock = _bind(host, port)
-            anyio.run(_serve_http, server, sock, banner, listener)
+        with _socket_removed_on_sigterm(listener):
+            _run(transport, server, host, port, banner, listener)
     except KeyboardInterrupt:
         pass
     finally:
         if listener is not None:
             listener.close()
         server.close()
+
+
+def _run(
+    transport: Transport,
+    server: PresetServer,
+    host: str,
+    port: int,
+    banner: Callable[[str], None] | None,
+    listener: ControlListener | None,
+) -> None:
+    if transport == "stdio":
+        anyio.run(_serve_stdio, server, banner, listener)
+    else:
+        sock = _bind(host, port)
+        anyio.run(_serve_http, server, sock, banner, listener)
+
+
+@contextlib.contextmanager
+def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[None]:
+    """Remove the control socket on SIGTERM, then die of it as before.
+
+    SIGTERM ends the process at once (uvicorn handles it while it serves and
+    then raises it again), skipping every ``finally``; the socket would stay
+    behind until the next server replaces it. Only the file is removed here:
+    anything more in a signal handler could hang a server that must stop.
+    """
+    if listener is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        listener.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _serve_stdio(
