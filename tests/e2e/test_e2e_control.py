@@ -322,3 +322,35 @@ async def test_a_socket_left_by_a_killed_server_is_replaced(tmp_path: Path) -> N
     async with Client(server(state), mode="legacy") as client:
         assert ASK in await names(client)
         assert (await cli_json(state, "status"))["server"] is not None
+
+
+async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_it_out(
+    tmp_path: Path,
+) -> None:
+    from agent_presets.host import HeadlessHost
+    from agent_presets.mcpserver import build_server
+    from agent_presets.policy import ToolPolicy
+
+    host = HeadlessHost(tmp_path / "state")
+    try:
+        presets = host.start()
+        server = build_server(presets, policy=ToolPolicy(max_calls=1))
+        try:
+            async with Client(server, mode="legacy") as client:
+                await ask(client, "graph-node-tools", "on")
+                result = await client.call_tool(
+                    ASK, {"preset": "graph-node-tools", "state": "on", "reason": "x"}
+                )
+                assert result.is_error and "budget" in text(result)
+        finally:
+            server.close()
+        assert ASK not in presets.tool_registry  # the server took its tool with it
+        allow = ToolPolicy.allow_list(presets, [THEME])
+        server = build_server(presets, policy=ToolPolicy(allow=allow))
+        try:
+            async with Client(server, mode="legacy") as client:
+                assert await names(client) == [THEME_TOOL]
+        finally:
+            server.close()
+    finally:
+        host.close()
