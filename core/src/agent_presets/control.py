@@ -35,6 +35,7 @@ import shutil
 import socket
 import struct
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -149,6 +150,8 @@ class Controller:
     ) -> None:
         self.manager = manager
         self._emit = emit
+        # One change at a time, so each change line names the state it replaced.
+        self._lock = threading.RLock()
         self.requests = (
             requests
             if requests is not None
@@ -211,15 +214,18 @@ class Controller:
         preset = self.manager.registry.get(name)
         if preset is None:
             raise UnknownPresetError(self.manager.registry.unknown_message(name))
-        previous = self.manager.get_overrides().get(name, "auto")
-        if state == "on" and previous != "on" and preset.dangerous and not confirmed:
-            raise ConfirmationRequired(name, preset.risk)
-        self.manager.set_override(name, state)
-        changed = previous != state
-        if changed:
-            self._write(
-                Change(preset=name, state=cast(State, state), previous=cast(State, previous), by=by)
-            )
+        with self._lock:
+            previous = self.manager.get_overrides().get(name, "auto")
+            if state == "on" and previous != "on" and preset.dangerous and not confirmed:
+                raise ConfirmationRequired(name, preset.risk)
+            self.manager.set_override(name, state)
+            changed = previous != state
+            if changed:
+                self._write(
+                    Change(
+                        preset=name, state=cast(State, state), previous=cast(State, previous), by=by
+                    )
+                )
         return {
             "preset": name,
             "state": state,
@@ -231,23 +237,25 @@ class Controller:
     def approve(self, request_id: str, *, by: str, confirmed: bool = False) -> dict[str, Any]:
         """Approve a pending request: an override is set now; a waiting call may run."""
         _check_by(by)
-        request = self.requests.get(request_id)
-        result: dict[str, Any] = {"id": request.id, "kind": request.kind}
-        if request.kind == "override":
-            assert request.preset is not None and request.state is not None
-            preset = self.manager.registry.get(request.preset)
-            if preset is not None and preset.dangerous and not confirmed:
-                raise ConfirmationRequired(request.preset, preset.risk)
-            # Set first: a preset that cannot be turned on leaves the request pending.
-            result["change"] = self.set_override(
-                request.preset, request.state, by="approval", confirmed=True
-            )
-        self.requests.decide(request.id, "approved", by=by)
+        with self._lock:
+            request = self.requests.get(request_id)
+            result: dict[str, Any] = {"id": request.id, "kind": request.kind}
+            if request.kind == "override":
+                assert request.preset is not None and request.state is not None
+                preset = self.manager.registry.get(request.preset)
+                if preset is not None and preset.dangerous and not confirmed:
+                    raise ConfirmationRequired(request.preset, preset.risk)
+                # Set first: a preset that cannot be turned on leaves the request pending.
+                result["change"] = self.set_override(
+                    request.preset, request.state, by="approval", confirmed=True
+                )
+            self.requests.decide(request.id, "approved", by=by)
         return result
 
     def deny(self, request_id: str, *, by: str) -> dict[str, Any]:
         _check_by(by)
-        request = self.requests.decide(request_id, "denied", by=by)
+        with self._lock:
+            request = self.requests.decide(request_id, "denied", by=by)
         return {"id": request.id, "kind": request.kind}
 
     # -- the agent's requests ------------------------------------------------
@@ -261,7 +269,11 @@ class Controller:
         registry = self.manager.registry
         found = registry.get(preset)
         if found is None:
-            raise ToolCallError(registry.unknown_message(preset) + ". Ask only for listed presets.")
+            raise ToolCallError(registry.unknown_message(preset))
+        with self._lock:
+            return self._ask(preset, state, reason)
+
+    def _ask(self, preset: str, state: str, reason: str) -> dict[str, Any]:
         overrides = self.manager.get_overrides()
         active = preset in self.manager.resolve().active_names
         if state == "off":
