@@ -477,6 +477,10 @@ class ControlListener:
 
     def close(self) -> None:
         self.sock.close()
+        self.remove()
+
+    def remove(self) -> None:
+        """Remove the socket file if it is still ours (safe in a signal handler)."""
         with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self._inode:
                 self.path.unlink()

@@ -95,7 +95,7 @@ def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[Non
         return
 
     def terminate(signum: int, frame: object) -> None:
-        listener.close()
+        listener.remove()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
