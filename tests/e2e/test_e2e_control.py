@@ -354,3 +354,28 @@ async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_i
             server.close()
     finally:
         host.close()
+
+
+def test_a_stdio_server_stopped_with_sigterm_removes_its_socket(tmp_path: Path) -> None:
+    import signal
+
+    state = tmp_path / "state"
+    process = subprocess.Popen(
+        serve_command("--state-dir", str(state)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(),
+    )
+    try:
+        assert process.stderr is not None
+        assert "serving MCP on stdio" in process.stderr.readline()
+        assert (state / "control.sock").exists()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == -signal.SIGTERM  # it still dies of the signal
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert not (state / "control.sock").exists()
