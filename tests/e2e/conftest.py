@@ -135,14 +135,17 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
 
 @pytest.fixture(scope="session")
 def expected_tool_names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """The tool names the installed plugins give on the scene and in canvas drawing, in process."""
+    """The tool names a server serves on the scene and in canvas drawing, computed in process."""
+    from agent_presets.control import REQUEST_TOOL
     from agent_presets.host import HeadlessHost
 
     host = HeadlessHost(tmp_path_factory.mktemp("expected") / "state")
     presets = host.start()
-    scene = presets.tool_registry.names()
+    # A served list also has the server's own tool: the agent's presets_request.
+    ask = [presets.tool_registry.namespace_prefix + REQUEST_TOOL]
+    scene = sorted(presets.tool_registry.names() + ask)
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")
-    drawing = presets.tool_registry.names()
+    drawing = sorted(presets.tool_registry.names() + ask)
     presets.sync.stop()
     return {"scene": scene, "drawing": drawing}

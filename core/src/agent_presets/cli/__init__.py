@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from agent_presets import __version__
+from agent_presets.cli.control import COMMANDS as CONTROL_COMMANDS
 from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
 from agent_presets.cli.serve import opencode, serve
 from agent_presets.cli.validate import validate
@@ -82,5 +83,6 @@ for _command in (
     explain,
     opencode,
     serve,
+    *CONTROL_COMMANDS,
 ):
     main.add_command(_command)

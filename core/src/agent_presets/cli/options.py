@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +19,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def default_state_dir() -> Path:
+    """``$PRESETS_STATE_DIR``, else ``agent-presets`` under ``$XDG_STATE_HOME`` (or its default).
+
+    ``serve`` keeps its state there; the live-control commands find its server there.
+    """
+    env = os.environ.get("PRESETS_STATE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "agent-presets"
 
 
 def warn(message: str) -> None:

@@ -6,7 +6,6 @@ command: importing ``mcp`` costs about a second that the other commands skip.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -18,6 +17,7 @@ import click
 
 from agent_presets.cli.options import (
     context_options,
+    default_state_dir,
     emit_json,
     installed_plugins,
     overrides_from_flags,
@@ -28,14 +28,6 @@ from agent_presets.cli.options import (
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _default_state_dir() -> Path:
-    env = os.environ.get("PRESETS_STATE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "agent-presets"
 
 
 @click.command()
@@ -223,7 +215,7 @@ def serve(
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
-    state = state_dir or _default_state_dir()
+    state = state_dir or default_state_dir()
     folder = plugins_dir()
     # The file tools must not reach code that the next start imports.
     app = HeadlessHost(state, root, plugin_dirs=[folder] if folder is not None else [])
@@ -263,6 +255,7 @@ def serve(
             change()
         except PresetValidationError as exc:
             raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
+    from agent_presets.control import SOCKET_NAME
     from agent_presets.mcpserver import serve as run_server
 
     def banner(where: str) -> None:
@@ -282,4 +275,5 @@ def serve(
         port=port,
         banner=banner,
         policy=policy,
+        control_socket=app.state_dir / SOCKET_NAME,
     )

@@ -25,6 +25,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets import __version__
+from agent_presets.control import Controller
 from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
@@ -68,11 +69,21 @@ class PresetServer(Server[Any]):
     """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
 
     def __init__(
-        self, presets: Presets, *, name: str = SERVER_NAME, policy: ToolPolicy | None = None
+        self,
+        presets: Presets,
+        *,
+        name: str = SERVER_NAME,
+        policy: ToolPolicy | None = None,
+        control: Controller | None = None,
     ) -> None:
         self.presets = presets
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
+        # Live control (the CLI, the console) and the agent's presets_request tool.
+        self.control = (
+            control if control is not None else Controller(presets.manager, emit=self.policy.emit)
+        )
+        self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
@@ -105,10 +116,17 @@ class PresetServer(Server[Any]):
         self.middleware.append(name_invalid_params)
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
+        held = self.tool_registry.get(self._request_tool.name)
+        # Another server over the same presets registered its own: ours takes over.
+        self.tool_registry.register(
+            self._request_tool, replace=held is not None and held.managed_owner is None
+        )
 
     def close(self) -> None:
         """Stop following the registry and manager; end listen streams; stop the thread pool."""
         self.tool_registry.remove_on_change(self._tools_changed)
+        if self.tool_registry.get(self._request_tool.name) is self._request_tool:
+            self.tool_registry.unregister(self._request_tool.name)
         self.presets.manager.remove_on_change(self._context_changed)
         self.listen_handler.close()
         self.calls.close()
@@ -337,6 +355,8 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         server.fanout.detach_loop()
 
 
-def build_server(presets: Presets, *, policy: ToolPolicy | None = None) -> PresetServer:
+def build_server(
+    presets: Presets, *, policy: ToolPolicy | None = None, control: Controller | None = None
+) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
-    return PresetServer(presets, policy=policy)
+    return PresetServer(presets, policy=policy, control=control)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import ipaddress
 import logging
+import os
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
+from agent_presets.control import ControlListener
 from agent_presets.mcpserver.server import PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
@@ -34,36 +39,87 @@ def serve(
     port: int = DEFAULT_PORT,
     banner: Callable[[str], None] | None = None,
     policy: ToolPolicy | None = None,
+    control_socket: Path | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
     to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
-    the HTTP port cannot be bound.
+    the HTTP port cannot be bound. With ``control_socket`` (bind it only while
+    holding the state lock) the live-control channel listens there meanwhile.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
     server = build_server(presets, policy=policy)
+    listener: ControlListener | None = None
     try:
-        if transport == "stdio":
-            anyio.run(_serve_stdio, server, banner)
-        else:
-            sock = _bind(host, port)
-            anyio.run(_serve_http, server, sock, banner)
+        if control_socket is not None:
+            listener = ControlListener(control_socket)
+        with _socket_removed_on_sigterm(listener):
+            _run(transport, server, host, port, banner, listener)
     except KeyboardInterrupt:
         pass
     finally:
+        if listener is not None:
+            listener.close()
         server.close()
 
 
-async def _serve_stdio(server: PresetServer, banner: Callable[[str], None] | None) -> None:
+def _run(
+    transport: Transport,
+    server: PresetServer,
+    host: str,
+    port: int,
+    banner: Callable[[str], None] | None,
+    listener: ControlListener | None,
+) -> None:
+    if transport == "stdio":
+        anyio.run(_serve_stdio, server, banner, listener)
+    else:
+        sock = _bind(host, port)
+        anyio.run(_serve_http, server, sock, banner, listener)
+
+
+@contextlib.contextmanager
+def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[None]:
+    """Remove the control socket on SIGTERM, then die of it as before.
+
+    SIGTERM ends the process at once (uvicorn handles it while it serves and
+    then raises it again), skipping every ``finally``; the socket would stay
+    behind until the next server replaces it. Only the file is removed here:
+    anything more in a signal handler could hang a server that must stop.
+    """
+    if listener is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        listener.remove()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+async def _serve_stdio(
+    server: PresetServer,
+    banner: Callable[[str], None] | None,
+    listener: ControlListener | None = None,
+) -> None:
     from agent_presets.mcpserver.stdio import stdio_transport
 
-    async with stdio_transport() as (read_stream, write_stream):
+    async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
+        if listener is not None:
+            tg.start_soon(listener.serve, server.control)
         if banner is not None:
             banner("serving MCP on stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -92,7 +148,10 @@ def _is_loopback(host: str) -> bool:
 
 
 async def _serve_http(
-    server: PresetServer, sock: socket.socket, banner: Callable[[str], None] | None
+    server: PresetServer,
+    sock: socket.socket,
+    banner: Callable[[str], None] | None,
+    listener: ControlListener | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -125,8 +184,15 @@ async def _serve_http(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
     )
     uv_server = uvicorn.Server(config)
+
+    async def run_http() -> None:
+        await uv_server.serve(sockets=[sock])
+        tg.cancel_scope.cancel()  # the control listener stops with the server
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(functools.partial(uv_server.serve, sockets=[sock]))
+        tg.start_soon(run_http)
+        if listener is not None:
+            tg.start_soon(listener.serve, server.control)
         # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
         while not uv_server.started:
             if uv_server.should_exit:

@@ -1,0 +1,221 @@
+"""``presets on|off|auto NAME``, ``status``, ``requests``, ``approve ID``, ``deny ID``.
+
+They act on the running server of ``--state-dir`` through its control socket
+(``agent_presets.control``); nothing here loads plugins or imports ``mcp``, so
+each command answers in the time Python takes to start. Overrides live only
+as long as that server: with no server running, there is nothing to change.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from agent_presets.cli.options import default_state_dir, emit_json, table
+from agent_presets.control import ControlError, NoServerError, control_request
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class NeedsConfirmation(click.ClickException):
+    """A risky change asked for off a terminal without ``--yes``: a usage error."""
+
+    exit_code = 2
+
+
+def state_dir_option(func: F) -> F:
+    return click.option(
+        "--state-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The state folder of the server to act on (as given to serve). "
+        "[default: $PRESETS_STATE_DIR, or agent-presets under $XDG_STATE_HOME]",
+    )(func)
+
+
+def yes_option(func: F) -> F:
+    return click.option(
+        "--yes",
+        "-y",
+        is_flag=True,
+        help="Turn on a risky preset (filesystem-write, destructive, shell) without asking; "
+        "needed when not on a terminal.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def _confirmed(state_dir: Path, message: dict[str, Any], yes: bool) -> Any:
+    """Send ``message``; if the server wants confirmation, ask on a terminal (or need --yes)."""
+    if yes:
+        return control_request(state_dir, {**message, "confirmed": True})
+    try:
+        return control_request(state_dir, message)
+    except ControlError as exc:
+        if exc.code != "confirm":
+            raise
+        preset, risk = exc.detail.get("preset"), exc.detail.get("risk")
+        if not sys.stdin.isatty():
+            raise NeedsConfirmation(
+                f"preset {preset!r} has risk {risk!r}: turning it on needs confirmation; "
+                "run this on a terminal to be asked, or pass --yes"
+            ) from None
+    click.confirm(
+        f"Preset {preset!r} has risk {risk!r}: its tools can change or delete things "
+        "outside the agent's control. Turn it on?",
+        abort=True,
+        err=True,
+    )
+    return control_request(state_dir, {**message, "confirmed": True})
+
+
+def _set(name: str, state: str, state_dir: Path | None, yes: bool = False) -> None:
+    where = state_dir or default_state_dir()
+    message = {"op": "set", "preset": name, "state": state, "by": "cli"}
+    result = _confirmed(where, message, yes)
+    if not result["changed"]:
+        click.echo(f"{name}: {state} already ({'active' if result['active'] else 'inactive'})")
+        return
+    click.echo(
+        f"{name}: {state} (was {result['previous']}); "
+        f"{'active' if result['active'] else 'inactive'} now"
+    )
+
+
+@click.command("on")
+@click.argument("name")
+@state_dir_option
+@yes_option
+def turn_on(name: str, state_dir: Path | None, yes: bool) -> None:
+    """Force preset NAME on in the running server, for its session.
+
+    Every connected client hears of the new tools at once. A risky preset
+    (filesystem-write, destructive, shell) asks for confirmation first.
+    """
+    _set(name, "on", state_dir, yes)
+
+
+@click.command("off")
+@click.argument("name")
+@state_dir_option
+def turn_off(name: str, state_dir: Path | None) -> None:
+    """Force preset NAME off in the running server, for its session."""
+    _set(name, "off", state_dir)
+
+
+@click.command("auto")
+@click.argument("name")
+@state_dir_option
+def turn_auto(name: str, state_dir: Path | None) -> None:
+    """Drop NAME's override: the context decides again whether it is active."""
+    _set(name, "auto", state_dir)
+
+
+@click.command()
+@state_dir_option
+@json_option
+def status(state_dir: Path | None, as_json: bool) -> None:
+    """Show the running server's context and every preset's state and why.
+
+    \b
+    --json prints {"server": PID or null, "context": {...},
+                   "presets": [{name, group, state, active, reason, risk}, ...]}.
+    """
+    where = state_dir or default_state_dir()
+    try:
+        result = control_request(where, {"op": "status"})
+    except NoServerError as exc:
+        if as_json:
+            emit_json({"server": None, "context": None, "presets": []})
+        else:
+            click.echo(str(exc))
+        return
+    if as_json:
+        emit_json(result)
+        return
+    context = " ".join(f"{k}={v}" for k, v in result["context"].items())
+    click.echo(f"server PID {result['server']}, state dir {where}")
+    click.echo(f"context: {context}")
+    table(
+        None,
+        ["preset", "group", "state", "active", "why", "risk"],
+        (
+            [
+                p["name"],
+                p["group"],
+                p["state"],
+                "yes" if p["active"] else "no",
+                p["reason"],
+                p["risk"],
+            ]
+            for p in result["presets"]
+        ),
+    )
+    if result.get("requests"):
+        click.echo(f"{result['requests']} requests wait: `presets requests` lists them")
+
+
+@click.command()
+@state_dir_option
+@json_option
+def requests(state_dir: Path | None, as_json: bool) -> None:
+    """List what the agent asked for that waits for you (approve or deny each by ID)."""
+    where = state_dir or default_state_dir()
+    result = control_request(where, {"op": "requests"})
+    if as_json:
+        emit_json(result)
+        return
+    if not result:
+        click.echo("no pending requests")
+        return
+    table(
+        None,
+        ["id", "kind", "preset", "asks", "expires", "reason"],
+        (
+            [
+                r["id"],
+                r["kind"],
+                r["preset"],
+                r.get("state") or r.get("tool"),
+                r["expires"],
+                r["reason"],
+            ]
+            for r in result
+        ),
+    )
+
+
+@click.command()
+@click.argument("request_id", metavar="ID")
+@state_dir_option
+@yes_option
+def approve(request_id: str, state_dir: Path | None, yes: bool) -> None:
+    """Approve the pending request ID (`presets requests` lists them)."""
+    where = state_dir or default_state_dir()
+    message = {"op": "approve", "id": request_id, "by": "cli"}
+    result = _confirmed(where, message, yes)
+    change = result.get("change")
+    if change is not None:
+        click.echo(
+            f"approved {request_id}: {change['preset']} {change['state']}, "
+            f"{'active' if change['active'] else 'inactive'} now"
+        )
+    else:
+        click.echo(f"approved {request_id}")
+
+
+@click.command()
+@click.argument("request_id", metavar="ID")
+@state_dir_option
+def deny(request_id: str, state_dir: Path | None) -> None:
+    """Deny the pending request ID: nothing changes, and the agent is not told why."""
+    control_request(state_dir or default_state_dir(), {"op": "deny", "id": request_id, "by": "cli"})
+    click.echo(f"denied {request_id}")
+
+
+COMMANDS = (turn_on, turn_off, turn_auto, status, requests, approve, deny)

@@ -1,0 +1,276 @@
+"""Pending requests: what the agent asked for that waits for a person.
+
+Two kinds share one store, so ``presets requests`` and the console show and
+decide them alike: ``override`` (the agent asks for a preset to be turned on)
+and ``call`` (a risky tool call waits for confirmation). Each request carries a
+``concurrent.futures.Future`` that resolves to its outcome (``approved``,
+``denied``, ``expired`` or ``withdrawn``): a call awaits it on the event loop
+(``asyncio.wrap_future``) or blocks on it in a thread, whoever decides it.
+
+What the store promises:
+
+- *Bounded.* At most ``max_pending`` requests wait at once; one more is
+  refused with a message the agent can act on. A repeated override request
+  for the same change merges into the waiting one (same id, reason updated,
+  expiry renewed), so an agent that asks twice does not fill the store.
+- *Expiring.* A request expires ``ttl`` seconds after it was last asked for;
+  expired requests are dropped (and their futures resolved) on every access
+  and by ``expire()``, which a server calls now and then.
+- *Decided once.* A request leaves the store when it is decided; a second
+  decision on the same id is an ``UnknownRequestError``, so a later approval of
+  a withdrawn call runs nothing.
+- *No agent text in the log.* The reason lives on the request only; the
+  ``request`` and ``decision`` events name the id, kind, preset and tool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from agent_presets.events import Decision, Event, Outcome, Request, State
+from agent_presets.listeners import Listeners
+from agent_presets.model import PresetError, ToolCallError
+from agent_presets.suggest import did_you_mean
+
+Kind = Literal["override", "call"]
+
+DEFAULT_TTL: Final = 600.0
+"""Seconds a request waits for a person before it expires (10 minutes)."""
+MAX_PENDING: Final = 20
+MAX_REASON: Final = 500
+"""Longest reason (characters) kept with a request; the tool's schema enforces it."""
+
+
+class RequestLimitError(ToolCallError):
+    """Too many requests wait already; the new one was not filed."""
+
+
+class UnknownRequestError(PresetError, LookupError):
+    """No pending request has this id (never filed, decided already, or expired)."""
+
+
+def iso_utc(ts: float) -> str:
+    """``2026-11-30T15:30:00Z``: how requests show their times."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(eq=False)
+class PendingRequest:
+    """One request that waits for a person; ``outcome`` resolves when it is decided."""
+
+    id: str
+    kind: Kind
+    reason: str
+    created: float
+    expires: float
+    preset: str | None = None
+    state: State | None = None
+    """For an override: the state asked for (``on``)."""
+    tool: str | None = None
+    """For a call: the MCP name of the tool waiting to run."""
+    outcome: Future[Outcome] = field(default_factory=Future, repr=False)
+
+    @property
+    def merge_key(self) -> tuple[str, ...] | None:
+        """Requests with one key are the same change; a call never merges with another."""
+        if self.kind == "override":
+            return ("override", self.preset or "", self.state or "")
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """The object ``presets requests --json`` and the console show."""
+        data: dict[str, Any] = {"id": self.id, "kind": self.kind, "preset": self.preset}
+        if self.kind == "override":
+            data["state"] = self.state
+        else:
+            data["tool"] = self.tool
+        data.update(
+            reason=self.reason, created=iso_utc(self.created), expires=iso_utc(self.expires)
+        )
+        return data
+
+
+Listener = Callable[[], None]
+
+
+class RequestStore:
+    """The pending requests of one server. Thread-safe.
+
+    ``emit`` receives the ``request`` and ``decision`` events (a server passes
+    ``ToolPolicy.emit``). Listeners hear, with no arguments, whenever the set
+    of pending requests changes (a console refreshes its list then).
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        max_pending: int = MAX_PENDING,
+        emit: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError(f"ttl must be positive, got {ttl}")
+        if max_pending < 1:
+            raise ValueError(f"max_pending must be at least 1, got {max_pending}")
+        self.ttl = ttl
+        self.max_pending = max_pending
+        self._emit = emit
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._pending: dict[str, PendingRequest] = {}
+        self._ids = itertools.count(1)
+        self._listeners: Listeners[Listener] = Listeners()
+
+    # -- filing --------------------------------------------------------------
+
+    def file(
+        self,
+        kind: Kind,
+        *,
+        reason: str,
+        preset: str | None = None,
+        state: State | None = None,
+        tool: str | None = None,
+        ttl: float | None = None,
+    ) -> tuple[PendingRequest, bool]:
+        """File a request, or merge it into the waiting one for the same change.
+
+        Returns the request and whether it merged. Raises ``RequestLimitError``
+        when ``max_pending`` requests wait already.
+        """
+        now = self._clock()
+        expires = now + (self.ttl if ttl is None else ttl)
+        reason = reason[:MAX_REASON]
+        probe = PendingRequest("", kind, reason, now, expires, preset, state, tool)
+        with self._lock:
+            expired = self._take_expired(now)
+            key = probe.merge_key
+            same = next(
+                (r for r in self._pending.values() if key is not None and r.merge_key == key),
+                None,
+            )
+            if same is not None:
+                same.reason = reason
+                same.expires = expires
+                request, merged = same, True
+            elif len(self._pending) >= self.max_pending:
+                soonest = min(r.expires for r in self._pending.values())
+                raise RequestLimitError(
+                    f"{len(self._pending)} requests already wait for the user, the most this "
+                    "server keeps; do not ask again now. Carry on with the tools you have, or "
+                    "tell the user what you need; the oldest request expires in "
+                    f"{_minutes(soonest - now)}."
+                )
+            else:
+                probe.id = f"r{next(self._ids)}"
+                self._pending[probe.id] = probe
+                request, merged = probe, False
+        self._finish_expired(expired)
+        if not merged:
+            self._write(Request(id=request.id, asks=kind, preset=preset, state=state, tool=tool))
+        self._listeners.notify()
+        return request, merged
+
+    # -- reading -------------------------------------------------------------
+
+    def pending(self) -> list[PendingRequest]:
+        """The requests that wait now, oldest first."""
+        self.expire()
+        with self._lock:
+            return sorted(self._pending.values(), key=lambda r: (r.created, int(r.id[1:])))
+
+    def get(self, request_id: str) -> PendingRequest:
+        """The waiting request ``request_id``; ``UnknownRequestError`` if none waits."""
+        self.expire()
+        with self._lock:
+            request = self._pending.get(request_id)
+            if request is not None:
+                return request
+            known = list(self._pending)
+        hint = did_you_mean(request_id, known, "`presets requests` lists the pending ones")
+        raise UnknownRequestError(
+            f"no pending request {request_id!r}: it was decided already, expired, or never "
+            f"filed{hint}"
+        )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def next_expiry(self) -> float | None:
+        with self._lock:
+            return min((r.expires for r in self._pending.values()), default=None)
+
+    # -- deciding ------------------------------------------------------------
+
+    def decide(self, request_id: str, outcome: Outcome, *, by: str) -> PendingRequest:
+        """Take ``request_id`` out of the store with ``outcome``, resolve it, log it."""
+        with self._lock:
+            request = self._pending.pop(request_id, None)
+        if request is None:
+            self.get(request_id)  # raises the error with its hint
+            raise AssertionError("unreachable")  # pragma: no cover
+        self._resolve(request, outcome, by)
+        self._listeners.notify()
+        return request
+
+    def expire(self) -> list[PendingRequest]:
+        """Drop every request past its expiry (outcome ``expired``); return them."""
+        with self._lock:
+            expired = self._take_expired(self._clock())
+        self._finish_expired(expired)
+        if expired:
+            self._listeners.notify()
+        return expired
+
+    # -- listeners -----------------------------------------------------------
+
+    def add_on_change(self, callback: Listener) -> None:
+        self._listeners.add(callback)
+
+    def remove_on_change(self, callback: Listener) -> None:
+        self._listeners.remove(callback)
+
+    # -- internals -----------------------------------------------------------
+
+    def _take_expired(self, now: float) -> list[PendingRequest]:
+        """Remove what expired by ``now``. Hold ``_lock``; finish outside it."""
+        gone = [r for r in self._pending.values() if r.expires <= now]
+        for request in gone:
+            del self._pending[request.id]
+        return gone
+
+    def _finish_expired(self, expired: list[PendingRequest]) -> None:
+        for request in expired:
+            self._resolve(request, "expired", "timeout")
+
+    def _resolve(self, request: PendingRequest, outcome: Outcome, by: str) -> None:
+        if not request.outcome.done():
+            request.outcome.set_result(outcome)
+        self._write(
+            Decision(
+                id=request.id,
+                asks=request.kind,
+                outcome=outcome,
+                by=by,
+                preset=request.preset,
+                tool=request.tool,
+            )
+        )
+
+    def _write(self, event: Event) -> None:
+        if self._emit is not None:
+            self._emit(event)
+
+
+def _minutes(seconds: float) -> str:
+    minutes = max(1, round(seconds / 60))
+    return "1 minute" if minutes == 1 else f"{minutes} minutes"
