@@ -112,15 +112,26 @@ async def _serve_http(
         log.warning(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
         )
+    from agent_presets.mcpserver.eventstore import MemoryEventStore
     from agent_presets.mcpserver.http import EnvelopeCheck
+    from agent_presets.mcpserver.sessions import HttpSessions
 
+    # A client that reconnects with Last-Event-ID gets what it missed.
+    store = MemoryEventStore()
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
-    app = EnvelopeCheck(
+    checked = EnvelopeCheck(
         server.streamable_http_app(
-            streamable_http_path=HTTP_PATH, host=host, transport_security=security
+            streamable_http_path=HTTP_PATH,
+            host=host,
+            transport_security=security,
+            event_store=store,
         ),
         path=HTTP_PATH,
     )
+    # Outermost of ours: each session's events are its own, and the fan-out
+    # learns which sessions have their GET stream open.
+    server.fanout.tracks_streams = True
+    app = HttpSessions(checked, store=store, listener=server.fanout)
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
     )
