@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 
 from .conftest import HttpServer, server_env
 from .rawhttp import LIST_CHANGED, RawSession
@@ -254,3 +256,25 @@ def test_tools_list_pages_over_http_and_an_invalid_cursor_is_invalid_params(
         assert "cursor" in error["message"]
     finally:
         client.close()
+
+
+# ------------------------------------------------------------ the SDK's client
+
+
+@pytest.mark.anyio
+async def test_an_sdk_client_hears_a_change_made_right_after_it_connects(
+    http_server: HttpServer,
+) -> None:
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", None) == LIST_CHANGED:
+            heard.set()
+
+    async with Client(http_server.url, mode="legacy", message_handler=on_message):
+        # No waiting for its background GET stream: the change may come first.
+        async with Client(http_server.url, mode="legacy") as other:
+            result = await other.call_tool(SWITCH, CANVAS)
+            assert not result.is_error
+        with anyio.fail_after(30):
+            await heard.wait()
