@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
-from agent_presets.mcpserver.server import PresetServer, build_server
+from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
 
@@ -34,17 +34,19 @@ def serve(
     port: int = DEFAULT_PORT,
     banner: Callable[[str], None] | None = None,
     policy: ToolPolicy | None = None,
+    page_size: int = TOOLS_PAGE_SIZE,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
-    to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
-    the HTTP port cannot be bound.
+    to stdout, which is the stdio transport's wire. ``page_size`` is the number
+    of tools in one ``tools/list`` page. Raises ``PresetError`` when the HTTP
+    port cannot be bound.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
-    server = build_server(presets, policy=policy)
+    server = build_server(presets, policy=policy, page_size=page_size)
     try:
         if transport == "stdio":
             anyio.run(_serve_stdio, server, banner)
