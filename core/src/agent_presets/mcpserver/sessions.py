@@ -21,6 +21,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 from mcp.server.streamable_http import GET_STREAM_KEY, LAST_EVENT_ID_HEADER, MCP_SESSION_ID_HEADER
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
+from mcp_types.version import is_version_at_least
 
 from agent_presets.mcpserver.eventstore import SESSION, MemoryEventStore, SessionScope
 
@@ -34,6 +37,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.encode()
 _LAST_EVENT_HEADER = LAST_EVENT_ID_HEADER.encode()
+_VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.lower().encode()
 
 
 class Listener(Protocol):
@@ -70,7 +74,8 @@ class HttpSessions:
         token = SESSION.set(self._scopes.get(session_id) or SessionScope())
         try:
             if scope.get("method") == "GET" and self._standalone(headers):
-                await self._get_stream(session_id, scope, receive, send)
+                resuming = _LAST_EVENT_HEADER in headers
+                await self._get_stream(session_id, scope, receive, send, resuming)
             else:
                 await self.app(scope, receive, send)
         finally:
@@ -102,15 +107,25 @@ class HttpSessions:
         return store is not None and store.stream_of(last.decode("latin-1")) == GET_STREAM_KEY
 
     async def _get_stream(
-        self, session_id: str, scope: Scope, receive: Receive, send: Send
+        self, session_id: str, scope: Scope, receive: Receive, send: Send, resuming: bool
     ) -> None:
-        opened = False
+        # A resumed stream takes over from the replay only after the transport's
+        # priming event (2025-11-25 on): a notice sent before that would be
+        # stored but not sent, so the session counts as listening from there.
+        primed = resuming and _primes(scope)
+        started = opened = False
 
         async def watched(message: Message) -> None:
-            nonlocal opened
+            nonlocal started, opened
             await send(message)
-            if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
-                opened = True
+            if opened:
+                return
+            if message["type"] == "http.response.start":
+                started = message["status"] == 200
+                opened = started and not primed
+            elif message["type"] == "http.response.body" and started:
+                opened = _is_priming(message.get("body", b""))
+            if opened:
                 self._open[session_id] += 1
                 if self.listener is not None:
                     self.listener.listening(session_id, True)
@@ -124,3 +139,20 @@ class HttpSessions:
                     del self._open[session_id]
                     if self.listener is not None:
                         self.listener.listening(session_id, False)
+
+
+def _primes(scope: Scope) -> bool:
+    """Whether the transport sends a priming event on this request's stream."""
+    raw = dict(scope.get("headers", ())).get(_VERSION_HEADER)
+    version = raw.decode("latin-1") if raw is not None else DEFAULT_NEGOTIATED_VERSION
+    return is_version_at_least(version, "2025-11-25")
+
+
+def _is_priming(body: bytes) -> bool:
+    """An SSE event with an id and no data: the transport's priming event."""
+    has_id = has_data = False
+    for line in body.replace(b"\r\n", b"\n").split(b"\n"):
+        name, _, value = line.partition(b":")
+        has_id = has_id or name == b"id"
+        has_data = has_data or (name == b"data" and bool(value.strip()))
+    return has_id and not has_data
