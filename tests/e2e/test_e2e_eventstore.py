@@ -6,7 +6,13 @@ import gc
 
 import pytest
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
-from mcp_types import JSONRPCMessage, JSONRPCNotification, JSONRPCResponse
+from mcp_types import (
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCResponse,
+)
 
 from agent_presets.mcpserver.eventstore import SESSION, MemoryEventStore, SessionScope
 
@@ -132,3 +138,15 @@ def test_bounds_must_be_positive() -> None:
 def test_an_empty_store_is_still_a_store() -> None:
     # The SDK enables resumability with ``if event_store:``.
     assert MemoryEventStore()
+
+
+async def test_an_error_without_id_on_the_get_stream_does_not_finish_it() -> None:
+    store = MemoryEventStore(max_finished=1)
+    first = await store.store_event(GET_STREAM_KEY, note(1))
+    parse_error = ErrorData(code=-32700, message="Parse error")
+    error = JSONRPCError(jsonrpc="2.0", id=None, error=parse_error)
+    await store.store_event(GET_STREAM_KEY, error)
+    await store.store_event("1", answer(1))
+    await store.store_event("2", answer(2))
+    stream, messages = await replay(store, first)
+    assert stream == GET_STREAM_KEY and len(messages) == 1

@@ -32,7 +32,14 @@ from collections import deque
 from contextvars import ContextVar
 from typing import Final
 
-from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.server.streamable_http import (
+    GET_STREAM_KEY,
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamId,
+)
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
 __all__ = ["SESSION", "MemoryEventStore", "SessionScope"]
@@ -100,7 +107,8 @@ class MemoryEventStore(EventStore):
         where = (weakref.ref(scope), stream_id)
         self._where[seq] = where
         self._order.append((seq, where))
-        if isinstance(message, JSONRPCResponse | JSONRPCError):
+        # A POST's stream ends with its answer (an error without an id goes to the GET stream).
+        if stream_id != GET_STREAM_KEY and isinstance(message, JSONRPCResponse | JSONRPCError):
             if len(self._finished) == self._finished.maxlen:
                 self._drop_stream(self._finished[0])
             self._finished.append(where)
