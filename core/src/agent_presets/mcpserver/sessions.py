@@ -55,10 +55,7 @@ class HttpSessions:
         self.store = store
         self.listener = listener
         self._scopes: weakref.WeakValueDictionary[str, SessionScope] = weakref.WeakValueDictionary()
-        self._open: Counter[str] = Counter()
-
-    def is_listening(self, session_id: str) -> bool:
-        return self._open[session_id] > 0
+        self._open: Counter[str] = Counter()  # GET streams open, by session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
