@@ -11,7 +11,8 @@ are medians over the rounds:
 - startup: spawn -> initialize -> first ``tools/list`` answer (20 tools),
   three spawns of each server per round (process start-up is the noisiest);
 - calls: 1,000 sequential ``tools/call`` of a no-op tool (20 tools listed);
-- list500: one ``tools/list`` of 500 tools (median of 20 per round).
+- list500: a full ``tools/list`` of 500 tools, five pages of 100 (median of
+  20 per round).
 
 Targets (ratio presets / bare): every figure <= 1.15.
 """
@@ -31,6 +32,7 @@ from typing import Any
 TARGET = 1.15
 SMALL = 20
 LARGE = 500
+PAGE = 100
 
 
 # ------------------------------------------------------------------- servers
@@ -64,7 +66,12 @@ def serve_bare(count: int) -> None:
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        # Pages of 100, as agent-presets serves them (the offset is the cursor).
+        start = int(params.cursor) if params.cursor else 0
+        end = start + PAGE
+        return types.ListToolsResult(
+            tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None
+        )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(type="text", text="null")])
@@ -157,14 +164,26 @@ async def measure_list(kind: str, repeat: int) -> float:
 
     async with Client(_params(kind, LARGE), mode="legacy") as client:
         for _ in range(3):
-            await client.list_tools()
+            await _list_all(client)
         samples = []
         for _ in range(repeat):
             start = time.perf_counter()
-            tools = await client.list_tools()
+            names = await _list_all(client)
             samples.append(time.perf_counter() - start)
-    assert len(tools.tools) == LARGE
+    assert len(names) == LARGE
     return statistics.median(samples)
+
+
+async def _list_all(client: Any) -> list[str]:
+    """Every tool, page by page (both servers page at ``PAGE``)."""
+    names: list[str] = []
+    cursor = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        names.extend(t.name for t in page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return names
 
 
 def run(rounds: int, calls: int, list_repeat: int) -> dict[str, Any]:
@@ -228,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels = {
         "startup": f"spawn to first tools/list ({SMALL} tools)",
         "calls": f"{calls} sequential tools/call",
-        "list500": f"one tools/list of {LARGE} tools",
+        "list500": f"tools/list of {LARGE} tools ({LARGE // PAGE} pages)",
     }
     ok = True
     for name, fig in report["figures"].items():

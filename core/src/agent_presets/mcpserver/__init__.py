@@ -3,7 +3,9 @@
 ``server`` holds the server class (``PresetServer``, ``build_server``);
 ``transport`` runs it over stdio or HTTP (``serve``); ``calls`` runs tool
 calls on or off the event loop; ``fanout`` carries change notices to every
-client; ``hints`` turns a tool's risk into MCP annotations; ``wire`` builds
+client; ``sessions`` tells it which HTTP sessions are listening, and the
+event store (``eventstore``) which session each stored event belongs to;
+``hints`` turns a tool's risk into MCP annotations; ``wire`` builds
 the dicts that go on the wire. Importing ``mcp`` costs about a second, so
 ``presets serve`` imports this package inside the command only.
 """

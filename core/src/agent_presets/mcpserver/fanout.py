@@ -6,14 +6,23 @@ thread, a host's UI thread, a test. ``ChangeFanout.changed`` only records the
 change and wakes the server's event loop; one flush task on the loop then
 tells every client, in both protocol eras:
 
-- legacy (handshake) connections get ``notifications/*/list_changed`` on the
-  connection's standalone channel (stdio's pipe, streamable HTTP's GET
-  stream), and ``notifications/resources/updated`` for URIs they subscribed;
+- legacy (handshake) connections get ``notifications/*/list_changed``, and
+  ``notifications/resources/updated`` for URIs they subscribed, on the
+  connection's standalone channel once initialized: stdio's pipe, streamable
+  HTTP's GET stream (the transport's event store keeps what a closed GET
+  stream missed, for a client that resumes it with ``Last-Event-ID``);
+- a legacy HTTP session also hears on its requests' response streams: what
+  changed while one of its requests was in flight goes out on that request's
+  stream before its answer (so a client that only POSTs hears the switches it
+  makes itself), and what it could not hear (no GET stream open, or not yet
+  initialized) goes out on its next response stream or when its GET stream
+  opens, whichever comes first; a ``tools/list`` answer settles ``tools``;
 - modern (2026-07-28) clients get the same events on their
   ``subscriptions/listen`` streams through the subscription bus.
 
 Changes that arrive while a flush is pending merge into it: list-changed
-notices are level triggers ("refetch"), so one notice covers a burst.
+notices are level triggers ("refetch"), so one notice covers a burst, and a
+client may hear one change twice (on its GET stream and its response stream).
 """
 
 from __future__ import annotations
@@ -58,13 +67,18 @@ class _Peer:
 
     A peer is known from its ``initialize`` on, but hears notices only once
     it has finished the handshake (``notifications/initialized`` or a later
-    request); what changes in between is kept in ``missed`` and sent then, so
-    a client never misses a change made while it was connecting.
+    request); what changes in between, or while it cannot hear its standalone
+    channel, is kept in ``unheard`` and sent as soon as it can hear, so a
+    client never misses a change made while it was connecting.
     """
 
     session: ServerSession
+    session_id: str | None = None
+    """The streamable HTTP session's id; ``None`` for a stdio or in-memory connection."""
     ready: bool = False
-    missed: set[Kind] = field(default_factory=set)
+    busy: int = 0
+    """Requests of this HTTP session in flight: their response streams carry what changes."""
+    unheard: set[Kind] = field(default_factory=set)
     resources: set[str] = field(default_factory=set)
 
 
@@ -81,6 +95,11 @@ class ChangeFanout:
         self._scheduled = False
         # Touched only on the loop thread:
         self._peers: dict[object, _Peer] = {}
+        self._listening: set[str] = set()
+        self.tracks_streams = False
+        """Whether ``listening`` is told which HTTP sessions have their GET stream open.
+
+        Until something does (``HttpSessions``), every HTTP session counts as listening."""
         self._waiters: list[asyncio.Future[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -181,10 +200,16 @@ class ChangeFanout:
             events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
         ready = []
         for key, peer in list(self._peers.items()):
-            if peer.ready:
-                ready.append((key, peer))
-            else:
-                peer.missed |= kinds
+            if not peer.ready:
+                peer.unheard |= kinds
+                continue
+            if peer.busy or not self._hears(peer):
+                # Its own request may have caused this, or it may not be listening:
+                # its next response stream (or its GET stream, when it opens) says so.
+                peer.unheard |= kinds
+            # Sent even to an HTTP session that is not listening: the transport's event
+            # store keeps it for a client that resumes its GET stream (Last-Event-ID).
+            ready.append((key, peer))
         if ready:
             async with anyio.create_task_group() as tg:
                 for key, peer in ready:
@@ -192,7 +217,13 @@ class ChangeFanout:
         for event in events:
             await self._bus.publish(event)
 
-    async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:
+    def _hears(self, peer: _Peer) -> bool:
+        """Whether ``peer`` hears its standalone channel now."""
+        return (
+            peer.session_id is None or not self.tracks_streams or peer.session_id in self._listening
+        )
+
+    def _notes(self, peer: _Peer, kinds: set[Kind]) -> list[types.ServerNotification]:
         notes: list[types.ServerNotification] = []
         if "tools" in kinds:
             notes.append(types.ToolListChangedNotification())
@@ -205,29 +236,77 @@ class ChangeFanout:
                 for uri in self._resource_uris
                 if uri in peer.resources
             )
+        return notes
+
+    async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:
+        """Tell ``peer`` on its standalone channel."""
         try:
             with anyio.fail_after(SEND_TIMEOUT):
-                for note in notes:
+                for note in self._notes(peer, kinds):
                     await peer.session.send_notification(note)
         except Exception as exc:  # a closed or stuck client leaves the fan-out
             log.debug("dropping an MCP client from change notices: %r", exc)
             self._peers.pop(key, None)
+
+    async def _tell_unheard(self, key: object, peer: _Peer) -> None:
+        if peer.unheard and self._hears(peer):
+            unheard, peer.unheard = peer.unheard, set()
+            await self._notify_peer(key, peer, unheard)
+
+    async def _answer_with_unheard(self, peer: _Peer, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Send what ``peer`` has not heard on the stream that carries ``ctx``'s answer."""
+        unheard, peer.unheard = peer.unheard, set()
+        try:
+            with anyio.fail_after(SEND_TIMEOUT):
+                for note in self._notes(peer, unheard):
+                    await ctx.session.send_notification(note, related_request_id=ctx.request_id)
+        except Exception as exc:  # the client went; its next request or stream hears it
+            log.debug("a change notice on a response stream failed: %r", exc)
+            peer.unheard |= unheard
 
     # -- legacy connections ---------------------------------------------------
 
     async def track(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Server middleware: remember each legacy connection from its handshake on."""
-        result = await call_next(ctx)
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            peer = self._add_peer(ctx.session)
-            if peer is not None and not peer.ready and ctx.method != "initialize":
-                peer.ready = True
-                if peer.missed:
-                    missed, peer.missed = peer.missed, set()
-                    await self._notify_peer(self._key(ctx.session), peer, missed)
+        """Server middleware: follow each legacy connection from its handshake on."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await call_next(ctx)
+        peer = self._add_peer(ctx.session)
+        if peer is None:
+            return await call_next(ctx)
+        if ctx.method == "initialize":
+            return await call_next(ctx)
+        # An HTTP request's own stream can carry notices; a notification has none.
+        answered = peer.session_id is not None and ctx.request_id is not None
+        if ctx.method == "tools/list":
+            peer.unheard.discard("tools")  # its answer is the news
+        if answered:
+            peer.busy += 1
+        try:
+            result = await call_next(ctx)
+        finally:
+            if answered:
+                peer.busy -= 1
+        if not peer.ready:
+            peer.ready = True
+            await self._tell_unheard(self._key(ctx.session), peer)
+        if answered and peer.unheard:
+            await self._answer_with_unheard(peer, ctx)
         return result
+
+    def listening(self, session_id: str, on: bool) -> None:
+        """An HTTP session's GET stream opened or closed (``HttpSessions`` calls this)."""
+        if not on:
+            self._listening.discard(session_id)
+            return
+        self._listening.add(session_id)
+        for key, peer in list(self._peers.items()):
+            if peer.session_id == session_id and peer.ready and peer.unheard:
+                # A task, so the transport has put the stream in place before it sends.
+                task = asyncio.get_running_loop().create_task(self._tell_unheard(key, peer))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
     def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str, on: bool) -> None:
         """``resources/subscribe`` / ``unsubscribe`` from a legacy connection."""
@@ -255,6 +334,7 @@ class ChangeFanout:
             if not key.has_standalone_channel:
                 return None
             key.exit_stack.callback(self._peers.pop, key, None)
-        peer = _Peer(session)
+        session_id = key.session_id if isinstance(key, Connection) else None
+        peer = _Peer(session, session_id)
         self._peers[key] = peer
         return peer

@@ -36,9 +36,11 @@ from agent_presets.mcpserver.wire import (
     PROMPT_URI,
     STATUS_URI,
     error_result,
+    page_cursor,
     plain,
     prompt_entry,
     prompt_text,
+    read_cursor,
     success_result,
     tool_entry,
 )
@@ -61,6 +63,9 @@ INSTRUCTIONS: Final = (
     "active now. A tool that is not offered right now answers with what would turn it on."
 )
 
+TOOLS_PAGE_SIZE: Final = 100
+"""Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
+
 _NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 
@@ -75,8 +80,12 @@ class PresetServer(Server[Any]):
         name: str = SERVER_NAME,
         policy: ToolPolicy | None = None,
         control: Controller | None = None,
+        page_size: int = TOOLS_PAGE_SIZE,
     ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
+        self.page_size = page_size
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
         # Live control (the CLI, the console) and the agent's presets_request tool.
@@ -109,6 +118,7 @@ class PresetServer(Server[Any]):
         add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
         add("resources/list", types.PaginatedRequestParams, self._list_resources)
         add("resources/read", types.ReadResourceRequestParams, self._read_resource)
+        add("resources/templates/list", types.PaginatedRequestParams, self._list_templates)
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         self.middleware.append(self.fanout.track)
@@ -172,7 +182,46 @@ class PresetServer(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        return {"tools": self.tool_entries(), "resultType": "complete"}
+        entries = self.tool_entries()
+        size = self.page_size
+        if params.cursor is None:
+            if len(entries) <= size:  # the common case: the cached list itself, no copy
+                return {"tools": entries, "resultType": "complete"}
+            start = 0
+        else:
+            start = self._page_start(params.cursor, len(entries))
+        result: dict[str, Any] = {"tools": entries[start : start + size], "resultType": "complete"}
+        if start + size < len(entries):
+            assert self._tools_key is not None  # tool_entries() has set it
+            result["nextCursor"] = page_cursor(start + size, self._tools_key)
+        return result
+
+    def _page_start(self, cursor: str, count: int) -> int:
+        """Where the page of ``cursor`` starts; ``-32602`` for a cursor that is not valid now.
+
+        The cursor carries the tool list's version: after a change the pages
+        would no longer fit together, so the client is told to start again.
+        """
+        read = read_cursor(cursor)
+        if read is None:
+            problem = "not a cursor this server gave out"
+        elif read[1] != self._tools_key:
+            problem = "the tool list has changed since this cursor was given out"
+        elif not 0 < read[0] < count:
+            problem = "not a cursor this server gave out"
+        else:
+            return read[0]
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=(
+                f"Invalid params for tools/list: params.cursor: {problem}; "
+                "list the tools again from the start (no cursor)"
+            ),
+            data={
+                "method": "tools/list",
+                "fields": [{"field": "params.cursor", "problem": problem}],
+            },
+        )
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.tool_registry.get(name)
@@ -299,6 +348,12 @@ class PresetServer(Server[Any]):
             "resultType": "complete",
         }
 
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        # Resources are advertised, so clients ask; this server has fixed URIs only.
+        return {"resourceTemplates": [], "resultType": "complete"}
+
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> dict[str, Any]:
@@ -356,7 +411,11 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
 
 
 def build_server(
-    presets: Presets, *, policy: ToolPolicy | None = None, control: Controller | None = None
+    presets: Presets,
+    *,
+    policy: ToolPolicy | None = None,
+    control: Controller | None = None,
+    page_size: int = TOOLS_PAGE_SIZE,
 ) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
-    return PresetServer(presets, policy=policy, control=control)
+    return PresetServer(presets, policy=policy, control=control, page_size=page_size)

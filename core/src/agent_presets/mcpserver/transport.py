@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import anyio
 
 from agent_presets.control import ControlListener
-from agent_presets.mcpserver.server import PresetServer, build_server
+from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
 
@@ -40,18 +40,20 @@ def serve(
     banner: Callable[[str], None] | None = None,
     policy: ToolPolicy | None = None,
     control_socket: Path | None = None,
+    page_size: int = TOOLS_PAGE_SIZE,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
-    to stdout, which is the stdio transport's wire. Raises ``PresetError`` when
-    the HTTP port cannot be bound. With ``control_socket`` (bind it only while
-    holding the state lock) the live-control channel listens there meanwhile.
+    to stdout, which is the stdio transport's wire. ``page_size`` is the number
+    of tools in one ``tools/list`` page. Raises ``PresetError`` when the HTTP
+    port cannot be bound. With ``control_socket`` (bind it only while holding
+    the state lock) the live-control channel listens there meanwhile.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
-    server = build_server(presets, policy=policy)
+    server = build_server(presets, policy=policy, page_size=page_size)
     listener: ControlListener | None = None
     try:
         if control_socket is not None:
@@ -171,15 +173,26 @@ async def _serve_http(
         log.warning(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
         )
+    from agent_presets.mcpserver.eventstore import MemoryEventStore
     from agent_presets.mcpserver.http import EnvelopeCheck
+    from agent_presets.mcpserver.sessions import HttpSessions
 
+    # A client that reconnects with Last-Event-ID gets what it missed.
+    store = MemoryEventStore()
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
-    app = EnvelopeCheck(
+    checked = EnvelopeCheck(
         server.streamable_http_app(
-            streamable_http_path=HTTP_PATH, host=host, transport_security=security
+            streamable_http_path=HTTP_PATH,
+            host=host,
+            transport_security=security,
+            event_store=store,
         ),
         path=HTTP_PATH,
     )
+    # Outermost of ours: each session's events are its own, and the fan-out
+    # learns which sessions have their GET stream open.
+    server.fanout.tracks_streams = True
+    app = HttpSessions(checked, store=store, listener=server.fanout)
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
     )

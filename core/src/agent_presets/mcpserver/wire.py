@@ -7,6 +7,8 @@ validates them like models without building them first, which keeps
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -30,6 +32,24 @@ def tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
     if annotations:
         entry["annotations"] = annotations
     return entry
+
+
+def page_cursor(offset: int, version: int) -> str:
+    """An opaque ``nextCursor``: where the next page starts, in which version of the tool list."""
+    return base64.urlsafe_b64encode(f"tools:{version}:{offset}".encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str) -> tuple[int, int] | None:
+    """``(offset, version)`` from a cursor ``page_cursor`` made, or ``None`` for any other text."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    kind, _, rest = raw.partition(":")
+    version, _, offset = rest.partition(":")
+    if kind != "tools" or not version.isdigit() or not offset.isdigit():
+        return None
+    return int(offset), int(version)
 
 
 def plain(value: Any) -> Any:

@@ -1,0 +1,165 @@
+"""The streamable HTTP transport's event store: what a client that reconnects has missed.
+
+The SDK writes every message it sends on an SSE stream here first (the GET
+stream's change notices, a POST's notices and response), and a client that
+reconnects with ``Last-Event-ID`` gets the events stored after that one. The
+store is in memory and bounded, so a client that never comes back costs
+little:
+
+- each stream keeps its last ``per_stream`` events (1,000);
+- the store keeps at most ``max_events`` events in all (100,000), dropping
+  the oldest first;
+- a POST's stream is finished once its response is stored; only the last
+  ``max_finished`` finished streams are kept (1,000), since a result can be
+  large and a client resumes a POST only if it dropped before the response.
+
+The SDK hands every session the same store and names streams by the
+session's own ids (``_GET_stream`` in each session, a request id that every
+client starts at 1). ``HttpSessions`` (``sessions.py``) tells the store which
+session a request belongs to through ``SESSION``, so each session's streams
+are its own, a session can replay only its own events, and a session's
+events go when the session does (streams are held by the session's scope
+object, weakly). Without that middleware all sessions share one scope, as in
+the SDK's own example store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import weakref
+from collections import deque
+from contextvars import ContextVar
+from typing import Final
+
+from mcp.server.streamable_http import (
+    GET_STREAM_KEY,
+    EventCallback,
+    EventId,
+    EventMessage,
+    EventStore,
+    StreamId,
+)
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
+
+__all__ = ["SESSION", "MemoryEventStore", "SessionScope"]
+
+PER_STREAM: Final = 1_000
+MAX_EVENTS: Final = 100_000
+MAX_FINISHED: Final = 1_000
+
+
+class SessionScope:
+    """One HTTP session's identity for the store (``session_id`` once the SDK has minted it)."""
+
+    __slots__ = ("__weakref__", "session_id")
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+
+
+SESSION: ContextVar[SessionScope | None] = ContextVar("agent_presets_http_session", default=None)
+"""The session of the HTTP request being served; set by ``HttpSessions``."""
+
+_UNSCOPED: Final = SessionScope()
+
+_Event = tuple[int, JSONRPCMessage | None]
+_Where = tuple["weakref.ref[SessionScope]", StreamId]
+
+
+class MemoryEventStore(EventStore):
+    """The SDK's ``EventStore``, in memory, bounded (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        per_stream: int = PER_STREAM,
+        max_events: int = MAX_EVENTS,
+        max_finished: int = MAX_FINISHED,
+    ) -> None:
+        if min(per_stream, max_events, max_finished) < 1:
+            raise ValueError("every bound of the event store must be at least 1")
+        self.per_stream = per_stream
+        self.max_events = max_events
+        # Event ids name this store, so an id from an earlier server run is unknown, not misread.
+        self._prefix = secrets.token_hex(4)
+        self._seq = itertools.count(1)
+        self._scopes: weakref.WeakKeyDictionary[SessionScope, dict[StreamId, deque[_Event]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        # Every stored event in order: the oldest goes first when the store is full.
+        self._order: deque[tuple[int, _Where]] = deque()
+        self._where: dict[int, _Where] = {}
+        self._finished: deque[_Where] = deque(maxlen=max_finished)
+
+    # No __len__: the SDK tests ``if event_store:``, and an empty store must still count.
+    def event_count(self) -> int:
+        return sum(len(d) for streams in self._scopes.values() for d in streams.values())
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        scope = _current()
+        seq = next(self._seq)
+        streams = self._scopes.setdefault(scope, {})
+        events = streams.get(stream_id)
+        if events is None:
+            events = streams[stream_id] = deque(maxlen=self.per_stream)
+        events.append((seq, message))
+        where = (weakref.ref(scope), stream_id)
+        self._where[seq] = where
+        self._order.append((seq, where))
+        # A POST's stream ends with its answer (an error without an id goes to the GET stream).
+        if stream_id != GET_STREAM_KEY and isinstance(message, JSONRPCResponse | JSONRPCError):
+            if len(self._finished) == self._finished.maxlen:
+                self._drop_stream(self._finished[0])
+            self._finished.append(where)
+        while len(self._order) > self.max_events:
+            old, (ref, sid) = self._order.popleft()
+            self._where.pop(old, None)
+            old_events = self._streams(ref).get(sid)
+            if old_events and old_events[0][0] == old:
+                old_events.popleft()
+        return f"{self._prefix}-{seq}"
+
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
+        seq = self._parse(last_event_id)
+        where = self._where.get(seq) if seq is not None else None
+        if seq is None or where is None:
+            return None
+        ref, stream_id = where
+        if ref() is not _current():  # another session's event: as if unknown
+            return None
+        for event_seq, message in list(self._streams(ref).get(stream_id, ())):
+            if event_seq > seq and message is not None:
+                await send_callback(EventMessage(message, f"{self._prefix}-{event_seq}"))
+        return stream_id
+
+    def stream_of(self, event_id: str) -> StreamId | None:
+        """The stream (of the current session) that ``event_id`` belongs to, if still stored."""
+        seq = self._parse(event_id)
+        where = self._where.get(seq) if seq is not None else None
+        if where is None or where[0]() is not _current():
+            return None
+        return where[1]
+
+    def _parse(self, event_id: str) -> int | None:
+        prefix, _, number = event_id.partition("-")
+        if prefix != self._prefix or not number.isdigit():
+            return None
+        return int(number)
+
+    def _streams(self, ref: weakref.ref[SessionScope]) -> dict[StreamId, deque[_Event]]:
+        scope = ref()
+        return self._scopes.get(scope, {}) if scope is not None else {}
+
+    def _drop_stream(self, where: _Where) -> None:
+        ref, stream_id = where
+        events = self._streams(ref).pop(stream_id, None)
+        for seq, _message in events or ():
+            self._where.pop(seq, None)
+
+
+def _current() -> SessionScope:
+    scope = SESSION.get()
+    return scope if scope is not None else _UNSCOPED
