@@ -16,6 +16,9 @@ from .manytools import many_tools, tool_name
 
 pytestmark = pytest.mark.anyio
 
+# The server's own tool, always served after the presets' tools (the agent's way to ask).
+REQUEST_TOOL = "space_presets_request"
+
 
 async def list_all(client: Client) -> tuple[list[str], int]:
     names: list[str] = []
@@ -39,17 +42,17 @@ async def test_tools_list_pages_through_every_tool_once_in_order(tmp_path: Path)
         server.close()
     assert TOOLS_PAGE_SIZE == 100
     assert pages == 3
-    assert names == [tool_name(i) for i in range(250)]
+    assert names == [*(tool_name(i) for i in range(250)), REQUEST_TOOL]
 
 
 async def test_a_list_that_fits_one_page_has_no_cursor(tmp_path: Path) -> None:
-    server = build_server(many_tools(100, tmp_path))
+    server = build_server(many_tools(99, tmp_path))
     try:
         async with Client(server, mode="legacy") as client:
             result = await client.list_tools()
     finally:
         server.close()
-    assert len(result.tools) == 100
+    assert len(result.tools) == 100  # 99 preset tools and the request tool
     assert result.next_cursor is None
 
 
@@ -60,8 +63,8 @@ async def test_page_size_is_configurable(tmp_path: Path) -> None:
             names, pages = await list_all(client)
     finally:
         server.close()
-    assert pages == 3
-    assert names == [tool_name(i) for i in range(7)]
+    assert pages == 3  # 8 tools, 3 a page
+    assert names == [*(tool_name(i) for i in range(7)), REQUEST_TOOL]
 
 
 @pytest.mark.parametrize(
@@ -102,7 +105,8 @@ async def test_a_cursor_from_before_a_change_asks_to_list_again(tmp_path: Path) 
             assert caught.value.error.code == -32602
             assert "has changed" in caught.value.error.message
             again = await client.list_tools(cache_mode="refresh")
-            assert again.tools == [] and again.next_cursor is None
+            assert [t.name for t in again.tools] == [REQUEST_TOOL]
+            assert again.next_cursor is None
     finally:
         server.close()
 
