@@ -1,36 +1,56 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pluginkit import PluginApp
 
 import agent_presets_graph
+from agent_presets.testing import PresetsHost
+
+OFF_PRESETS = ("graph-node-map-tools", "graph-state-tools")
 
 
-class GraphApp(PluginApp):
+class GraphApp(PresetsHost):
     """A headless host running only the graph plugin, in the graph context."""
 
-    plugin = agent_presets_graph
-    runtime = "graph"
-    prefix = "space_graph_"
-    shell = (("set_surface", "canvas"), ("set_activity", "graph"))
-    off_presets = ("graph-node-map-tools", "graph-state-tools")
+    def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
+        super().__init__(
+            [agent_presets_graph],
+            directory / "state",
+            root=directory / "files",
+            tool_prefix="space_graph_",
+        )
+        self.set_context(surface="canvas", activity="graph")
+        if enable_off:
+            self.enable(*OFF_PRESETS)
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        return self.call_tool(tool, **arguments)
+
+    def state(self) -> Any:
+        """The graph's saved state."""
+        return self.host.runtime("graph").to_state()
 
     def node(self, label: str, **data: Any) -> str:
         return str(self.call("add_node", label=label, data=data)["id"])
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., GraphApp]:
+def make_app(tmp_path: Path) -> Iterator[Callable[..., GraphApp]]:
     """Build a graph app on this test's state directory (again: a restart)."""
+    made: list[GraphApp] = []
 
     def make(*, enable_off: bool = True) -> GraphApp:
-        return GraphApp(tmp_path, enable_off=enable_off)
+        if made:
+            made[-1].close()  # a restart: the previous host stops first
+        made.append(GraphApp(tmp_path, enable_off=enable_off))
+        return made[-1]
 
-    return make
+    yield make
+    if made:
+        made[-1].close()
 
 
 @pytest.fixture
