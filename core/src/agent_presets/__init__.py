@@ -66,6 +66,10 @@ _EXPORTS = {
     "SyncReport": "sync",
     "PluginSet": "plugins",
     "load_plugins": "plugins",
+    # Serving MCP from a host app. These import mcp (about a second), on first use only.
+    "PresetServer": "mcpserver",
+    "build_server": "mcpserver",
+    "serve": "mcpserver",
 }
 
 __all__ = [
@@ -81,6 +85,7 @@ __all__ = [
     "PresetManager",
     "PresetMcpSync",
     "PresetRegistry",
+    "PresetServer",
     "PresetValidationError",
     "Presets",
     "PromptFragment",
@@ -95,6 +100,7 @@ __all__ = [
     "UnknownPresetError",
     "__version__",
     "bootstrap",
+    "build_server",
     "hookimpl",
     "hookspec",
     "load_plugins",
@@ -102,6 +108,7 @@ __all__ = [
     "object_schema",
     "require_runtime",
     "runtime_handler",
+    "serve",
 ]
 
 
@@ -126,6 +133,7 @@ if TYPE_CHECKING:
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
+    from agent_presets.mcpserver import PresetServer, build_server, serve
     from agent_presets.model import (
         DEFAULT_NAMESPACE,
         ActivePreset,
