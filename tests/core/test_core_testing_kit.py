@@ -182,7 +182,7 @@ def test_an_unknown_context_field_names_those_the_host_reports(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
     host = presets_host(plugins=[plugin])
-    with pytest.raises(TypeError, match="no context field 'mood'"):
+    with pytest.raises(TypeError, match="sets no context field 'mood'"):
         host.set_context(mood="happy")
 
 

@@ -51,16 +51,6 @@ __all__ = [
 PresetRow = tuple[str, str, list[str]]
 """One preset as a table row: (default state, risk, the MCP names of its tools)."""
 
-# The headless host's shell reports these context fields; ``set_context``
-# drives the shell, so the host, its saved state and the manager agree. Order
-# matters: a switch to the canvas surface also shows the canvas.
-_SHELL_SETTERS: dict[str, str] = {
-    "surface": "set_surface",
-    "activity": "set_activity",
-    "canvas_visible": "set_canvas_visible",
-    "world_id": "switch_world",
-}
-
 
 class PresetsHost:
     """A headless host running chosen plugins in a state directory of its own.
@@ -114,19 +104,24 @@ class PresetsHost:
     def set_context(self, **fields: Any) -> dict[str, Any]:
         """Drive the host's shell to a context (``surface=``, ``activity=``, ...).
 
-        Returns the context the manager now resolves against. The shell
-        validates each field, so an unknown surface fails here as it would
-        for the tool that sets it.
+        Each field goes through the shell's own setter (``set_<field>``), so
+        the host, its saved state and the manager agree, and a bad value
+        fails here as it would for the tool that sets it. Fields are applied
+        in the order the host reports them (a switch to the canvas surface
+        shows the canvas, so ``canvas_visible=False`` must come after it).
+        Returns the context the manager now resolves against.
         """
-        unknown = sorted(set(fields) - set(_SHELL_SETTERS))
+        shell = self.host.shell
+        settable = [f for f in self.host.context() if callable(getattr(shell, f"set_{f}", None))]
+        unknown = sorted(set(fields) - set(settable))
         if unknown:
             raise TypeError(
-                f"the headless host reports no context field {', '.join(map(repr, unknown))}; "
-                f"set one of: {', '.join(_SHELL_SETTERS)}"
+                f"the headless host sets no context field {', '.join(map(repr, unknown))}; "
+                f"set one of: {', '.join(settable)}"
             )
-        for field, setter in _SHELL_SETTERS.items():
+        for field in settable:
             if field in fields:
-                getattr(self.host.shell, setter)(fields[field])
+                getattr(shell, f"set_{field}")(fields[field])
         return dict(self.manager.get_context())
 
     def enable(self, *presets: str) -> None:
