@@ -67,6 +67,9 @@ _EXPORTS = {
     "PluginSet": "plugins",
     "load_plugins": "plugins",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
+    # Not imported for type checkers below: agent_presets.mcpserver.server imports
+    # this package (for __version__), and even a typing-only import back would make
+    # an import cycle. Until that import goes, `agent_presets.mcpserver` has the types.
     "PresetServer": "mcpserver",
     "build_server": "mcpserver",
     "serve": "mcpserver",
@@ -133,7 +136,6 @@ if TYPE_CHECKING:
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
-    from agent_presets.mcpserver import PresetServer, build_server, serve
     from agent_presets.model import (
         DEFAULT_NAMESPACE,
         ActivePreset,
