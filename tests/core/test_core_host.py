@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from agent_presets import MissingRuntimeError, ToolAdapter, hookimpl, require_runtime
-from agent_presets.host import HeadlessHost
+from agent_presets.host import (
+    HeadlessHost,
+    RootOverlapError,
+    StateLockedError,
+    StateStore,
+    acquire_state_lock,
+    check_root,
+)
 from agent_presets.host.store import read_json, write_atomic, write_json_atomic
 from agent_presets.model import PresetError, ToolCallError
 from agent_presets.tools import ToolRegistryChange
@@ -243,6 +250,7 @@ def test_a_new_host_on_the_same_state_dir_resumes_surface_activity_and_world(
     host.shell.create_world("lab")
     host.shell.switch_world("lab")
     call(host, "space_sketch_add_stroke", {"stroke": "kept"})
+    host.close()
 
     again = start_host(state_dir, preset_file)
 
@@ -263,6 +271,7 @@ def test_a_deleted_world_stays_deleted_after_restart(state_dir, preset_file):
     host = start_host(state_dir, preset_file)
     host.shell.create_world("scratch")
     host.shell.delete_world("scratch")
+    host.close()
     again = HeadlessHost(state_dir)
     assert again.shell.worlds == ["home"]
 
@@ -377,3 +386,209 @@ def test_write_atomic_cleans_up_its_temp_file_when_writing_fails(tmp_path, monke
     monkeypatch.undo()
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["data.bin"]
+
+
+# ------------------------------------------------------------------ one writer per state directory
+
+HOLDER = """
+import os, sys, time
+import agent_presets_drawing
+from agent_presets.host import HeadlessHost
+
+host = HeadlessHost(sys.argv[1])
+presets = host.start([agent_presets_drawing])
+host.shell.set_surface("canvas")
+host.shell.set_activity("drawing")
+if len(sys.argv) > 2:
+    os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "30")  # inherits every fd not close-on-exec
+insert = presets.tool_registry.get("space_drawing_insert_shape")
+print("ready", flush=True)
+for i in range(20):
+    insert.run({"shape": "rect", "x": i, "y": 0, "width": 5, "height": 5})
+    print(i + 1, flush=True)
+time.sleep(300)
+"""
+
+
+def start_holder(state_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(state_dir), *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+def kill_holder(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    if process.stdout:
+        process.stdout.close()
+
+
+def test_a_second_host_on_a_state_dir_in_use_is_refused_naming_the_running_pid(state_dir):
+    holder = start_holder(state_dir)
+    try:
+        with pytest.raises(StateLockedError) as info:
+            HeadlessHost(state_dir)
+        message = str(info.value)
+        assert f"PID {holder.pid}" in message
+        assert "--state-dir" in message and "PRESETS_STATE_DIR" in message
+        assert isinstance(info.value, PresetError)
+    finally:
+        kill_holder(holder)
+
+
+def test_the_lock_dies_with_a_killed_server_and_its_acknowledged_writes_survive(state_dir):
+    import agent_presets_drawing
+
+    holder = start_holder(state_dir)
+    try:
+        assert holder.stdout is not None
+        acknowledged = [holder.stdout.readline().strip() for _ in range(20)]
+        assert acknowledged[-1] == "20"
+        with pytest.raises(StateLockedError):
+            HeadlessHost(state_dir)
+    finally:
+        kill_holder(holder)
+    with HeadlessHost(state_dir) as host:  # no stale lock after kill -9
+        presets = host.start([agent_presets_drawing])
+        document = presets.tool_registry.get("space_drawing_inspect").run({})
+        assert len(document["layers"][0]["objects"]) == 20
+
+
+def test_a_child_process_does_not_keep_the_lock_after_the_server_dies(state_dir):
+    holder = start_holder(state_dir, "spawn-child")
+    try:
+        with pytest.raises(StateLockedError):
+            HeadlessHost(state_dir)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)  # the server only; its `sleep` child lives on
+        holder.wait(timeout=30)
+    try:
+        HeadlessHost(state_dir).close()
+    finally:
+        kill_holder(holder)
+
+
+def test_closing_a_host_frees_the_state_dir_and_commands_can_take_the_lock(state_dir):
+    host = HeadlessHost(state_dir)
+    with pytest.raises(StateLockedError, match=f"PID {os.getpid()}"):
+        acquire_state_lock(state_dir)
+    host.close()
+    with acquire_state_lock(state_dir) as lock:
+        assert lock.held
+        with pytest.raises(StateLockedError):
+            HeadlessHost(state_dir)
+    assert not lock.held
+    HeadlessHost(state_dir).close()
+
+
+# ------------------------------------------------------------------ the root and the server's files
+
+
+@pytest.mark.parametrize(
+    ("root", "relation"),
+    [
+        (".", "contains"),
+        ("state", "is"),
+        ("state/worlds", "lies inside"),
+    ],
+)
+def test_a_root_overlapping_the_state_dir_is_refused(tmp_path, root, relation):
+    state = tmp_path / "state"
+    with pytest.raises(RootOverlapError, match=f"{relation} the state directory"):
+        HeadlessHost(state, root=tmp_path / root)
+
+
+@pytest.mark.parametrize("root", [".", "plugins", "plugins/mine"])
+def test_a_root_overlapping_a_plugins_folder_is_refused(tmp_path, root):
+    work = tmp_path / "work"
+    (work / "plugins" / "mine").mkdir(parents=True)
+    with pytest.raises(RootOverlapError, match="a plugins folder"):
+        HeadlessHost(tmp_path / "state", root=work / root, plugin_dirs=[work / "plugins"])
+    assert not (tmp_path / "state" / "state.lock").exists()  # refused before taking anything
+
+
+def test_a_symlinked_root_cannot_hide_the_state_dir(tmp_path):
+    (tmp_path / "state").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "state")
+    with pytest.raises(RootOverlapError, match="the state directory"):
+        HeadlessHost(tmp_path / "state", root=tmp_path / "link")
+
+
+def test_the_default_root_and_a_separate_root_are_accepted(tmp_path):
+    with HeadlessHost(tmp_path / "state") as host:
+        assert host.root == (tmp_path / "state" / "files").resolve()
+    with HeadlessHost(tmp_path / "state", root=tmp_path / "work", plugin_dirs=[tmp_path / "p"]):
+        pass
+    check_root(tmp_path / "work", state_dir=tmp_path / "state", plugin_dirs=[tmp_path / "p"])
+
+
+def test_serve_on_a_state_dir_in_use_stops_at_once_with_a_one_line_error(state_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    with acquire_state_lock(state_dir):
+        result = CliRunner().invoke(main, ["serve", "--state-dir", str(state_dir)])
+    assert result.exit_code == 1
+    assert f"PID {os.getpid()}" in result.output and "--state-dir" in result.output
+    assert "Traceback" not in result.output
+
+    outer = CliRunner().invoke(
+        main, ["serve", "--state-dir", str(state_dir), "--root", str(tmp_path)]
+    )
+    assert outer.exit_code == 1
+    assert "contains the state directory" in outer.output
+
+
+def test_an_unreadable_state_database_is_a_clear_error_and_frees_the_lock(state_dir):
+    state_dir.mkdir(parents=True)
+    (state_dir / "state.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(PresetError, match=r"state\.db: the state database cannot be read"):
+        HeadlessHost(state_dir)
+    acquire_state_lock(state_dir).release()  # the refused host let go of the lock
+
+
+# ------------------------------------------------------------------ the state database
+
+
+def test_a_table_keeps_rows_per_runtime_and_world_and_a_failed_transaction_writes_nothing(
+    tmp_path,
+):
+    store = StateStore(tmp_path / "state.db")
+    table = store.table("notes", "home")
+    table.put("note/002", "b")
+    table.put("note/001", {"text": "a"})
+    table.put("meta", [1, 2])
+    store.table("notes", "lab").put("note/001", "other world")
+    store.table("drawing", "home").put("note/001", "other runtime")
+    assert table.items("note/") == [("note/001", {"text": "a"}), ("note/002", "b")]
+    assert table.get("meta") == [1, 2] and table.get("absent", 0) == 0
+    with pytest.raises(RuntimeError), table.transaction():
+        table.put("note/003", "c")
+        table.delete("note/001")
+        raise RuntimeError("the change failed half way")
+    assert table.keys() == ["meta", "note/001", "note/002"]
+    table.delete("note/002")
+    store.drop_world("lab")
+    store.close()
+
+    again = StateStore(tmp_path / "state.db")
+    assert again.table("notes", "home").keys() == ["meta", "note/001"]
+    assert again.table("notes", "lab").is_empty()
+    assert again.table("drawing", "home").get("note/001") == "other runtime"
+    again.close()
+
+
+def test_a_deleted_world_takes_its_rows_with_it(state_dir, preset_file):
+    host = start_host(state_dir, preset_file)
+    host.shell.create_world("scratch")
+    host.world_runtime("scratch", "sketch").add("gone soon")
+    assert not host.store.table("sketch", "scratch").is_empty()
+    host.shell.delete_world("scratch")
+    assert host.store.table("sketch", "scratch").is_empty()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 import sys
 import textwrap
 import uuid
@@ -189,6 +190,14 @@ def test_a_broken_plugin_is_skipped_and_reported_and_the_rest_load(install):
     assert "pip uninstall agent-presets-broken" in message
 
 
+def test_a_broken_distribution_is_reported_at_the_line_of_its_code_that_raised(install):
+    module = install("agent-presets-broken", "broken", BROKEN_PLUGIN)
+    [problem] = load_plugins(env={"PRESETS_LOAD_PLUGINS": "broken"}).problems
+    assert problem.source is not None and problem.source.endswith(f"{module}.py")
+    assert problem.line == 2  # the raise, after the leading blank line
+    assert str(problem).startswith(f"{problem.source}:2: plugin 'broken'")
+
+
 def test_strict_mode_makes_a_broken_plugin_fatal(install, monkeypatch):
     install("agent-presets-broken", "broken", BROKEN_PLUGIN)
     monkeypatch.setenv("PRESETS_STRICT", "1")
@@ -338,10 +347,14 @@ def test_trace_plugins_prints_hook_calls_to_stderr(monkeypatch, capsys, tmp_path
     monkeypatch.setenv("PRESETS_TRACE_PLUGINS", "1")
     plugin = PresetsFrom(yaml_file(tmp_path, "a.yaml", ("a-tools", "a.tool")), [adapter("a.tool")])
     bootstrap(SimpleNamespace(), plugins=[plugin])
-    err = capsys.readouterr().err
-    assert "presets_preset_files" in err
-    assert "presets_tool_adapters" in err
-    assert "finish" in err
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert re.fullmatch(
+        r"hook presets_preset_files -> PresetsFrom: 1 result in \d+\.\d ms", lines[0]
+    )
+    assert re.fullmatch(
+        r"hook presets_tool_adapters -> PresetsFrom: 1 result in \d+\.\d ms", lines[1]
+    )
 
 
 def test_no_trace_without_the_switch(capsys, tmp_path):

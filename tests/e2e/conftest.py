@@ -34,7 +34,12 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _clean_server_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRESETS_LOAD_PLUGINS", "PRESETS_STRICT", "PRESETS_TRACE_PLUGINS"):
+    for name in (
+        "PRESETS_LOAD_PLUGINS",
+        "PRESETS_PLUGINS_DIR",
+        "PRESETS_STRICT",
+        "PRESETS_TRACE_PLUGINS",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

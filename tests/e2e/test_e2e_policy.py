@@ -41,6 +41,7 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
                 yield client, tool_policy
         finally:
             server.close()
+            host.close()  # the server stops: the state directory is free for the next one
 
     return serve
 

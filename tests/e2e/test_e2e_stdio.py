@@ -79,9 +79,15 @@ async def test_stdio_switch_to_drawing_changes_the_list_and_a_drawing_call_edits
         objects = [o["id"] for layer in inspect["layers"] for o in layer["objects"]]
         assert created in objects
 
-    # The host persisted the edit: the state directory holds the drawing.
-    saved = list((tmp_path / "state").rglob("drawing*.json"))
-    assert saved and created in saved[0].read_text()
+    # The host persisted the edit: the state directory's database holds the drawing.
+    from agent_presets.host import StateStore
+
+    store = StateStore(tmp_path / "state" / "state.db")
+    try:
+        saved = store.table("drawing", "home").get(f"object/{created}")
+    finally:
+        store.close()
+    assert saved is not None and saved["object"]["id"] == created
 
 
 async def test_stdio_inactive_tool_names_its_preset_and_the_context_it_needs(

@@ -111,6 +111,10 @@ class CrashHarness:
             self.acknowledged += last
             self.rounds += 1
 
+    def debris(self) -> list[str]:
+        """Temp files left in the state directory (none once a host has opened it again)."""
+        return sorted(str(p.relative_to(self.state)) for p in self.state.rglob("*.tmp"))
+
     def check(self, persisted: int) -> None:
         """At least every acknowledged call; at most one unacknowledged call per kill."""
         assert self.acknowledged <= persisted <= self.acknowledged + self.rounds, (

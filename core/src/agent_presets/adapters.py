@@ -74,6 +74,14 @@ class ToolAdapter:
     the preset's risk (for example ``{"readOnlyHint": True}`` for a tool that
     only reads). ``ToolAdapter.for_runtime`` builds the usual kind: a tool
     that acts on one runtime object of the app.
+
+    ``runtime`` names the app attribute the tool acts on (``for_runtime``
+    sets it); the server runs the writes to one runtime one at a time, in
+    arrival order, and calls to different runtimes side by side, possibly on
+    different threads. Read-only tools of one runtime may run at once, so a
+    ``readOnlyHint`` handler must change nothing, not even a cache. A
+    hand-written adapter may declare ``runtime``; left None, the server runs
+    the tool as if it touched every runtime.
     """
 
     id: str
@@ -83,6 +91,7 @@ class ToolAdapter:
     handler: Handler = field(compare=False)
     annotations: Mapping[str, Any] | None = None
     source: str | None = field(default=None, compare=False)
+    runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
 
     @classmethod
     def for_runtime(
@@ -132,6 +141,7 @@ class ToolAdapter:
             RuntimeHandler(runtime, action, caught, tool=mcp_name),
             annotations,
             source=source,
+            runtime=runtime,
         )
 
     def __post_init__(self) -> None:
@@ -163,6 +173,22 @@ class ToolAdapter:
             )
         if not callable(self.handler):
             raise PresetValidationError(f"{where}: handler must be callable", source=self.source)
+        if self.runtime is None and isinstance(self.handler, RuntimeHandler):
+            # A runtime_handler knows its runtime: the adapter does not need it typed twice.
+            object.__setattr__(self, "runtime", self.handler.runtime)
+        if self.runtime is not None and (
+            not isinstance(self.runtime, str) or not self.runtime.isidentifier()
+        ):
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} must name an app attribute, like 'drawing'",
+                source=self.source,
+            )
+        if isinstance(self.handler, RuntimeHandler) and self.handler.runtime != self.runtime:
+            raise PresetValidationError(
+                f"{where}: runtime {self.runtime!r} is not the runtime its handler acts on "
+                f"({self.handler.runtime!r}); leave runtime out to take the handler's",
+                source=self.source,
+            )
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -286,7 +312,33 @@ class ToolAdapterRegistry:
             run=run,
             annotations=adapter.annotations or MappingProxyType({}),
             managed_source=adapter.id,
+            runtime=adapter.runtime,
         )
+
+    def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:
+        """Why the runtime behind ``tool_id`` cannot serve calls now, or None.
+
+        A runtime may define ``readiness() -> (ok, why)``: the shell runner
+        does, reporting whether its sandbox works. The manager refuses to turn
+        on a preset whose tools' runtimes are not ready, so a tool that could
+        only refuse is never offered. An app with ``runtime_readiness(name)``
+        answers for its runtimes itself (the headless host does, so asking
+        never loads a world's saved state).
+        """
+        adapter = self._adapters.get(tool_id)
+        runtime = getattr(adapter.handler, "runtime", None) if adapter is not None else None
+        target = self.app if app is None else app
+        if not isinstance(runtime, str) or target is None:
+            return None
+        probe = getattr(target, "runtime_readiness", None)
+        if callable(probe):
+            answer = probe(runtime)
+        else:
+            check = getattr(getattr(target, runtime, None), "readiness", None)
+            answer = check() if callable(check) else None
+        if answer is None or answer[0]:
+            return None
+        return str(answer[1])
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)

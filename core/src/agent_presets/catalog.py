@@ -34,20 +34,12 @@ class Catalog:
     problems: list[PresetValidationError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     preset_plugin: dict[str, str] = field(default_factory=dict)
+    adapter_plugin: dict[str, str] = field(default_factory=dict)
 
 
 def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = DEFAULT_NAMESPACE) -> Catalog:
     catalog = Catalog()
-
-    def hook_failed(info: PluginInfo, exc: Exception) -> None:
-        catalog.problems.append(
-            PresetValidationError(
-                f"plugin {info.label}: a hook raised {type(exc).__name__}: {exc}; "
-                "its presets or adapters were skipped",
-                source=info.name,
-            )
-        )
-
+    hook_failed = catalog.problems.append
     for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
             _load_file(info, item, catalog)
@@ -84,6 +76,7 @@ def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = DEFAULT_NAM
                 )
                 continue
             adapters[adapter.id] = adapter
+            catalog.adapter_plugin[adapter.id] = info.name
     catalog.adapters = list(adapters.values())
     catalog.presets = _check_presets(catalog, adapters)
     return catalog

@@ -55,6 +55,9 @@ class PresetManager:
         self._listeners: Listeners[ChangeListener] = Listeners()
         self._context: Context = validate_context(context)
         self._overrides: dict[str, str] = registry.validate_overrides(overrides)
+        for name, state in self._overrides.items():
+            if state == "on":
+                self._check_ready(name)
         self._memo: OrderedDict[tuple[Any, ...], Resolution] = OrderedDict()
         self._resolution = self._compute(self._context, self._overrides)
         self._tool_defs: tuple[ToolDef, ...] | None = None
@@ -105,10 +108,20 @@ class PresetManager:
                 overrides[name] = state
             if overrides == self._overrides:
                 return
+            if state == "on":
+                self._check_ready(name)
             resolution = self._compute(self._context, overrides)
             defs = self._tool_defs_for(resolution)
             self._overrides = overrides
             self._commit(resolution, defs, overrides_changed=True)
+
+    def _check_ready(self, name: str) -> None:
+        """Refuse to turn on ``name`` while a runtime its tools need cannot serve them."""
+        preset = self.registry.get(name)
+        for tool_id in preset.tool_ids if preset is not None else ():
+            problem = self.tool_adapters.readiness_problem(tool_id, self.app)
+            if problem is not None:
+                raise PresetValidationError(f"preset {name!r} cannot be turned on: {problem}")
 
     def get_overrides(self) -> dict[str, str]:
         """A copy of the session overrides: preset name -> ``on`` or ``off``."""

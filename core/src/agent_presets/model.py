@@ -306,6 +306,9 @@ class ToolDef:
     that provides it, and ``risk`` is what calling it may do: its preset's
     risk, or None when its annotations say ``readOnlyHint: true`` (it changes
     nothing, whatever the preset's risk). A host's own tool has neither.
+    ``runtime`` is the app attribute the tool acts on (its adapter's
+    ``runtime``), or None when that is not known; the server serializes calls
+    by it, and a call of unknown runtime as if it touched every runtime.
     """
 
     name: str
@@ -318,3 +321,4 @@ class ToolDef:
     title: str | None = None
     preset: str | None = None
     risk: Risk | None = None
+    runtime: str | None = None

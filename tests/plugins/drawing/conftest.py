@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 import agent_presets_drawing
+from agent_presets.host import StateStore
 from agent_presets.testing import PresetsHost
+from agent_presets_drawing import Drawing
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
 OFF_PRESETS = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
@@ -35,6 +37,14 @@ class DrawingApp(PresetsHost):
         """The kit's snapshot and the drawing as inspect shows it, history counters included."""
         return {**super().snapshot(), "inspect": self.state()}
 
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The drawing's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("drawing", world).items())
+        finally:
+            store.close()
+
     def state(self) -> Any:
         """The drawing as inspect shows it, history counters included."""
         return self.call("inspect")
@@ -50,6 +60,10 @@ class DrawingApp(PresetsHost):
         return {
             obj["id"]: obj for layer in self.call("inspect")["layers"] for obj in layer["objects"]
         }
+
+    def saved_drawing(self, world: str = "home") -> Drawing:
+        """The drawing as a new process would load it from the state database."""
+        return Drawing({"format": 2, "rows": self.saved_rows(world)})
 
     def rect(self, x: float, y: float, w: float, h: float, **extra: Any) -> str:
         result = self.call("insert_shape", shape="rect", x=x, y=y, width=w, height=h, **extra)

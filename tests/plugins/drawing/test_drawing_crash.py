@@ -21,6 +21,7 @@ def test_killed_writer_leaves_every_acknowledged_shape(crash_harness: Callable) 
     )
     host = HeadlessHost(harness.state)
     presets = host.start([agent_presets_drawing])
+    assert harness.debris() == []
     document = presets.tool_registry.get("space_drawing_inspect").run({})
     objects = [o for layer in document["layers"] for o in layer["objects"]]
     harness.check(len(objects))

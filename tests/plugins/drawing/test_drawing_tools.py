@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import xml.etree.ElementTree as ET
@@ -537,8 +536,8 @@ def test_concurrent_calls_do_not_interleave(app: Any) -> None:
         sys.setswitchinterval(old_interval)
     objects = app.objects()
     assert sorted(int(i.removeprefix("obj-")) for i in objects) == list(range(1, 73))
-    saved = app.host.state_dir / "worlds" / "home" / "drawing.json"
-    assert len(json.loads(saved.read_text())["document"]["layers"][0]["objects"]) == 72
+    saved = app.saved_drawing().inspect()
+    assert len(saved["layers"][0]["objects"]) == 72
     # Each undo step takes back exactly one insert: no step swallowed another.
     for remaining in range(71, -1, -1):
         app.call("undo")

@@ -116,6 +116,7 @@ def test_shell_state_survives_a_restart(general_app: GeneralApp) -> None:
     general_app.call("space_app_switch_surface", surface="canvas")
     general_app.call("space_app_set_activity", activity="graph")
 
+    general_app.host.close()
     again = HeadlessHost(general_app.state_dir, root=general_app.root)
     presets = again.start(plugins=[agent_presets_general])
     assert again.shell.theme == "high-contrast"
@@ -178,6 +179,7 @@ def test_worlds_survive_a_restart(general_app: GeneralApp) -> None:
     general_app.enable("general-world-tools")
     general_app.call("space_app_create_world", name="moon")
     general_app.call("space_app_switch_world", name="moon")
+    general_app.host.close()
     again = HeadlessHost(general_app.state_dir, root=general_app.root)
     again.start(plugins=[agent_presets_general])
     assert (again.shell.world, again.shell.worlds) == ("moon", ["home", "moon"])

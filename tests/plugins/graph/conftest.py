@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import agent_presets_graph
+from agent_presets.host import StateStore
 from agent_presets.testing import PresetsHost
 
 OFF_PRESETS = ("graph-node-map-tools", "graph-state-tools")
@@ -28,6 +29,14 @@ class GraphApp(PresetsHost):
 
     def call(self, tool: str, /, **arguments: Any) -> Any:
         return self.call_tool(tool, **arguments)
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The graph's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("graph", world).items())
+        finally:
+            store.close()
 
     def state(self) -> Any:
         """The graph's saved state."""

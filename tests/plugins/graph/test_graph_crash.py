@@ -21,6 +21,7 @@ def test_killed_writer_leaves_every_acknowledged_node(crash_harness: Callable) -
     )
     host = HeadlessHost(harness.state)
     presets = host.start([agent_presets_graph], overrides={"graph-state-tools": "on"})
+    assert harness.debris() == []
     state = presets.tool_registry.get("space_graph_get_state").run({})
     harness.check(len(state["nodes"]))
     assert all(n["data"] == {"note": "written before the kill"} for n in state["nodes"])

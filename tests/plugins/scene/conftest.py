@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import agent_presets_scene
+from agent_presets.host import StateStore
 from agent_presets.testing import PresetsHost
 
 OFF_PRESETS = ("scene-terrain-destructive-tools", "scene-state-tools")
@@ -28,6 +29,14 @@ class SceneApp(PresetsHost):
 
     def call(self, tool: str, /, **arguments: Any) -> Any:
         return self.call_tool(tool, **arguments)
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The scene's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("scene", world).items())
+        finally:
+            store.close()
 
     def state(self) -> Any:
         """The scene's saved state."""

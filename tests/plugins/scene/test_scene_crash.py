@@ -21,6 +21,7 @@ def test_killed_writer_leaves_every_acknowledged_cuboid(crash_harness: Callable)
     )
     host = HeadlessHost(harness.state)
     presets = host.start([agent_presets_scene], overrides={"scene-state-tools": "on"})
+    assert harness.debris() == []
     state = presets.tool_registry.get("space_scene_get_state").run({})
     harness.check(len(state["objects"]))
     assert all(o["position"] == [1.0, 2.0, 3.0] for o in state["objects"])

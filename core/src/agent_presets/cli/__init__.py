@@ -66,8 +66,9 @@ def main() -> None:
     \b
     Environment:
       PRESETS_LOAD_PLUGINS  comma list of plugins to load (empty: none; unset: all)
+      PRESETS_PLUGINS_DIR   a folder of one-off plugins (*.py) and presets (*.yaml)
       PRESETS_STRICT=1      plugin and definition problems are fatal
-      PRESETS_TRACE_PLUGINS=1  print every hook call to stderr
+      PRESETS_TRACE_PLUGINS=1  one line per hook call on stderr
     """
 
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import click
 
 from agent_presets.cli.options import (
+    check_runtime_hooks,
     context_options,
     emit_json,
     installed_presets,
+    load_installed,
+    plugins_dir_option,
     presets_for_flags,
     table,
     warn,
@@ -20,6 +24,7 @@ from agent_presets.cli.options import (
 
 
 @click.command("list")
+@plugins_dir_option
 @click.option("--group", metavar="G", help="Only presets of this group.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_presets(group: str | None, as_json: bool) -> None:
@@ -55,6 +60,7 @@ def list_presets(group: str | None, as_json: bool) -> None:
 
 
 @click.command()
+@plugins_dir_option
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show(name: str, as_json: bool) -> None:
@@ -101,6 +107,7 @@ def show(name: str, as_json: bool) -> None:
 
 
 @click.command()
+@plugins_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def tools(as_json: bool) -> None:
     """List every tool the installed plugins provide, with the presets that include it."""
@@ -145,58 +152,89 @@ def tools(as_json: bool) -> None:
 @click.command()
 @click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@plugins_dir_option
 def plugins(show_all: bool, as_json: bool) -> None:
-    """List installed plugins: name, version, hooks, and how many presets and tools each adds."""
-    from agent_presets.catalog import collect
-    from agent_presets.plugins import load_plugins
+    """List installed plugins: name, version, hooks, and how many presets and tools each adds.
 
-    plugin_set = load_plugins()
+    A plugin that failed to load, or whose hook raised, is listed as failed
+    with the reason on stderr; then the exit status is 1.
+    """
+    from agent_presets.catalog import collect
+    from agent_presets.plugins import BUILTIN_DISTRIBUTIONS, PluginProblem
+
+    plugin_set = load_installed()
+    check_runtime_hooks(plugin_set)
     catalog = collect(plugin_set)
-    preset_counts: dict[str, int] = {}
-    for name, plugin in catalog.preset_plugin.items():
-        if any(p.name == name for p in catalog.presets):
-            preset_counts[plugin] = preset_counts.get(plugin, 0) + 1
-    adapter_counts: dict[str, int] = {}
-    for a in catalog.adapters:
-        adapter_counts[a.source or ""] = adapter_counts.get(a.source or "", 0) + 1
-    shown = [p for p in plugin_set.plugins if show_all or not p.builtin]
+    problems: list[PluginProblem] = [
+        *plugin_set.problems,
+        *(p for p in catalog.problems if isinstance(p, PluginProblem)),
+    ]
+    preset_counts = Counter(
+        catalog.preset_plugin[p.name] for p in catalog.presets if p.name in catalog.preset_plugin
+    )
+    # Counted by the plugin whose hook returned the adapter, not by adapter.source:
+    # that is the plugin's own label (graph and scene give their package name).
+    adapter_counts = Counter(catalog.adapter_plugin[a.id] for a in catalog.adapters)
+    hook_failed = {p.plugin for p in problems if p.hook}
     rows: list[dict[str, Any]] = [
         {
             "name": p.name,
             "distribution": p.distribution,
             "version": p.version,
+            "path": p.path,
             "builtin": p.builtin,
             "hooks": list(p.hooks),
             "presets": preset_counts.get(p.name, 0),
             "tools": adapter_counts.get(p.name, 0),
+            "status": "hook failed" if p.name in hook_failed else "ok",
         }
-        for p in shown
+        for p in plugin_set.plugins
+        if show_all or not p.builtin or p.name in hook_failed
     ]
-    problems = [str(p) for p in plugin_set.problems]
+    # A problem without a hook is a plugin that did not load (or a second
+    # claimant of a loaded plugin's name): a row of its own.
+    rows += [
+        {
+            "name": problem.plugin,
+            "distribution": problem.distribution,
+            "version": None,
+            "path": problem.source,
+            "builtin": problem.distribution in BUILTIN_DISTRIBUTIONS,
+            "hooks": [],
+            "presets": 0,
+            "tools": 0,
+            "status": "not loaded",
+        }
+        for problem in problems
+        if not problem.hook
+    ]
+    messages = [str(p) for p in problems]
     if as_json:
-        emit_json({"plugins": rows, "problems": problems})
-        return
-    if rows:
+        emit_json({"plugins": rows, "problems": messages})
+    elif rows:
         table(
             None,
-            ["plugin", "distribution", "version", "hooks", "presets", "tools"],
+            ["plugin", "from", "version", "hooks", "presets", "tools", "status"],
             (
                 (
                     r["name"],
-                    r["distribution"],
+                    r["distribution"] or r["path"],
                     r["version"],
                     ", ".join(r["hooks"]),
                     r["presets"],
                     r["tools"],
+                    r["status"],
                 )
                 for r in rows
             ),
         )
     else:
-        hidden = len(plugin_set.plugins) - len(shown)
+        hidden = len(plugin_set.plugins)
         click.echo(f"no third-party plugins installed ({hidden} built-in; --all shows them)")
-    for problem in problems:
-        warn(problem)
+    for message in messages:
+        warn(message)
+    if problems:
+        sys.exit(1)
 
 
 @click.command()
@@ -224,6 +262,7 @@ def schema(output: Path | None) -> None:
 
 
 @click.command()
+@plugins_dir_option
 @context_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def resolve(as_json: bool, **flags: Any) -> None:
@@ -254,6 +293,7 @@ def resolve(as_json: bool, **flags: Any) -> None:
 
 
 @click.command()
+@plugins_dir_option
 @click.argument("tool")
 @context_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

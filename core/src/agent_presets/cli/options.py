@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -23,14 +24,71 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def installed_plugins() -> PluginSet:
-    """The installed plugins; each one that failed to load is a warning on stderr."""
+PLUGINS_DIR_KEY = "agent_presets.plugins_dir"
+
+
+def plugins_dir_option(func: F) -> F:
+    """--plugins-dir DIR (or PRESETS_PLUGINS_DIR), for every command that loads plugins.
+
+    The value is kept on the click context rather than passed to the command,
+    so the commands' signatures stay theirs and ``load_installed`` finds it.
+    """
+
+    def remember(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        ctx.meta[PLUGINS_DIR_KEY] = value
+        return value
+
+    return click.option(
+        "--plugins-dir",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        envvar="PRESETS_PLUGINS_DIR",
+        expose_value=False,
+        callback=remember,
+        help="Also load the plugins in this folder: each *.py module with hook "
+        "implementations, and the preset *.yaml files. [env: PRESETS_PLUGINS_DIR]",
+    )(func)
+
+
+def plugins_dir() -> Path | None:
+    """The --plugins-dir of the running command, if it was given (or set in the environment)."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(PLUGINS_DIR_KEY)
+
+
+def load_installed() -> PluginSet:
+    """The installed plugins and those of the plugins folder, problems kept, not printed."""
     from agent_presets.plugins import load_plugins
 
-    plugin_set = load_plugins()
+    return load_plugins(plugins_dir=plugins_dir())
+
+
+def installed_plugins() -> PluginSet:
+    """The installed plugins; each one that failed to load is a warning on stderr."""
+    plugin_set = load_installed()
     for problem in plugin_set.problems:
         warn(str(problem))
     return plugin_set
+
+
+def check_runtime_hooks(plugin_set: PluginSet) -> None:
+    """Call each plugin's ``presets_headless_runtime`` on a scratch host; failures join problems.
+
+    What ``serve`` would meet at start, found by ``validate`` and ``plugins``
+    too: a plugin whose runtime hook raises is named there, not when its
+    first tool call fails.
+    """
+    if not any("presets_headless_runtime" in p.hooks for p in plugin_set.plugins):
+        return
+    import tempfile
+
+    from agent_presets.host import HeadlessHost
+
+    with (
+        tempfile.TemporaryDirectory(prefix="presets-check-") as scratch,
+        HeadlessHost(scratch) as host,
+    ):
+        plugin_set.call_each("presets_headless_runtime", host=host)
 
 
 def parse_value(text: str) -> Any:

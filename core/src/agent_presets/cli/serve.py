@@ -7,6 +7,7 @@ command: importing ``mcp`` costs about a second that the other commands skip.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -18,9 +19,13 @@ from agent_presets.cli.options import (
     emit_json,
     installed_plugins,
     overrides_from_flags,
+    plugins_dir,
+    plugins_dir_option,
     warn,
 )
 from agent_presets.model import PresetValidationError
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _default_state_dir() -> Path:
@@ -49,17 +54,26 @@ def _default_state_dir() -> Path:
     type=click.Path(file_okay=False, path_type=Path),
     help="File root the server's file tools are confined to.",
 )
+@plugins_dir_option
 def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Path | None) -> None:
     """Print the opencode.json snippet that runs this MCP server over stdio.
 
     With --write DIR, write a complete isolated config to DIR/opencode.json
-    and print `OPENCODE_CONFIG=<path>` to export before starting opencode.
+    and print `OPENCODE_CONFIG=<path>` to export before starting opencode. Its
+    server keeps its state in DIR/state unless --state-dir says otherwise, so
+    two configs never share a state directory (one server may use each).
     """
     command = [sys.executable, "-m", "agent_presets", "serve"]
+    if state_dir is None and write_dir is not None:
+        # Each written config gets its own state, so two opencode windows never share one.
+        state_dir = write_dir / "state"
     if state_dir is not None:
         command += ["--state-dir", str(state_dir.resolve())]
     if root is not None:
         command += ["--root", str(root.resolve())]
+    folder = plugins_dir()
+    if folder is not None:  # the server loads the same one-off plugins as this command
+        command += ["--plugins-dir", str(folder.resolve())]
     config = {
         "$schema": "https://opencode.ai/config.json",
         "mcp": {name: {"type": "local", "command": command, "enabled": True}},
@@ -122,7 +136,25 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     "[default: STATE/events.jsonl]",
 )
 @click.option("--no-event-log", is_flag=True, help="Keep no event log.")
+@click.option(
+    "--shell-env",
+    "shell_env",
+    metavar="NAME",
+    multiple=True,
+    help="Pass this variable of the server's environment into the shell sandbox. Repeatable. "
+    "[default: only PATH, HOME=the root, LANG]",
+)
+@click.option(
+    "--shell-network", is_flag=True, help="Let shell commands reach the network (off by default)."
+)
+@click.option(
+    "--unsafe-shell",
+    is_flag=True,
+    help="Where bubblewrap does not work, run shell commands unconfined instead of refusing "
+    "to turn the shell preset on. Not needed (and not used) where the sandbox works.",
+)
 @context_options
+@plugins_dir_option
 def serve(
     transport: str,
     host: str,
@@ -134,6 +166,9 @@ def serve(
     max_calls_per_tool: int | None,
     event_log: Path | None,
     no_event_log: bool,
+    shell_env: tuple[str, ...],
+    shell_network: bool,
+    unsafe_shell: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -161,13 +196,30 @@ def serve(
         raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
     if activity is not None and not ACTIVITY_RE.match(activity):
         raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
+    for name in shell_env:
+        if not ENV_NAME_RE.match(name):
+            raise click.BadParameter(
+                f"{name!r} is not an environment variable name (letters, digits, '_')",
+                param_hint="'--shell-env'",
+            )
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or _default_state_dir()
-    app = HeadlessHost(state, root)
-    presets = app.start(installed_plugins(), overrides=overrides)
-    for problem in presets.problems:
+    folder = plugins_dir()
+    # The file tools must not reach code that the next start imports.
+    app = HeadlessHost(state, root, plugin_dirs=[folder] if folder is not None else [])
+    # Plain data the shell plugin reads when it attaches its runner (no plugin import here).
+    app.shell_options = {
+        "shell_env": list(shell_env),
+        "shell_network": shell_network,
+        "unsafe_shell": unsafe_shell,
+    }
+    plugin_set = installed_plugins()
+    loaded = len(plugin_set.problems)  # already reported
+    presets = app.start(plugin_set, overrides=overrides)
+    # A runtime hook that raised: said now, not when its first tool call fails.
+    for problem in [*plugin_set.problems[loaded:], *presets.problems]:
         warn(f"skipped: {problem}")
     try:
         allowed = ToolPolicy.allow_list(presets, allow) if allow else None

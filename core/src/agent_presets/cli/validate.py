@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from agent_presets.cli.options import emit_json
+from agent_presets.cli.options import (
+    check_runtime_hooks,
+    emit_json,
+    load_installed,
+    plugins_dir_option,
+)
 from agent_presets.model import PresetValidationError
 
 if TYPE_CHECKING:
     from agent_presets.catalog import Catalog
+    from agent_presets.plugins import PluginProblem, PluginSet
+
+PATHS_PLUGIN = "files given"
+"""The plugin name ``validate --installed`` gives the files it was given."""
 
 
 @click.command()
@@ -26,37 +36,92 @@ if TYPE_CHECKING:
     show_default=True,
     help="text: path:line:col: message; github: workflow annotations.",
 )
-def validate(paths: tuple[Path, ...], fmt: str) -> None:
+@click.option(
+    "--installed",
+    is_flag=True,
+    help="Check PATHS together with every installed plugin, in place of the installed "
+    "copy of the same files.",
+)
+@plugins_dir_option
+def validate(paths: tuple[Path, ...], fmt: str, installed: bool) -> None:
     """Check preset files, or every installed plugin when no PATH is given.
 
-    PATHS are YAML files or folders (searched for *.yaml and *.yml). With no
-    path, every installed plugin's presets and adapters are checked together:
-    tool ids must resolve to adapters, MCP names must carry the prefix, and no
-    name may be defined twice across plugins.
+    PATHS are YAML files or folders (searched for *.yaml and *.yml), checked
+    alone: a plugin's CI can lint its files before installing anything. With
+    no path, every installed plugin and the plugins folder are checked as one
+    catalog: tool ids must resolve to adapters, MCP names must carry the
+    prefix, no name may be defined twice, and every plugin's hooks must run.
+    --installed checks PATHS against that catalog, leaving out the installed
+    plugin that ships the same files (matched by path, or by content for a
+    non-editable install) so they are not counted twice.
 
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
-    if paths:
+    if paths and not installed:
         from agent_presets.catalog import check_preset_files
 
         files = _yaml_files(paths)
         checked = check_preset_files(files)
-        problems, preset_count = list(checked.problems), len(checked.presets)
-        sources = [str(f) for f in files]
-        plugin_problems: list[str] = []
-    else:
-        from agent_presets.catalog import collect
-        from agent_presets.plugins import load_plugins
+        _report(list(checked.problems), [], [str(f) for f in files], len(checked.presets), fmt)
+        if checked.problems:
+            sys.exit(1)
+        return
+    from agent_presets.catalog import collect
 
-        plugin_set = load_plugins()
-        catalog: Catalog = collect(plugin_set)
-        problems = list(catalog.problems)
-        preset_count = len(catalog.presets)
-        sources = catalog.files
-        plugin_problems = [str(p) for p in plugin_set.problems]
-    _report(problems, plugin_problems, sources, preset_count, fmt)
+    plugin_set = load_installed()
+    if paths:
+        _in_place_of_installed(plugin_set, _yaml_files(paths))
+    check_runtime_hooks(plugin_set)
+    catalog: Catalog = collect(plugin_set)
+    problems = list(catalog.problems)
+    plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
+    _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
     if problems or plugin_problems:
         sys.exit(1)
+
+
+def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
+    """Put ``files`` in the catalog instead of the installed plugin that ships them.
+
+    The plugin keeps its adapters (the files' tool ids resolve to them); only
+    its preset files are left out, or every preset would be defined twice.
+    A file matches by resolved path (an editable install) or by identical
+    content (a regular install of the same checkout).
+    """
+    from agent_presets.plugins import PresetFolder
+
+    given = {f.resolve() for f in files}
+    contents = {c for c in map(_content, files) if c is not None}
+
+    def reported_by_collect(problem: PluginProblem) -> None:
+        pass
+
+    for info, shipped in plugin_set.call_each("presets_preset_files", reported_by_collect):
+        if not isinstance(shipped, Iterable) or isinstance(shipped, str | bytes):
+            continue  # collect reports the bad return value
+        for item in shipped:
+            path = _local_path(item)
+            if path is not None and (path in given or _content(path) in contents):
+                plugin_set.leave_out_hook(info.name, "presets_preset_files")
+                click.echo(
+                    f"the given files stand in for the preset files of plugin {info.label}",
+                    err=True,
+                )
+                break
+    plugin_set.add(PATHS_PLUGIN, PresetFolder(files))
+
+
+def _local_path(item: object) -> Path | None:
+    """The file behind a ``presets_preset_files`` item, when it is one on this disk."""
+    # A regular package's importlib.resources traversable is a pathlib.Path.
+    return Path(item).resolve() if isinstance(item, str | PathLike) else None
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _yaml_files(paths: Iterable[Path]) -> list[Path]:
@@ -76,7 +141,7 @@ def _yaml_files(paths: Iterable[Path]) -> list[Path]:
 
 def _report(
     problems: list[PresetValidationError],
-    plugin_problems: list[str],
+    plugin_problems: list[PresetValidationError],
     sources: list[str],
     preset_count: int,
     fmt: str,
@@ -89,16 +154,12 @@ def _report(
                 "presets": preset_count,
                 "problems": [
                     {"source": p.source, "line": p.line, "column": p.column, "message": p.message}
-                    for p in problems
-                ]
-                + [
-                    {"source": None, "line": None, "column": None, "message": m}
-                    for m in plugin_problems
+                    for p in [*problems, *plugin_problems]
                 ],
             }
         )
         return
-    for p in problems:
+    for p in [*problems, *plugin_problems]:
         if fmt == "github":
             loc = ",".join(
                 f"{k}={v}"
@@ -108,9 +169,7 @@ def _report(
             message = p.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
             click.echo(f"::error {loc}::{message}" if loc else f"::error::{message}")
         else:
-            click.echo(str(p))
-    for m in plugin_problems:
-        click.echo(f"::error::{m}" if fmt == "github" else f"plugin: {m}")
+            click.echo(("plugin: " if p in plugin_problems else "") + str(p))
     total = len(problems) + len(plugin_problems)
     summary = f"{len(sources)} file(s), {preset_count} valid preset(s), {total} problem(s)"
     click.echo(("ok: " if not total else "failed: ") + summary, err=True)

@@ -4,7 +4,9 @@ It holds the shell state a real host reports (surface, activity, canvas
 visibility, theme, current world), a sandboxed file root, and slots that
 plugins fill with reference runtimes through ``presets_headless_runtime``.
 Shell changes feed ``PresetManager.set_context``; every change is persisted
-atomically in the state directory, so a restart resumes where it stopped.
+in the state directory (runtimes in its SQLite database, ``statedb``), so a
+restart resumes where it stopped. One host at a time writes a state directory
+(``StateLock``), and the file root may not overlap it (``check_root``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,27 @@ from agent_presets.host.headless import (
     THEMES,
     HeadlessHost,
     Shell,
+    TableMigration,
+    TableRuntimeFactory,
     WorldRuntimeFactory,
 )
+from agent_presets.host.lock import StateLock, StateLockedError, acquire_state_lock
+from agent_presets.host.roots import RootOverlapError, check_root
+from agent_presets.host.statedb import StateStore, Table
 
-__all__ = ["SURFACES", "THEMES", "HeadlessHost", "Shell", "WorldRuntimeFactory"]
+__all__ = [
+    "SURFACES",
+    "THEMES",
+    "HeadlessHost",
+    "RootOverlapError",
+    "Shell",
+    "StateLock",
+    "StateLockedError",
+    "StateStore",
+    "Table",
+    "TableMigration",
+    "TableRuntimeFactory",
+    "WorldRuntimeFactory",
+    "acquire_state_lock",
+    "check_root",
+]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from agent_presets.host.lock import StateLock
+from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
+from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
-from agent_presets.listeners import call_listeners
+from agent_presets.listeners import Listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
 
 if TYPE_CHECKING:
@@ -19,11 +25,24 @@ if TYPE_CHECKING:
     from agent_presets.tools import ToolRegistry
 
 WorldRuntimeFactory = Callable[[dict[str, Any] | None, Callable[[], None]], Any]
-"""``factory(saved_state_or_None, changed) -> runtime``.
+"""``factory(saved_state_or_None, changed) -> runtime``: a runtime saved whole.
 
 The runtime must offer ``to_state() -> dict`` (JSON-serialisable) and call
-``changed()`` after every mutation so the host persists it.
+``changed()`` after every mutation; the host then stores the whole state as
+one row. Simple, but each change costs the size of the state: a runtime whose
+state grows uses ``TableRuntimeFactory`` instead.
 """
+
+TableRuntimeFactory = Callable[[Table], Any]
+"""``factory(table) -> runtime``: a runtime that persists what changed.
+
+It reads its rows from ``table`` when it starts and, on each change, puts and
+deletes the rows it touched inside ``with table.transaction():``.
+"""
+
+TableMigration = Callable[[dict[str, Any], Table], None]
+"""``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
+earlier version) into ``table`` as rows."""
 
 SURFACES: Final = ("scene", "canvas")
 THEMES: Final = ("light", "dark", "high-contrast")
@@ -31,6 +50,7 @@ DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ACTIVITY_RE: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 SHELL_FILE: Final = "shell.json"
+MIGRATED_SUFFIX: Final = ".migrated"
 
 
 class Shell:
@@ -178,20 +198,62 @@ class Shell:
 
 
 class HeadlessHost:
-    """An app with no window: shell state, a file root, and plugin runtimes."""
+    """An app with no window: shell state, a file root, and plugin runtimes.
 
-    def __init__(self, state_dir: str | Path, root: str | Path | None = None) -> None:
+    The host is the one writer of its state directory: it holds the
+    directory's lock (``StateLock``) from construction to ``close()``, so a
+    second host on the same directory is refused at once. The file root may
+    not overlap the state directory or a plugins folder (``check_root``).
+    """
+
+    def __init__(
+        self,
+        state_dir: str | Path,
+        root: str | Path | None = None,
+        *,
+        plugin_dirs: Iterable[str | Path] = (),
+    ) -> None:
         self.state_dir = Path(state_dir).resolve()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.root = (Path(root) if root is not None else self.state_dir / "files").resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._world_factories: dict[str, WorldRuntimeFactory] = {}
-        self._world_runtimes: dict[tuple[str, str], Any] = {}
-        self._attached: dict[str, Any] = {}
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
-        self.presets: Presets | None = None
-        self.shell = Shell(self, self._load_shell())
+        self.root = (
+            Path(root) if root is not None else self.state_dir / DEFAULT_ROOT_NAME
+        ).resolve()
+        check_root(self.root, state_dir=self.state_dir, plugin_dirs=plugin_dirs)
+        self._state_lock = StateLock(self.state_dir).acquire()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._lock = threading.RLock()
+            self._world_factories: dict[str, WorldRuntimeFactory] = {}
+            self._table_factories: dict[str, tuple[TableRuntimeFactory, TableMigration | None]] = {}
+            self._world_runtimes: dict[tuple[str, str], Any] = {}
+            self._attached: dict[str, Any] = {}
+            self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
+            self.presets: Presets | None = None
+            # Options the operator gives the shell plugin (serve --shell-env and friends).
+            self.shell_options: dict[str, Any] = {}
+            _remove_debris(self.state_dir)
+            self.store = _open_store(self.state_dir / DB_FILE)
+            self.shell = Shell(self, self._load_shell())
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the state database and release the state directory for another host."""
+        store = self.__dict__.pop("store", None)
+        if store is not None:
+            store.close()
+        self._state_lock.release()
+
+    def __enter__(self) -> HeadlessHost:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- runtimes ----------------------------------------------------------
 
@@ -199,6 +261,19 @@ class HeadlessHost:
         """Give every world its own runtime ``name``, made by ``factory`` on first use."""
         self._check_slot(name)
         self._world_factories[name] = factory
+
+    def add_table_runtime(
+        self, name: str, factory: TableRuntimeFactory, *, migrate: TableMigration | None = None
+    ) -> None:
+        """Give every world its own runtime ``name`` that persists rows in its own table.
+
+        ``factory(table)`` makes the runtime on first use. ``migrate(saved, table)``
+        converts a state an earlier version saved whole
+        (``worlds/<world>/<name>.json``); it runs once, on the first open of that
+        world, after which the old file is moved aside (``.json.migrated``).
+        """
+        self._check_slot(name)
+        self._table_factories[name] = (factory, migrate)
 
     def attach(self, name: str, runtime: Any) -> None:
         """Attach a runtime that the whole host shares, reachable as ``host.<name>``."""
@@ -209,15 +284,25 @@ class HeadlessHost:
         """The runtime ``name`` (the current world's one for per-world runtimes)."""
         if name in self._attached:
             return self._attached[name]
-        if name in self._world_factories:
+        if name in self._world_factories or name in self._table_factories:
             return self._world_runtime(self.shell.world, name)
         raise MissingRuntimeError(
             f"the headless host has no runtime {name!r}; installed runtimes: "
             f"{', '.join(self.runtime_names()) or 'none'}"
         )
 
+    def runtime_readiness(self, name: str) -> tuple[bool, str] | None:
+        """``readiness()`` of an attached runtime, or None when it has none.
+
+        The core asks before turning a preset on. World runtimes are never
+        loaded for it: their readiness is their saved state loading, which a
+        call reports.
+        """
+        check = getattr(self._attached.get(name), "readiness", None)
+        return cast(tuple[bool, str], check()) if callable(check) else None
+
     def runtime_names(self) -> list[str]:
-        return sorted({*self._attached, *self._world_factories})
+        return sorted({*self._attached, *self._world_factories, *self._table_factories})
 
     def world_runtime(self, world: str, name: str) -> Any:
         """The runtime ``name`` of a given world (for tests and tools that compare worlds)."""
@@ -245,11 +330,10 @@ class HeadlessHost:
         }
 
     def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     # -- start -------------------------------------------------------------
 
@@ -291,29 +375,55 @@ class HeadlessHost:
         with self._lock:
             runtime = self._world_runtimes.get(key)
             if runtime is None:
-                path = self._world_dir(world) / f"{name}.json"
-                try:
-                    saved = read_json(path)
-                except ValueError as exc:
-                    raise PresetError(
-                        f"{path}: the saved {name} state is not valid JSON ({exc}); "
-                        "restore it from a backup or delete the file to start empty"
-                    ) from None
-                holder: list[Any] = []
-
-                def changed() -> None:
-                    self._save_world_runtime(world, name, holder[0])
-
-                runtime = self._world_factories[name](saved, changed)
-                holder.append(runtime)
+                table = self.store.table(name, world)
+                if name in self._table_factories:
+                    factory, migrate = self._table_factories[name]
+                    self._migrate(world, name, table, migrate)
+                    runtime = factory(table)
+                else:
+                    runtime = self._whole_state_runtime(world, name, table)
                 self._world_runtimes[key] = runtime
             return runtime
 
-    def _save_world_runtime(self, world: str, name: str, runtime: Any) -> None:
-        with self._lock:
-            if world not in self.shell.worlds:
-                return
-            write_json_atomic(self._world_dir(world) / f"{name}.json", runtime.to_state())
+    def _whole_state_runtime(self, world: str, name: str, table: Table) -> Any:
+        """A ``WorldRuntimeFactory`` runtime: its whole state is the row ``state``."""
+
+        def migrate(saved: dict[str, Any], table: Table) -> None:
+            table.put("state", saved)
+
+        self._migrate(world, name, table, migrate)
+        holder: list[Any] = []
+
+        def changed() -> None:
+            with self._lock:
+                if world in self.shell.worlds:
+                    table.put("state", holder[0].to_state())
+
+        runtime = self._world_factories[name](table.get("state"), changed)
+        holder.append(runtime)
+        return runtime
+
+    def _migrate(self, world: str, name: str, table: Table, migrate: TableMigration | None) -> None:
+        """Move a state saved as a JSON file by an earlier version into ``table``, once.
+
+        The rows commit before the file is moved aside; a crash in between
+        finds rows already there and only moves the file.
+        """
+        path = self._world_dir(world) / f"{name}.json"
+        if not path.exists():
+            return
+        if table.is_empty():
+            try:
+                saved = read_json(path)
+            except ValueError as exc:
+                raise PresetError(
+                    f"{path}: the saved {name} state is not valid JSON ({exc}); "
+                    "restore it from a backup or delete the file to start empty"
+                ) from None
+            if saved is not None and migrate is not None:
+                with table.transaction():
+                    migrate(saved, table)
+        path.replace(path.with_name(path.name + MIGRATED_SUFFIX))
 
     def _load_shell(self) -> dict[str, Any] | None:
         path = self.state_dir / SHELL_FILE
@@ -336,17 +446,37 @@ class HeadlessHost:
     def _drop_world(self, world: str) -> None:
         for key in [k for k in self._world_runtimes if k[0] == world]:
             del self._world_runtimes[key]
+        self.store.drop_world(world)
         shutil.rmtree(self._world_dir(world), ignore_errors=True)
 
     def _context_changed(self) -> None:
-        call_listeners(self._listeners, self.context())
+        self._listeners.notify(self.context())
 
     def _check_slot(self, name: str) -> None:
         if not name.isidentifier() or name.startswith("_"):
             raise PresetError(f"runtime name {name!r} must be a Python identifier")
         taken = name in self._attached or name in self._world_factories
+        taken = taken or name in self._table_factories
         if taken or name in self.__dict__ or hasattr(type(self), name):
             raise PresetError(
                 f"runtime name {name!r} is already taken on the headless host; "
                 "two plugins attach the same runtime"
             )
+
+
+def _open_store(path: Path) -> StateStore:
+    try:
+        return StateStore(path)
+    except sqlite3.DatabaseError as exc:
+        raise PresetError(
+            f"{path}: the state database cannot be read ({exc}); restore it from a backup, "
+            "or move it aside to start with an empty state"
+        ) from None
+
+
+def _remove_debris(state_dir: Path) -> None:
+    """Delete temp files a killed writer of an earlier version left behind."""
+    for pattern in (".*.tmp", "worlds/*/.*.tmp"):
+        for path in state_dir.glob(pattern):
+            with contextlib.suppress(OSError):
+                path.unlink()

@@ -1,21 +1,37 @@
-"""Run synchronous tool handlers for the async server: one at a time, in arrival order.
+"""Run synchronous tool handlers for the async server: one writer per runtime, in arrival order.
 
-Most handlers edit an in-memory document in microseconds, less than a hop to
-a worker thread costs, so a call runs right on the event loop when nothing is
-queued. Tools that do I/O (risk ``filesystem-*`` or ``shell``) and tools that
-once took longer than ``SLOW_CALL`` run on one worker thread instead, so the
-loop keeps serving other clients and notices meanwhile; while that worker is
-busy every call queues behind it. Either way the app sees one call at a time,
-in the order the calls arrived.
+Who may run beside whom. A call touches a runtime (``ToolDef.runtime``, the
+app attribute its tool acts on) and reads or writes it: it reads when the
+manager stamped it read-only (a preset tool with ``risk`` None, from its
+``readOnlyHint``), else it writes. A call of unknown runtime, and a call to an
+*exclusive* runtime, touches every runtime: the headless host's ``shell`` is
+one, since switching worlds changes what ``app.drawing``, ``app.scene`` and
+``app.graph`` are, and a surface or activity change changes the tool list.
+Two calls conflict when they touch a common runtime and one of them writes.
+
+A call starts only once no call that arrived before it and conflicts with it
+is running or waiting. So calls that conflict run one at a time and in the
+order they arrived (a write queued behind reads is not overtaken by later
+reads, and a read never sees half of a write), while a call that conflicts
+with nothing in flight starts at once: a slow shell command never delays a
+drawing read, and reads of one runtime run side by side.
+
+Where it runs. Most handlers edit an in-memory document in microseconds, less
+than a hop to a thread costs, so a call that may start runs right on the event
+loop unless it does I/O (the server's ``offload``) or once took longer than
+``SLOW_CALL``; those run on a bounded thread pool, so the loop keeps serving
+other clients meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import threading
 import time
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agent_presets.model import ToolDef
@@ -23,46 +39,160 @@ from agent_presets.model import ToolDef
 log = logging.getLogger("agent_presets.server")
 
 SLOW_CALL: Final = 0.02
-"""Seconds: a tool whose call ran this long on the loop runs on the worker from then on."""
+"""Seconds: a tool whose call ran this long on the loop runs on the pool from then on."""
+
+POOL_SIZE: Final = 8
+"""Threads for offloaded calls; calls beyond it wait for a free thread, holding their turn."""
 
 OFFLOAD_RISKS: Final = frozenset({"filesystem-read", "filesystem-write", "shell"})
 
+EXCLUSIVE_RUNTIMES: Final = frozenset({"shell"})
+"""Runtimes whose calls change what other runtimes are, so they touch every runtime."""
+
+
+def call_scope(
+    tool: ToolDef, exclusive: Collection[str] = EXCLUSIVE_RUNTIMES
+) -> tuple[str | None, bool]:
+    """``(runtime, writes)`` for a call of ``tool``; runtime None means every runtime.
+
+    Unsure means exclusive: a tool the manager did not stamp read-only (a
+    host's own tool, for one) writes, and one without a runtime touches all.
+    """
+    runtime = None if tool.runtime in exclusive else tool.runtime
+    return runtime, tool.preset is None or tool.risk is not None
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One call in flight: what it touches, and whether it may start yet."""
+
+    runtime: str | None
+    writes: bool
+    started: bool = True
+    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    ready: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def conflicts(self, other: _Turn) -> bool:
+        if not (self.writes or other.writes):
+            return False
+        return self.runtime is None or other.runtime is None or self.runtime == other.runtime
+
 
 class ToolCalls:
-    """Runs ``ToolDef.run`` inline or on the one worker thread (see the module docstring)."""
+    """Runs ``ToolDef.run`` inline or on the pool, in turns (see the module docstring).
 
-    def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
-        self._in_worker = 0
+    ``_turns`` holds every call that is running off the loop or waiting, in
+    arrival order; only the loop appends, and a turn is removed when its call
+    is over (on the pool thread that ran it, so a turn outlives a cancelled
+    request until its thread is done). A call whose earlier turns hold no
+    conflict starts; since turns are only ever removed before it, it then
+    stays startable.
+    """
+
+    def __init__(self, *, exclusive: Collection[str] = EXCLUSIVE_RUNTIMES) -> None:
+        self.exclusive = frozenset(exclusive)
         self.slow: set[str] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._turns: list[_Turn] = []
+
+    @property
+    def in_flight(self) -> int:
+        """Calls running off the loop or waiting for their turn."""
+        return len(self._turns)
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for their turn."""
+        with self._lock:
+            return sum(not turn.started for turn in self._turns)
 
     async def run(self, tool: ToolDef, arguments: dict[str, Any], *, offload: bool = False) -> Any:
-        if self._in_worker == 0 and not offload and tool.name not in self.slow:
+        pooled = offload or tool.name in self.slow
+        if not self._turns and not pooled:
+            # The fast path, written out: only the loop adds turns, so none can
+            # appear while this runs; a call through _inline costs measurably more.
             start = time.perf_counter()
             try:
                 return tool.run(arguments)
             finally:
                 if time.perf_counter() - start > SLOW_CALL:
-                    log.info("tool %s is slow; it runs on the worker thread from now on", tool.name)
-                    self.slow.add(tool.name)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="presets-tool")
-        loop = asyncio.get_running_loop()
-        future = self._executor.submit(tool.run, arguments)
-        # Count the call until the thread has finished it, even if the request
-        # is cancelled first: an inline call must never overlap it.
-        self._in_worker += 1
-        future.add_done_callback(lambda _f: self._finished(loop))
+                    self._mark_slow(tool)
+        runtime, writes = call_scope(tool, self.exclusive)
+        turn = _Turn(runtime, writes)
+        with self._lock:
+            if any(turn.conflicts(other) for other in self._turns):
+                turn.started = False
+                turn.loop = asyncio.get_running_loop()
+                turn.ready = turn.loop.create_future()
+            if pooled or not turn.started:
+                self._turns.append(turn)
+        if turn.started and not pooled:
+            # Nothing in flight conflicts, and nothing can be added before this returns.
+            return self._inline(tool, arguments)
+        if turn.ready is not None:
+            try:
+                await turn.ready
+            except BaseException:  # cancelled while waiting: give the turn up
+                self._release(turn)
+                raise
+        if not pooled:
+            try:
+                return self._inline(tool, arguments)
+            finally:
+                self._release(turn)
+        try:
+            future = self._pool().submit(tool.run, arguments)
+        except BaseException:
+            self._release(turn)
+            raise
+        # Released when the thread is done, even if the request is cancelled first.
+        future.add_done_callback(lambda _f: self._release(turn))
         return await asyncio.wrap_future(future)
 
-    def _finished(self, loop: asyncio.AbstractEventLoop) -> None:
-        def done() -> None:
-            self._in_worker -= 1
+    def _inline(self, tool: ToolDef, arguments: dict[str, Any]) -> Any:
+        start = time.perf_counter()
+        try:
+            return tool.run(arguments)
+        finally:
+            if time.perf_counter() - start > SLOW_CALL:
+                self._mark_slow(tool)
 
-        with contextlib.suppress(RuntimeError):  # a closed loop has nobody waiting
-            loop.call_soon_threadsafe(done)
+    def _mark_slow(self, tool: ToolDef) -> None:
+        log.info("tool %s is slow; it runs on the thread pool from now on", tool.name)
+        self.slow.add(tool.name)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(POOL_SIZE, thread_name_prefix="presets-tool")
+        return self._executor
+
+    def _release(self, turn: _Turn) -> None:
+        """End ``turn`` and start the waiting calls that now may (any thread)."""
+        start: list[_Turn] = []
+        with self._lock:
+            if turn not in self._turns:
+                return
+            self._turns.remove(turn)
+            for index, waiting in enumerate(self._turns):
+                if waiting.started:
+                    continue
+                if not any(waiting.conflicts(earlier) for earlier in self._turns[:index]):
+                    waiting.started = True
+                    start.append(waiting)
+        for waiting in start:
+            assert waiting.loop is not None and waiting.ready is not None
+            try:
+                waiting.loop.call_soon_threadsafe(_set_ready, waiting.ready)
+            except RuntimeError:  # its loop is closed: nobody waits for this call any more
+                self._release(waiting)
 
     def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+
+
+def _set_ready(ready: asyncio.Future[None]) -> None:
+    if not ready.done():  # a cancelled waiter has given its turn up already
+        ready.set_result(None)

@@ -107,7 +107,7 @@ class PresetServer(Server[Any]):
         presets.manager.add_on_change(self._context_changed)
 
     def close(self) -> None:
-        """Stop following the registry and manager; end listen streams; stop the worker."""
+        """Stop following the registry and manager; end listen streams; stop the thread pool."""
         self.tool_registry.remove_on_change(self._tools_changed)
         self.presets.manager.remove_on_change(self._context_changed)
         self.listen_handler.close()
@@ -205,7 +205,7 @@ class PresetServer(Server[Any]):
         return result
 
     def _does_io(self, tool: ToolDef) -> bool:
-        """Whether ``tool`` may block on files or processes, so it runs on the worker thread.
+        """Whether ``tool`` may block on files or processes, so it runs on the thread pool.
 
         Its preset's risk says so, not the tool's effective risk: a read-only
         tool of a file-reading preset changes nothing but still reads files.

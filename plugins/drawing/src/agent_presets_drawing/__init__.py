@@ -32,4 +32,4 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.add_world_runtime("drawing", Drawing.factory)
+    host.add_table_runtime("drawing", Drawing.from_table, migrate=Drawing.migrate)

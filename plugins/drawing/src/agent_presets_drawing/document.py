@@ -5,12 +5,18 @@ One ``Drawing`` belongs to one world of the headless host. It is plain Python
 own controller offering the same methods.
 
 Every mutation is a transaction: it validates first, changes the document,
-and records a snapshot of the document as it was on the undo stack. Snapshots
-are kept as compact JSON text: immutable, cheap to take and to persist. A refused
-request changes nothing; a request that leaves the document equal records
-nothing. Tool, defaults and selection are part of the document, so undo
-steps back through them too and "undo everything" restores the exact
-starting document.
+and records on the undo stack only the rows it changed, each as it was and as
+it became (a delta, never a copy of the document). A refused request changes
+nothing; a request that leaves the document equal records nothing. Tool,
+defaults and selection are part of the document, so undo steps back through
+them too and "undo everything" restores the exact starting document.
+
+The document is persisted as rows (see ``rows_of``): ``doc`` (everything but
+the objects, with the layer order), ``layer/<id>`` (name and object order),
+``object/<id>``, ``next`` (the id counters, which undo never rewinds), and
+``undo/<seq>`` / ``redo/<seq>`` (the steps). Opened on a host table
+(``Drawing.from_table``), a change writes its changed rows and its step, so a call
+costs what it changed, not the size of the drawing or of its history.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Concatenate, Final, ParamSpec, TypeVar
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from agent_presets_drawing import geometry
 from agent_presets_drawing.geometry import Box, Point
@@ -32,7 +39,9 @@ TOOLS: Final = ("select", "rect", "ellipse", "polygon", "line", "stroke")
 SHAPES: Final = ("rect", "ellipse", "polygon")
 MATCH_MODES: Final = ("intersects", "inside")
 HISTORY_LIMIT: Final = 100
-STATE_FORMAT: Final = 1
+STATE_FORMAT: Final = 2
+WHOLE_FORMAT: Final = 1
+"""The format of earlier versions: the document and every undo step as whole copies."""
 COLOR_RE: Final = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 LAYER_NAME_MAX: Final = 64
 DEFAULT_STYLE: Final = {"fill": "none", "stroke": "#000000", "width": 2.0}
@@ -107,53 +116,228 @@ def _snapshot(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
+class RowTable(Protocol):
+    """What the drawing needs of the host's table (``agent_presets.host.Table``)."""
+
+    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
+    def put(self, key: str, value: Any) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def transaction(self) -> Any: ...
+
+
+Rows = dict[str, Any]
+Delta = dict[str, tuple[Any, Any]]
+"""Changed rows: key -> (value before, value after); None is an absent row."""
+
+
+@dataclass
+class Step:
+    """One undoable change: its label and the rows it changed."""
+
+    seq: int
+    label: str
+    rows: Delta
+
+    def to_row(self) -> dict[str, Any]:
+        return {"label": self.label, "rows": {k: [b, a] for k, (b, a) in self.rows.items()}}
+
+    @classmethod
+    def from_row(cls, seq: int, row: Mapping[str, Any]) -> Step:
+        return cls(seq, row["label"], {k: (b, a) for k, (b, a) in row["rows"].items()})
+
+
+def _step_key(kind: str, seq: int) -> str:
+    return f"{kind}/{seq:010d}"
+
+
+def _object_row_key(object_id: str) -> str:
+    return f"object/{object_id}"
+
+
+def rows_of(doc: Mapping[str, Any]) -> Rows:
+    """The document as rows: ``doc``, ``layer/<id>`` and ``object/<id>``.
+
+    An object's row names its layer; within a layer, objects are in creation
+    order, which is the order of their id numbers (no operation reorders
+    them; one that does must add an explicit position to the row). So adding
+    or removing an object writes its own row only.
+    """
+    rows: Rows = {"doc": _doc_row(doc)}
+    for layer in doc["layers"]:
+        rows[f"layer/{layer['id']}"] = _layer_row(layer)
+        for obj in layer["objects"]:
+            rows[_object_row_key(obj["id"])] = _object_row_value(layer, obj)
+    return rows
+
+
+def _object_row_value(layer: Mapping[str, Any], obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {"layer": layer["id"], "object": copy.deepcopy(obj)}
+
+
+def _order(object_id: str) -> int:
+    return int(object_id.rsplit("-", 1)[1])
+
+
+def _place(objects: list[dict[str, Any]], obj: dict[str, Any]) -> None:
+    """Put ``obj`` among a layer's ``objects`` at its place in creation order."""
+    order = _order(obj["id"])
+    index = len(objects)
+    while index > 0 and _order(objects[index - 1]["id"]) > order:
+        index -= 1
+    objects.insert(index, obj)
+
+
+def _doc_row(doc: Mapping[str, Any]) -> dict[str, Any]:
+    row = {k: copy.deepcopy(v) for k, v in doc.items() if k != "layers"}
+    row["layers"] = [layer["id"] for layer in doc["layers"]]
+    return row
+
+
+def _layer_row(layer: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": layer["name"]}
+
+
+def document_of(rows: Mapping[str, Any]) -> dict[str, Any]:
+    """The nested document that ``rows`` describe (the inverse of ``rows_of``)."""
+    meta = copy.deepcopy(rows["doc"])
+    layers = {
+        layer_id: {"id": layer_id, "name": rows[f"layer/{layer_id}"]["name"], "objects": []}
+        for layer_id in meta.pop("layers")
+    }
+    objects = sorted(
+        (value for key, value in rows.items() if key.startswith("object/")),
+        key=lambda value: _order(value["object"]["id"]),
+    )
+    for value in objects:
+        layers[value["layer"]]["objects"].append(copy.deepcopy(value["object"]))
+    doc = new_document()
+    doc.update(meta)
+    doc["layers"] = list(layers.values())
+    return doc
+
+
+def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> Delta:
+    return {
+        key: (before.get(key), after.get(key))
+        for key in {**before, **after}
+        if before.get(key) != after.get(key)
+    }
+
+
+def migrate_whole_state(state: Mapping[str, Any]) -> Rows:
+    """All rows, history included, of a drawing saved whole by an earlier version."""
+    if state.get("format") != WHOLE_FORMAT or not isinstance(state.get("document"), dict):
+        raise DrawingError(
+            f"saved drawing has format {state.get('format')!r}, expected {WHOLE_FORMAT}; "
+            "delete the saved drawing file to start a new drawing"
+        )
+    current = rows_of(state["document"])
+    undo_docs = [rows_of(json.loads(step["document"])) for step in state.get("undo", [])]
+    redo_docs = [rows_of(json.loads(step["document"])) for step in state.get("redo", [])]
+    rows: Rows = dict(current)
+    rows["next"] = {"layer": 2, "object": 1, **state.get("next", {})}
+    # Undo step i takes the document after it (the next snapshot, or now) back to snapshot i.
+    chain = [*undo_docs, current]
+    for i, step in enumerate(state.get("undo", [])):
+        rows[_step_key("undo", i + 1)] = Step(
+            i + 1, step["label"], _diff(chain[i], chain[i + 1])
+        ).to_row()
+    # Redo steps apply top first: from now to the top snapshot, then downwards.
+    count = len(undo_docs)
+    after = current
+    for j in range(len(redo_docs) - 1, -1, -1):
+        seq = count + len(redo_docs) - j
+        step = state["redo"][j]
+        rows[_step_key("redo", seq)] = Step(seq, step["label"], _diff(after, redo_docs[j])).to_row()
+        after = redo_docs[j]
+    return rows
+
+
 class Drawing:
     """A vector drawing: layers of objects, a selection, a tool, defaults, history."""
 
     def __init__(
-        self, state: Mapping[str, Any] | None = None, changed: Callable[[], None] | None = None
+        self,
+        state: Mapping[str, Any] | None = None,
+        changed: Callable[[], None] | None = None,
+        *,
+        table: RowTable | None = None,
     ) -> None:
         self._changed = changed or (lambda: None)
+        self._table = table
         # Tool calls may arrive on several server threads at once.
         self._lock = threading.RLock()
-        if state is None:
-            self._doc = new_document()
-            self._next = {"layer": 2, "object": 1}
-            self._undo: list[dict[str, str]] = []
-            self._redo: list[dict[str, str]] = []
+        self._touched: dict[str, Any] | None = None
+        if table is not None:
+            rows = dict(table.items())
+            self._load_rows(rows)
+            self._unsaved = not rows  # a fresh drawing writes all its rows with its first change
+        elif state is None:
+            self._load_rows({})
+            self._unsaved = False
         else:
             self._load(state)
+            self._unsaved = False
 
     @classmethod
     def factory(cls, saved: dict[str, Any] | None, changed: Callable[[], None]) -> Drawing:
-        """The headless host's per-world runtime factory."""
+        """A drawing saved whole (``to_state()``), which reports each change to ``changed``."""
         return cls(saved, changed)
+
+    @classmethod
+    def from_table(cls, table: RowTable) -> Drawing:
+        """The headless host's per-world runtime: rows in ``table``, each change writes its own."""
+        return cls(table=table)
+
+    @staticmethod
+    def migrate(saved: dict[str, Any], table: RowTable) -> None:
+        """Write a drawing that an earlier version saved as one JSON file into ``table``."""
+        for key, value in migrate_whole_state(saved).items():
+            table.put(key, value)
 
     # -- state ---------------------------------------------------------------
 
     @_locked
     def to_state(self) -> dict[str, Any]:
-        return {
-            "format": STATE_FORMAT,
-            "document": self.document(),
-            "next": dict(self._next),
-            "undo": [dict(step) for step in self._undo],
-            "redo": [dict(step) for step in self._redo],
-        }
+        """The whole drawing, history included, as one JSON-ready mapping."""
+        rows = rows_of(self._doc)
+        rows["next"] = dict(self._next)
+        rows.update({_step_key("undo", st.seq): st.to_row() for st in self._undo})
+        rows.update({_step_key("redo", st.seq): st.to_row() for st in self._redo})
+        return {"format": STATE_FORMAT, "rows": json.loads(json.dumps(rows))}
 
     def _load(self, state: Mapping[str, Any]) -> None:
-        if state.get("format") != STATE_FORMAT or not isinstance(state.get("document"), dict):
-            raise DrawingError(
-                f"saved drawing has format {state.get('format')!r}, expected {STATE_FORMAT}; "
-                "delete the saved drawing file to start a new drawing"
-            )
-        doc = copy.deepcopy(dict(state["document"]))
+        if state.get("format") == STATE_FORMAT and isinstance(state.get("rows"), dict):
+            self._load_rows(state["rows"])
+        else:
+            self._load_rows(migrate_whole_state(state))
+
+    def _load_rows(self, rows: Mapping[str, Any]) -> None:
+        if "doc" not in rows:
+            doc = new_document()
+        else:
+            try:
+                doc = document_of(rows)
+            except (KeyError, TypeError) as exc:
+                raise DrawingError(
+                    f"the saved drawing is missing row {exc}; delete the drawing's rows to "
+                    "start a new drawing"
+                ) from None
         if not doc.get("layers"):
             raise DrawingError("saved drawing has no layers; delete the file to start anew")
         self._doc = doc
-        self._next = {"layer": 2, "object": 1, **state.get("next", {})}
-        self._undo = [dict(step) for step in state.get("undo", [])]
-        self._redo = [dict(step) for step in state.get("redo", [])]
+        self._next = {"layer": 2, "object": 1, **rows.get("next", {})}
+        steps = {
+            kind: [
+                Step.from_row(int(key.split("/", 1)[1]), value)
+                for key, value in sorted(rows.items())
+                if key.startswith(f"{kind}/")
+            ]
+            for kind in ("undo", "redo")
+        }
+        self._undo: list[Step] = steps["undo"]
+        self._redo: list[Step] = steps["redo"][::-1]  # the lowest number is redone first
+        self._seq = max((st.seq for st in [*self._undo, *self._redo]), default=0)
 
     @_locked
     def document(self) -> dict[str, Any]:
@@ -180,8 +364,8 @@ class Drawing:
                 obj["bounds"] = geometry.bounds(obj).to_dict()
         doc["undo_depth"] = len(self._undo)
         doc["redo_depth"] = len(self._redo)
-        doc["next_undo"] = self._undo[-1]["label"] if self._undo else None
-        doc["next_redo"] = self._redo[-1]["label"] if self._redo else None
+        doc["next_undo"] = self._undo[-1].label if self._undo else None
+        doc["next_redo"] = self._redo[-1].label if self._redo else None
         return doc
 
     def layer(self, ref: str) -> dict[str, Any]:
@@ -247,24 +431,137 @@ class Drawing:
 
     @contextmanager
     def _transaction(self, label: str) -> Iterator[dict[str, str]]:
-        """Run a change; undo it on error; record it if it changed anything.
+        """Run a change; undo it on error; record and persist it if it changed anything.
 
-        The body may rewrite ``step["label"]`` once it knows, say, a new id.
+        The document row and the layer rows are compared whole (they are
+        small); objects are compared only when the body names them with
+        ``_touch`` before changing them. The body may rewrite
+        ``step["label"]`` once it knows, say, a new id.
         """
-        before = _snapshot(self._doc)
         counters = dict(self._next)
+        self._touched = self._frame_rows()
         step = {"label": label}
         try:
             yield step
+            before = self._touched
+            after = self._frame_rows()
+            after.update({k: self._object_row(k) for k in before if k.startswith("object/")})
+            delta = _diff(before, after)
+            if delta:
+                self._seq += 1
+                record = Step(self._seq, step["label"], delta)
+                self._persist(record, counters)
         except BaseException:
-            self._doc, self._next = json.loads(before), counters
+            if self._touched is not None:
+                self._apply(self._touched)
+            self._next = counters
             raise
-        if _snapshot(self._doc) == before:
+        finally:
+            self._touched = None
+        if delta:
+            self._undo.append(record)
+            del self._undo[:-HISTORY_LIMIT]
+            self._redo.clear()
+            self._changed()
+
+    def _touch(self, object_ids: Iterator[str] | Sequence[str]) -> None:
+        """Say that the body is about to change (or create) these objects."""
+        assert self._touched is not None, "_touch outside a transaction"
+        for oid in object_ids:
+            key = _object_row_key(oid)
+            if key not in self._touched:
+                self._touched[key] = self._object_row(key)
+
+    def _frame_rows(self) -> Rows:
+        rows: Rows = {"doc": _doc_row(self._doc)}
+        for layer in self._doc["layers"]:
+            rows[f"layer/{layer['id']}"] = _layer_row(layer)
+        return rows
+
+    def _object_row(self, key: str) -> Any:
+        oid = key.removeprefix("object/")
+        for layer in self._doc["layers"]:
+            for obj in layer["objects"]:
+                if obj["id"] == oid:
+                    return _object_row_value(layer, obj)
+        return None
+
+    def _apply(self, values: Mapping[str, Any]) -> None:
+        """Set rows of the document in place (None removes one): layers, then objects.
+
+        Only the rows given are touched, so undo and redo cost what the step
+        changed, not the size of the document.
+        """
+        layers = {layer["id"]: layer for layer in self._doc["layers"]}
+        for key, value in values.items():
+            if key.startswith("layer/") and value is not None:
+                layer_id = key.removeprefix("layer/")
+                layer = layers.setdefault(layer_id, {"id": layer_id, "name": "", "objects": []})
+                layer["name"] = value["name"]
+        if "doc" in values:
+            meta = copy.deepcopy(values["doc"])
+            order = meta.pop("layers")
+            self._doc.clear()
+            self._doc.update(new_document())
+            self._doc.update(meta)
+            self._doc["layers"] = [layers[layer_id] for layer_id in order]
+        for key, value in values.items():
+            if not key.startswith("object/"):
+                continue
+            oid = key.removeprefix("object/")
+            for layer in self._doc["layers"]:
+                layer["objects"] = [o for o in layer["objects"] if o["id"] != oid]
+            if value is not None:
+                _place(layers[value["layer"]]["objects"], copy.deepcopy(value["object"]))
+
+    def _persist(self, record: Step | None, counters: Mapping[str, int]) -> None:
+        """Write a change's rows and history in one transaction of the table, if any."""
+        table = self._table
+        if table is None:
             return
-        self._undo.append({"label": step["label"], "document": before})
-        del self._undo[:-HISTORY_LIMIT]
-        self._redo.clear()
+        with table.transaction():
+            if self._unsaved:
+                for key, value in rows_of(self._doc).items():
+                    table.put(key, value)
+                self._unsaved = False
+            elif record is not None:
+                for key, (_, value) in record.rows.items():
+                    if value is None:
+                        table.delete(key)
+                    else:
+                        table.put(key, value)
+            if self._next != counters or record is None:
+                table.put("next", self._next)
+            if record is not None:
+                table.put(_step_key("undo", record.seq), record.to_row())
+                overflow = len(self._undo) + 1 - HISTORY_LIMIT
+                for old in self._undo[: max(overflow, 0)]:
+                    table.delete(_step_key("undo", old.seq))
+                for old in self._redo:
+                    table.delete(_step_key("redo", old.seq))
+
+    def _move_step(self, source: list[Step], target: list[Step], use: int) -> Step:
+        """Undo (``use=0``: rows as they were) or redo (``use=1``) the top step of ``source``."""
+        step = source[-1]
+        values = {key: pair[use] for key, pair in step.rows.items()}
+        table = self._table
+        with table.transaction() if table is not None else nullcontext():
+            if table is not None:
+                if self._unsaved:
+                    self._persist(None, self._next)
+                for key, value in values.items():
+                    if value is None:
+                        table.delete(key)
+                    else:
+                        table.put(key, value)
+                kinds = ("undo", "redo") if use == 0 else ("redo", "undo")
+                table.delete(_step_key(kinds[0], step.seq))
+                table.put(_step_key(kinds[1], step.seq), step.to_row())
+            self._apply(values)
+        source.pop()
+        target.append(step)
         self._changed()
+        return step
 
     @_locked
     def undo(self) -> dict[str, Any]:
@@ -273,11 +570,8 @@ class Drawing:
                 "nothing to undo: the drawing is as it was at the start of its history "
                 f"(the last {HISTORY_LIMIT} changes are kept)"
             )
-        step = self._undo.pop()
-        self._redo.append({"label": step["label"], "document": _snapshot(self._doc)})
-        self._doc = json.loads(step["document"])
-        self._changed()
-        return {"undone": step["label"], **self._depths()}
+        step = self._move_step(self._undo, self._redo, 0)
+        return {"undone": step.label, **self._depths()}
 
     @_locked
     def redo(self) -> dict[str, Any]:
@@ -286,11 +580,8 @@ class Drawing:
                 "nothing to redo: redo is only possible right after an undo, and any new "
                 "change clears what could be redone"
             )
-        step = self._redo.pop()
-        self._undo.append({"label": step["label"], "document": _snapshot(self._doc)})
-        self._doc = json.loads(step["document"])
-        self._changed()
-        return {"redone": step["label"], **self._depths()}
+        step = self._move_step(self._redo, self._undo, 1)
+        return {"redone": step.label, **self._depths()}
 
     def _depths(self) -> dict[str, Any]:
         return {"undo_depth": len(self._undo), "redo_depth": len(self._redo)}
@@ -412,6 +703,7 @@ class Drawing:
             for obj in source["objects"]:
                 clone = copy.deepcopy(obj)
                 clone["id"] = self._new_object_id()
+                self._touch([clone["id"]])
                 objects.append(clone)
             layer = {"id": layer_id, "name": name, "objects": objects}
             position = self._index(source) + 1
@@ -445,6 +737,7 @@ class Drawing:
                 "drawing needs one; add another layer first, or delete its objects instead"
             )
         with self._transaction(f"delete layer {layer['id']} ({layer['name']})"):
+            self._touch([obj["id"] for obj in layer["objects"]])
             index = self._index(layer)
             del layers[index]
             gone = {obj["id"] for obj in layer["objects"]}
@@ -463,6 +756,7 @@ class Drawing:
         layer = self.layer(layer_ref if layer_ref is not None else self._doc["active_layer"])
         with self._transaction(f"insert {obj['kind']}") as step:
             obj = {"id": self._new_object_id(), **obj}
+            self._touch([obj["id"]])
             layer["objects"].append(obj)
             step["label"] = f"insert {obj['kind']} {obj['id']} on {layer['id']}"
         result: dict[str, Any] = {
@@ -678,6 +972,7 @@ class Drawing:
                 "or degrees to rotate"
             )
         with self._transaction(f"transform {len(objects)} object(s)"):
+            self._touch([obj["id"] for obj in objects])
             for obj in objects:
                 layer, _ = self.find(obj["id"])
                 index = next(i for i, o in enumerate(layer["objects"]) if o is obj)
@@ -708,6 +1003,7 @@ class Drawing:
             )
         skipped = []
         with self._transaction(f"restyle {len(objects)} object(s)"):
+            self._touch([obj["id"] for obj in objects])
             for obj in objects:
                 changes = dict(update)
                 if obj["kind"] in OPEN_KINDS and "fill" in changes:
@@ -727,6 +1023,7 @@ class Drawing:
         objects = self._require_selection("delete")
         gone = {obj["id"] for obj in objects}
         with self._transaction(f"delete {len(gone)} object(s)"):
+            self._touch(sorted(gone))
             for layer in self._doc["layers"]:
                 layer["objects"] = [o for o in layer["objects"] if o["id"] not in gone]
             self._doc["selection"] = []

@@ -92,6 +92,14 @@ class BashRunner:
             return True, "sandboxed by bubblewrap"
         return True, "unconfined: the sandbox does not work here and unsafe_shell is set"
 
+    def readiness(self) -> tuple[bool, str]:
+        """What the core asks before it turns on a preset with this runtime's tools.
+
+        Not ready where the sandbox does not work and ``unsafe_shell`` is not
+        set: the shell preset then stays off, with this reason.
+        """
+        return self.status()
+
     def argv(self, command: str, info_fd: int | None = None) -> list[str]:
         """The command line ``command`` runs as: under bubblewrap when the sandbox works.
 

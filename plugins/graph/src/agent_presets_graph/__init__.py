@@ -28,4 +28,4 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.add_world_runtime("graph", Graph.factory)
+    host.add_table_runtime("graph", Graph.from_table, migrate=Graph.migrate)

@@ -2,7 +2,9 @@
 
 Pure Python with no core imports, so it can be tested and embedded alone.
 Every refusal raises ``GraphError`` *before* anything changes, and every
-change calls ``changed()`` once, so the host persists whole states only.
+change calls ``changed()`` once. Opened on a host table (``Graph.from_table``), a
+change also writes the rows it touched: ``graph`` (view and counters),
+``node/<id>`` and ``edge/<id>``, each with its place in insertion order.
 
 Edges are directed. Adding an edge that already exists (same source, target
 and label) is idempotent: the existing edge comes back with ``created: False``
@@ -18,7 +20,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 NodeKind = Literal["node", "identity"]
 NODE_KINDS: Final = ("node", "identity")
@@ -78,16 +80,36 @@ class SearchHit:
         return hit
 
 
-class Graph:
-    """One world's graph. Made by ``Graph.factory(saved_state, changed)``."""
+class RowTable(Protocol):
+    """What the graph needs of the host's table (``agent_presets.host.Table``)."""
 
-    def __init__(self, changed: Callable[[], None] | None = None) -> None:
+    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
+    def put(self, key: str, value: Any) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def clear(self) -> None: ...
+    def transaction(self) -> Any: ...
+
+
+class Graph:
+    """One world's graph.
+
+    Made by ``Graph.from_table(table)`` for the headless host, or
+    ``Graph.factory(saved_state, changed)`` for a state saved whole.
+    """
+
+    def __init__(
+        self, changed: Callable[[], None] | None = None, *, table: RowTable | None = None
+    ) -> None:
         self._changed = changed or (lambda: None)
+        self._table = table
         self.nodes: dict[str, Node] = {}
         self.edges: dict[str, Edge] = {}
         self.focused: str | None = None
         self.open: list[str] = []
         self._next_id = 1
+        # Node and edge ids may be chosen by the caller, so rows keep their order apart.
+        self._places: dict[str, int] = {}
+        self._next_place = 1
 
     @classmethod
     def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Graph:
@@ -95,6 +117,80 @@ class Graph:
         if saved is not None:
             graph._load(saved)
         return graph
+
+    @classmethod
+    def from_table(cls, table: RowTable) -> Graph:
+        """The headless host's per-world runtime: rows in ``table``."""
+        graph = cls(table=table)
+        rows = dict(table.items())
+        if rows:
+            meta = rows.get("graph", {})
+            ordered = sorted(
+                (value["place"], key, value) for key, value in rows.items() if "place" in value
+            )
+            state = {
+                "version": meta.get("version", STATE_VERSION),
+                "nodes": [v["node"] for _, k, v in ordered if k.startswith("node/")],
+                "edges": [v["edge"] for _, k, v in ordered if k.startswith("edge/")],
+                "view": meta.get("view", {}),
+                "next_id": meta.get("next_id", 1),
+            }
+            graph._load(state)
+            graph._places = {k.split("/", 1)[1]: place for place, k, _ in ordered}
+            graph._next_place = meta.get("next_place", len(ordered) + 1)
+        return graph
+
+    @staticmethod
+    def migrate(saved: dict[str, Any], table: RowTable) -> None:
+        """Write a graph that an earlier version saved as one JSON file into ``table``."""
+        graph = Graph.factory(saved, lambda: None)
+        graph._table = table
+        graph._save_all()
+
+    def _place(self, item_id: str) -> int:
+        place = self._places.get(item_id)
+        if place is None:
+            place = self._places[item_id] = self._next_place
+            self._next_place += 1
+        return place
+
+    def _row(self, key: str) -> Any:
+        if key == "graph":
+            return {
+                "version": STATE_VERSION,
+                "view": self.view(),
+                "next_id": self._next_id,
+                "next_place": self._next_place,
+            }
+        kind, _, item_id = key.partition("/")
+        item = self.nodes.get(item_id) if kind == "node" else self.edges.get(item_id)
+        if item is None:
+            self._places.pop(item_id, None)
+            return None
+        return {"place": self._place(item_id), kind: item.to_dict()}
+
+    def _save(self, *keys: str) -> None:
+        """Persist the rows ``keys`` (only those: they are what changed), then report it."""
+        if self._table is not None:
+            with self._table.transaction():
+                # Item rows first: a new item takes its place before ``graph`` records the count.
+                for key in sorted(keys, key=lambda k: k == "graph"):
+                    value = self._row(key)
+                    if value is None:
+                        self._table.delete(key)
+                    else:
+                        self._table.put(key, value)
+        self._changed()
+
+    def _save_all(self) -> None:
+        self._places, self._next_place = {}, 1
+        keys = [f"node/{i}" for i in self.nodes] + [f"edge/{i}" for i in self.edges]
+        if self._table is not None:
+            with self._table.transaction():
+                self._table.clear()
+                self._save(*keys, "graph")
+        else:
+            self._changed()
 
     # -- nodes ---------------------------------------------------------------
 
@@ -104,7 +200,7 @@ class Graph:
         clean_label, clean_data = _label(label), _data(data)  # refuse before taking an id
         node = Node(self._new_id("n"), clean_label, kind, clean_data)
         self.nodes[node.id] = node
-        self._changed()
+        self._save(f"node/{node.id}", "graph")
         return node
 
     def create_identity(self, name: str, data: Mapping[str, Any] | None = None) -> Node:
@@ -143,7 +239,7 @@ class Graph:
                 )
             node = Node(node_id, _label(label), "node", new_data or {})
             self.nodes[node_id] = node
-            self._changed()
+            self._save(f"node/{node_id}", "graph")
             return node, True
         new_label = _label(label) if label is not None else None
         if new_label is None and new_data is None:
@@ -152,7 +248,7 @@ class Graph:
             node.label = new_label
         if new_data is not None:
             node.data = {**node.data, **new_data} if merge else new_data
-        self._changed()
+        self._save(f"node/{node_id}")
         return node, False
 
     def get_node(self, node_id: str) -> Node:
@@ -183,7 +279,8 @@ class Graph:
         self.open = [i for i in self.open if i not in doomed]
         if self.focused in doomed:
             self.focused = None
-        self._changed()
+        keys = [f"edge/{i}" for i in removed_edges] + [f"node/{i}" for i in removed_nodes]
+        self._save(*keys, "graph")
         return removed_nodes, removed_edges
 
     # -- edges ---------------------------------------------------------------
@@ -206,7 +303,7 @@ class Graph:
                 return edge, False
         edge = Edge(self._new_id("e"), source, target, label)
         self.edges[edge.id] = edge
-        self._changed()
+        self._save(f"edge/{edge.id}", "graph")
         return edge, True
 
     def edges_of(self, node_id: str) -> list[Edge]:
@@ -233,7 +330,7 @@ class Graph:
         if node_id in self.open:
             return False
         self.open.append(node_id)
-        self._changed()
+        self._save("graph")
         return True
 
     def focus_node(self, node_id: str) -> None:
@@ -244,7 +341,7 @@ class Graph:
         self.focused = node_id
         if node_id not in self.open:
             self.open.append(node_id)
-        self._changed()
+        self._save("graph")
 
     def view(self) -> dict[str, Any]:
         return {"focused": self.focused, "open": list(self.open)}
@@ -295,7 +392,7 @@ class Graph:
         fresh._load(state)
         self.nodes, self.edges = fresh.nodes, fresh.edges
         self.focused, self.open, self._next_id = fresh.focused, fresh.open, fresh._next_id
-        self._changed()
+        self._save_all()
 
     def _load(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, Mapping):

@@ -29,4 +29,4 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.add_world_runtime("scene", Scene.factory)
+    host.add_table_runtime("scene", Scene.from_table, migrate=Scene.migrate)

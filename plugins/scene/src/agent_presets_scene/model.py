@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
@@ -157,11 +157,32 @@ class Light:
         }
 
 
-class Scene:
-    """One world's scene. Made by ``Scene.factory(saved_state, changed)``."""
+class RowTable(Protocol):
+    """What the scene needs of the host's table (``agent_presets.host.Table``)."""
 
-    def __init__(self, changed: Callable[[], None] | None = None) -> None:
+    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
+    def put(self, key: str, value: Any) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def clear(self) -> None: ...
+    def transaction(self) -> Any: ...
+
+
+class Scene:
+    """One world's scene.
+
+    Made by ``Scene.from_table(table)`` for the headless host, or
+    ``Scene.factory(saved_state, changed)`` for a state saved whole. On a
+    table, the scene is rows: ``scene`` (the order of objects and lights,
+    selection, sky, background, id counter), ``object/<id>``, ``light/<id>``,
+    ``terrain`` and ``camera``; a change writes the rows it changed, so a
+    camera move never rewrites the terrain.
+    """
+
+    def __init__(
+        self, changed: Callable[[], None] | None = None, *, table: RowTable | None = None
+    ) -> None:
         self._changed = changed or (lambda: None)
+        self._table = table
         self.objects: dict[str, Cuboid] = {}
         self.lights: dict[str, Light] = {}
         self.selected: str | None = None
@@ -177,6 +198,69 @@ class Scene:
         if saved is not None:
             scene._load(saved)
         return scene
+
+    @classmethod
+    def from_table(cls, table: RowTable) -> Scene:
+        """The headless host's per-world runtime: rows in ``table``."""
+        scene = cls(table=table)
+        rows = dict(table.items())
+        if rows:
+            meta = rows.get("scene", {})
+            state = {k: v for k, v in meta.items() if k not in ("objects", "lights")}
+            state["objects"] = [rows[f"object/{i}"] for i in meta.get("objects", [])]
+            state["lights"] = [rows[f"light/{i}"] for i in meta.get("lights", [])]
+            state["terrain"] = rows.get("terrain")
+            state["camera"] = rows.get("camera")
+            scene._load(state)
+        return scene
+
+    @staticmethod
+    def migrate(saved: dict[str, Any], table: RowTable) -> None:
+        """Write a scene that an earlier version saved as one JSON file into ``table``."""
+        scene = Scene.factory(saved, lambda: None)
+        scene._table = table
+        scene._save_all()
+
+    def _row(self, key: str) -> Any:
+        if key == "scene":
+            return {
+                "version": STATE_VERSION,
+                "objects": list(self.objects),
+                "lights": list(self.lights),
+                "selected": self.selected,
+                "skybox": self.skybox,
+                "background": self.background,
+                "next_id": self._next_id,
+            }
+        if key == "camera":
+            return self.camera.to_dict()
+        if key == "terrain":
+            return self.terrain.to_dict() if self.terrain is not None else None
+        kind, _, ident = key.partition("/")
+        item = (self.objects if kind == "object" else self.lights).get(ident)
+        return item.to_dict() if item is not None else None
+
+    def _save(self, *keys: str) -> None:
+        """Persist the rows ``keys`` (only those: they are what changed), then report it."""
+        if self._table is not None:
+            with self._table.transaction():
+                for key in keys:
+                    value = self._row(key)
+                    if value is None:
+                        self._table.delete(key)
+                    else:
+                        self._table.put(key, value)
+        self._changed()
+
+    def _save_all(self) -> None:
+        keys = ["scene", "camera", "terrain"]
+        keys += [f"object/{i}" for i in self.objects] + [f"light/{i}" for i in self.lights]
+        if self._table is not None:
+            with self._table.transaction():
+                self._table.clear()
+                self._save(*keys)
+        else:
+            self._changed()
 
     # -- objects -------------------------------------------------------------
 
@@ -198,7 +282,7 @@ class Scene:
         )
         self._new_id("cuboid")
         self.objects[object_id] = cuboid
-        self._changed()
+        self._save("scene", f"object/{object_id}")
         return cuboid
 
     def add_physics_body(
@@ -211,7 +295,7 @@ class Scene:
         body = PhysicsBody(kind, mass)
         updated = replace(cuboid, body=body)
         self.objects[object_id] = updated
-        self._changed()
+        self._save(f"object/{object_id}")
         return updated, cuboid.body is not None
 
     def select_object(self, object_id: str | None) -> None:
@@ -219,7 +303,7 @@ class Scene:
             self.get_object(object_id)
         if self.selected != object_id:
             self.selected = object_id
-            self._changed()
+            self._save("scene")
 
     def get_object(self, object_id: str) -> Cuboid:
         cuboid = self.objects.get(object_id)
@@ -241,13 +325,13 @@ class Scene:
                 "or keep using it"
             )
         self.terrain = terrain
-        self._changed()
+        self._save("terrain")
         return terrain
 
     def remove_terrain(self) -> Heightfield:
         terrain = self.require_terrain()
         self.terrain = None
-        self._changed()
+        self._save("terrain")
         return terrain
 
     def require_terrain(self) -> Heightfield:
@@ -287,7 +371,7 @@ class Scene:
         )
         self._new_id("light")
         self.lights[light_id] = light
-        self._changed()
+        self._save("scene", f"light/{light_id}")
         return light
 
     def set_light_state(self, light_id: str, on: bool) -> Light:
@@ -301,29 +385,29 @@ class Scene:
         if light.on != on:
             light = replace(light, on=on)
             self.lights[light_id] = light
-            self._changed()
+            self._save(f"light/{light_id}")
         return light
 
     def set_skybox(self, name: str) -> None:
         if name not in SKYBOXES:
             raise SceneError(f"unknown skybox {name!r}; use one of: {', '.join(SKYBOXES)}")
         self.skybox = name
-        self._changed()
+        self._save("scene")
 
     def set_background(self, color: str) -> None:
         self.background = hex_color(color)
-        self._changed()
+        self._save("scene")
 
     # -- camera --------------------------------------------------------------
 
     def set_camera(self, position: Vec3, target: Vec3, fov: float | None = None) -> Camera:
         self.camera = Camera(position, target, self.camera.fov if fov is None else fov)
-        self._changed()
+        self._save("camera")
         return self.camera
 
     def reset_camera(self) -> Camera:
         self.camera = Camera()
-        self._changed()
+        self._save("camera")
         return self.camera
 
     def screen_ray(self, x: float, y: float, width: int, height: int) -> tuple[Vec3, Vec3]:
@@ -351,7 +435,7 @@ class Scene:
         for attr in ("objects", "lights", "selected", "terrain", "skybox", "background"):
             setattr(self, attr, getattr(fresh, attr))
         self.camera, self._next_id = fresh.camera, fresh._next_id
-        self._changed()
+        self._save_all()
 
     def _load(self, state: Mapping[str, Any]) -> None:
         try:

@@ -2,7 +2,10 @@
 
 Each unit is ``<folder>/<name>.py``. The sources live on disk (written
 atomically), so they survive a restart; the load status lives in memory,
-because after a restart nothing is loaded until it is reloaded.
+because after a restart nothing is loaded until it is reloaded. A unit is
+imported from its own file and tracebacks name it, so units stay files rather
+than rows of the state database; a change already writes only the one unit
+it changed.
 
 Loading runs the unit's code in this process under a private module name. Any
 exception it raises, a SyntaxError included, becomes the unit's error status;
@@ -65,6 +68,9 @@ class UnitFolder:
     def __init__(self, folder: str | Path, *, max_source_bytes: int = MAX_SOURCE_BYTES) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        # A writer killed mid-write leaves its temp file; nothing reads those.
+        for debris in self.folder.glob(".*.py.*.tmp"):
+            debris.unlink(missing_ok=True)
         self.max_source_bytes = max_source_bytes
         self._lock = threading.RLock()
         self._status: dict[str, LoadStatus] = {}
