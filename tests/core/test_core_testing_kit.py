@@ -21,7 +21,7 @@ presets:
     default_state: auto
     risk: normal
     contexts: [{surface: canvas, activity: tally}]
-    tool_ids: [tally.add, tally.read, tally.sloppy]
+    tool_ids: [tally.add, tally.read, tally.sloppy, tally.scribble]
   - name: tally-reset-tools
     default_state: off
     risk: destructive
@@ -50,6 +50,18 @@ def add(tally: Tally, args: dict[str, Any]) -> dict[str, int]:
 def sloppy(tally: Tally, args: dict[str, Any]) -> None:
     tally.count += 1  # a bug: it changes the tally, then refuses
     raise ToolCallError("refused, but too late")
+
+
+class Ledger:
+    """A runtime that keeps rows in the host's state database."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+
+def scribble(ledger: Ledger, args: dict[str, Any]) -> None:
+    ledger.table.put("entry/1", "written")  # a bug: it saves a row, then refuses
+    raise ToolCallError("refused, but a row is saved")
 
 
 class TallyPlugin:
@@ -98,11 +110,20 @@ class TallyPlugin:
                 description="Reset.",
                 input_schema=object_schema({}),
             ),
+            ToolAdapter.for_runtime(
+                "tally.scribble",
+                "ledger",
+                scribble,
+                mcp_name="space_tally_scribble",
+                description="Scribble.",
+                input_schema=object_schema({}),
+            ),
         ]
 
     @hookimpl
     def presets_headless_runtime(self, host: Any) -> None:
         host.attach("tally", Tally())
+        host.add_table_runtime("ledger", Ledger)
 
 
 TALLY = {"surface": "canvas", "activity": "tally"}
@@ -158,6 +179,8 @@ def test_refused_returns_the_message_and_checks_nothing_changed(
     assert "by must be positive" in host.refused("space_tally_add", {"by": 0})
     with pytest.raises(AssertionError, match="changed the host: runtimes"):
         host.refused("space_tally_sloppy")
+    with pytest.raises(AssertionError, match="changed the host: saved"):
+        host.refused("space_tally_scribble")
 
 
 def test_assert_unchanged_sees_files_overrides_and_what_the_test_observes(
@@ -210,7 +233,7 @@ def test_the_plugin_tables_read_what_a_plugin_ships(plugin: TallyPlugin) -> None
         "tally-tools": (
             "auto",
             "normal",
-            ["space_tally_add", "space_tally_read", "space_tally_sloppy"],
+            ["space_tally_add", "space_tally_read", "space_tally_sloppy", "space_tally_scribble"],
         ),
         "tally-reset-tools": ("off", "destructive", ["space_tally_reset"]),
     }
@@ -219,6 +242,7 @@ def test_the_plugin_tables_read_what_a_plugin_ships(plugin: TallyPlugin) -> None
         "space_tally_add",
         "space_tally_read",
         "space_tally_sloppy",
+        "space_tally_scribble",
     }
 
 

@@ -178,10 +178,10 @@ class PresetsHost:
     def snapshot(self) -> dict[str, Any]:
         """What a refused call must leave unchanged, as plain data.
 
-        The shell, the overrides, the tools offered, every runtime that
-        offers ``to_state()`` (the state the host persists for it), and the
-        files under the host's file root. Runtimes without ``to_state`` are
-        not seen: widen this in a subclass for them.
+        The shell, the overrides, the tools offered, what each runtime has
+        saved in the host's state database (every world), each runtime's
+        ``to_state()`` where it offers one, and the files under the host's
+        file root. Widen it in a subclass for state kept anywhere else.
         """
         runtimes: dict[str, Any] = {}
         for name in self.host.runtime_names():
@@ -192,9 +192,22 @@ class PresetsHost:
             "shell": self.host.shell.state(),
             "overrides": self.manager.get_overrides(),
             "tools": sorted(self.tools()),
+            "saved": self._saved_rows(),
             "runtimes": runtimes,
             "files": _tree(self.host.root),
         }
+
+    def _saved_rows(self) -> dict[str, Any]:
+        store = getattr(self.host, "store", None)
+        if store is None:
+            return {}
+        saved: dict[str, Any] = {}
+        for world in self.host.shell.worlds:
+            for name in self.host.runtime_names():
+                rows = store.table(name, world).items()
+                if rows:
+                    saved[f"{world}/{name}"] = rows
+        return saved
 
     # -- the MCP side --------------------------------------------------------
 
