@@ -122,11 +122,16 @@ def test_bootstrap_wires_manager_sync_and_tool_registry(plugins):
 
 
 def test_the_tool_registry_holds_exactly_the_active_tools(plugins):
-    presets = bootstrap(SimpleNamespace(), plugins=plugins)
+    presets = bootstrap(SimpleNamespace(), plugins=plugins, context=SCENE)
     active = sorted(t.name for t in presets.manager.get_tool_defs())
     assert active == ["space_app_set_theme", "space_scene_add_cube", "space_scene_set_light"]
     assert presets.tool_registry.names() == active
-    assert presets.manager.get_context() == SCENE  # the default context
+
+
+def test_an_app_without_a_context_starts_from_an_empty_one(plugins):
+    # The core names no context field, so it invents none: only 'any' patterns match.
+    presets = bootstrap(SimpleNamespace(), plugins=plugins)
+    assert presets.manager.get_context() == {}
 
 
 def test_the_tool_registry_follows_context_and_overrides(plugins):

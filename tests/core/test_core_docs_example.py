@@ -18,13 +18,14 @@ def blocks(language: str) -> list[str]:
 def test_the_documented_plugin_loads_validates_and_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first five: the plugin of sections 1 to 5; later sections have examples of their own.
-    files_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")[:5]
+    # The first six: the plugin of sections 1 to 5; later sections have examples of their own.
+    files_hook, fields_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")[:6]
     package = tmp_path / "agent_presets_myplugin"
     package.mkdir()
     (package / "presets.yaml").write_text(blocks("yaml")[0], encoding="utf-8")
     (package / "__init__.py").write_text(
-        "\n\n".join([files_hook, adapters_hook, helpers, runtime_hook]), encoding="utf-8"
+        "\n\n".join([files_hook, fields_hook, adapters_hook, helpers, runtime_hook]),
+        encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "agent_presets_myplugin", raising=False)

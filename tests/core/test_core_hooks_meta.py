@@ -14,6 +14,7 @@ from agent_presets.plugins import HOOK_NAMES, get_plugin_manager
 
 TESTS = Path(__file__).resolve().parent
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+HOOK_DOCS = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 
 
 def hook_specs() -> dict[str, object]:
@@ -30,7 +31,14 @@ HOOKS = sorted(hook_specs())
 
 def test_the_hook_specs_are_the_contract_hooks():
     assert (
-        sorted(["presets_preset_files", "presets_tool_adapters", "presets_headless_runtime"])
+        sorted(
+            [
+                "presets_preset_files",
+                "presets_tool_adapters",
+                "presets_headless_runtime",
+                "presets_context_fields",
+            ]
+        )
         == HOOKS
     )
     assert sorted(HOOK_NAMES) == HOOKS
@@ -67,3 +75,13 @@ def test_every_hook_is_exercised_by_a_test(hook):
     assert tests, f"no test named test_hook_{hook}_... in tests/core"
     implementations = re.findall(rf"^\s+def {hook}\(", sources, flags=re.MULTILINE)
     assert implementations, f"no test plugin implements {hook}"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_has_a_heading_with_its_signature_and_an_example_in_docs_hooks(hook):
+    text = HOOK_DOCS.read_text(encoding="utf-8")
+    parameters = ", ".join(inspect.signature(hook_specs()[hook]).parameters)
+    heading = f"## `{hook}({parameters})`"
+    assert heading in text, f"docs/hooks.md has no heading for {hook}"
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    assert f"def {hook}(" in section, f"docs/hooks.md shows no example of {hook}"

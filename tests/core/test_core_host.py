@@ -81,6 +81,10 @@ class SketchPlugin:
         return [self.path]
 
     @hookimpl
+    def presets_context_fields(self) -> list[dict[str, Any]]:
+        return [{"name": "activity", "type": "string", "values": ["drawing"]}]
+
+    @hookimpl
     def presets_tool_adapters(self) -> list[ToolAdapter]:
         def add_stroke(app: Any, arguments: dict[str, Any]) -> int:
             return require_runtime(app, "sketch", "space_sketch_add_stroke").add(

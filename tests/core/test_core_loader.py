@@ -434,7 +434,10 @@ def test_a_file_that_is_not_utf8_is_a_clear_error(in_tmp):
     (in_tmp / "latin.yaml").write_bytes(b"presets: []\n# caf\xe9\n")
     with pytest.raises(PresetValidationError) as info:
         load_preset_file(Path("latin.yaml"))
-    assert str(info.value) == "latin.yaml: cannot read preset file: it is not UTF-8 text"
+    assert str(info.value) == (
+        "latin.yaml:2:6: cannot read preset file: it is not UTF-8 text (byte 0xe9); "
+        "save it as UTF-8"
+    )
 
 
 def test_a_file_outside_the_working_directory_keeps_its_path(tmp_path):

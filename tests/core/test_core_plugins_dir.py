@@ -359,7 +359,7 @@ def test_leave_out_hook_stops_one_plugins_hook_and_add_registers_another(
     plugin_set.leave_out_hook("extras", "presets_preset_files")
     replacement = tmp_path / "replacement.yaml"
     replacement.write_text(GREET_PRESETS.replace("greet-tools", "greet-more"), encoding="utf-8")
-    plugin_set.add("files given", PresetFolder([replacement]))
+    plugin_set.add(PresetFolder([replacement]), "files given")
     catalog = collect(plugin_set)
     assert catalog.problems == []
     assert catalog.preset_plugin == {"greet-more": "files given"}

@@ -15,27 +15,14 @@ from agent_presets import (
     Resolution,
     UnknownPresetError,
 )
+from agent_presets.host.context_fields import HOST_FIELDS
 from agent_presets.matching import validate_context
+from agent_presets.vocabulary import Vocabulary
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}
 
 MALFORMED_CONTEXTS = [
-    pytest.param(
-        {"activity": "drawing", "canvas_visible": True}, "'surface' is required", id="no-surface"
-    ),
-    pytest.param(
-        {"surface": "", "canvas_visible": True}, "'surface' is required", id="empty-surface"
-    ),
-    pytest.param({"surface": 3, "canvas_visible": True}, "'surface' is required", id="int-surface"),
-    pytest.param({"surface": "any", "canvas_visible": True}, "reserved", id="surface-any"),
-    pytest.param({"surface": "scene"}, "'canvas_visible' is required", id="no-canvas-visible"),
-    pytest.param({"surface": "scene", "canvas_visible": 1}, "true or false", id="int-visible"),
-    pytest.param({"surface": "scene", "canvas_visible": "yes"}, "true or false", id="str-visible"),
-    pytest.param({"surface": "scene", "canvas_visible": None}, "true or false", id="none-visible"),
-    pytest.param({**SCENE, "activity": ""}, "'activity'", id="empty-activity"),
-    pytest.param({**SCENE, "activity": 7}, "'activity'", id="int-activity"),
-    pytest.param({**SCENE, "activity": "none"}, "use None", id="activity-none-word"),
     pytest.param({**SCENE, "world_id": ["home"]}, "'world_id' must be a string", id="list-value"),
     pytest.param({**SCENE, "world_id": {"id": 1}}, "'world_id' must be a string", id="dict-value"),
     pytest.param({**SCENE, "World-Id": "home"}, "snake_case", id="bad-key"),
@@ -43,6 +30,28 @@ MALFORMED_CONTEXTS = [
     pytest.param(["surface", "scene"], "must be a mapping", id="not-a-mapping"),
     pytest.param(None, "must be a mapping", id="none"),
 ]
+
+# Values the headless host's vocabulary (and a plugin declaring 'drawing') refuses.
+UNDECLARED_CONTEXTS = [
+    pytest.param({**SCENE, "surface": ""}, "no declared value ''", id="empty-surface"),
+    pytest.param({**SCENE, "surface": 3}, "takes a string", id="int-surface"),
+    pytest.param({**SCENE, "surface": "any"}, "reserved", id="surface-any"),
+    pytest.param({**SCENE, "surface": "canvs"}, "did you mean 'canvas'", id="typo-surface"),
+    pytest.param({**SCENE, "canvas_visible": 1}, "true or false", id="int-visible"),
+    pytest.param({**SCENE, "canvas_visible": "yes"}, "true or false", id="str-visible"),
+    pytest.param({**SCENE, "activity": ""}, "'activity'", id="empty-activity"),
+    pytest.param({**SCENE, "activity": 7}, "'activity'", id="int-activity"),
+    pytest.param({**SCENE, "activity": "none"}, "use None", id="activity-none-word"),
+    pytest.param({**SCENE, "activity": "drawng"}, "did you mean 'drawing'", id="typo-activity"),
+]
+
+
+def host_vocabulary() -> Vocabulary:
+    declared = [("headless-host", f) for f in HOST_FIELDS]
+    declared.append(("test", {"name": "activity", "type": "string", "values": ["drawing"]}))
+    vocabulary, problems = Vocabulary.merge(declared)
+    assert problems == []
+    return vocabulary
 
 
 @pytest.fixture
@@ -158,6 +167,27 @@ def test_a_malformed_context_changes_nothing_in_the_manager(
     assert stack.tools.names() == ["space_scene_add"]
 
 
+@pytest.mark.parametrize(("context", "words"), UNDECLARED_CONTEXTS)
+def test_set_context_refuses_a_value_the_vocabulary_does_not_declare_and_changes_nothing(
+    make_stack, make_preset, context, words
+):
+    stack = make_stack([make_preset("scene-tools", ["scene.add"], contexts=[{"surface": "scene"}])])
+    stack.manager.vocabulary = host_vocabulary()
+    before = stack.manager.resolve()
+    with pytest.raises(PresetValidationError, match=words):
+        stack.manager.set_context(context)
+    assert stack.manager.get_context() == SCENE
+    assert stack.manager.resolve() is before
+    assert stack.changes == []
+
+
+def test_the_core_requires_no_context_field(make_preset):
+    registry = PresetRegistry()
+    registry.register(make_preset("anywhere", contexts=[{"surface": "any"}]))
+    registry.register(make_preset("no-activity", contexts=[{"activity": "none"}]))
+    assert registry.resolve({}).active_names == ("anywhere", "no-activity")
+
+
 @pytest.mark.parametrize(
     ("overrides", "error", "words"),
     [
@@ -206,15 +236,15 @@ def test_a_manager_cannot_start_from_a_malformed_context_or_override(make_stack,
     registry = PresetRegistry()
     registry.register(make_preset("general"))
     with pytest.raises(PresetValidationError):
-        PresetManager(registry, ToolAdapterRegistry(), None, {"surface": "scene"})
+        PresetManager(registry, ToolAdapterRegistry(), None, {"Surface": "scene"})
     with pytest.raises(UnknownPresetError):
         PresetManager(registry, ToolAdapterRegistry(), None, SCENE, {"generl": "on"})
 
 
-def test_validate_context_fills_in_a_missing_activity_and_copies():
+def test_validate_context_copies_and_adds_no_field():
     context = {"surface": "scene", "canvas_visible": False, "world_id": "home"}
     validated = validate_context(context)
-    assert validated == {**context, "activity": None}
+    assert validated == context
     validated["surface"] = "canvas"
     assert context["surface"] == "scene"
 

@@ -12,8 +12,18 @@ from typing import Any
 
 import pytest
 
-from agent_presets import ToolAdapter, ToolCallError, hookimpl, object_schema
-from agent_presets.testing import PresetsHost, PresetTable, assert_unchanged, result_text
+import agent_presets
+from agent_presets import PresetValidationError, ToolAdapter, ToolCallError, hookimpl, object_schema
+from agent_presets.testing import (
+    ContextValues,
+    PresetsHost,
+    PresetTable,
+    assert_unchanged,
+    mcp_name,
+    plugin_adapters,
+    read_only_tools,
+    result_text,
+)
 
 PRESETS_YAML = """\
 presets:
@@ -74,6 +84,10 @@ class TallyPlugin:
         return [self.file]
 
     @hookimpl
+    def presets_context_fields(self) -> list[dict[str, Any]]:
+        return [{"name": "activity", "type": "string", "values": ["tally"]}]
+
+    @hookimpl
     def presets_tool_adapters(self) -> list[ToolAdapter]:
         by = object_schema({"by": {"type": "integer"}}, ["by"])
         return [
@@ -81,7 +95,7 @@ class TallyPlugin:
                 "tally.add",
                 "tally",
                 add,
-                mcp_name="space_tally_add",
+                name="tally_add",
                 description="Add.",
                 input_schema=by,
             ),
@@ -89,7 +103,7 @@ class TallyPlugin:
                 "tally.read",
                 "tally",
                 lambda t, a: {"count": t.count},
-                mcp_name="space_tally_read",
+                name="tally_read",
                 description="Read.",
                 input_schema=object_schema({}),
                 annotations={"readOnlyHint": True},
@@ -98,7 +112,7 @@ class TallyPlugin:
                 "tally.sloppy",
                 "tally",
                 sloppy,
-                mcp_name="space_tally_sloppy",
+                name="tally_sloppy",
                 description="Sloppy.",
                 input_schema=object_schema({}),
             ),
@@ -106,7 +120,7 @@ class TallyPlugin:
                 "tally.reset",
                 "tally",
                 lambda t, a: setattr(t, "count", 0),
-                mcp_name="space_tally_reset",
+                name="tally_reset",
                 description="Reset.",
                 input_schema=object_schema({}),
             ),
@@ -114,7 +128,7 @@ class TallyPlugin:
                 "tally.scribble",
                 "ledger",
                 scribble,
-                mcp_name="space_tally_scribble",
+                name="tally_scribble",
                 description="Scribble.",
                 input_schema=object_schema({}),
             ),
@@ -244,6 +258,33 @@ def test_the_plugin_tables_read_what_a_plugin_ships(plugin: TallyPlugin) -> None
         "space_tally_sloppy",
         "space_tally_scribble",
     }
+
+
+def test_names_are_served_with_the_host_namespace_or_the_one_given(plugin: TallyPlugin) -> None:
+    add = plugin_adapters(plugin)["tally.add"]
+    assert add.name == "tally_add"
+    assert mcp_name(add) == "space_tally_add"
+    assert mcp_name(add, "myapp_") == "myapp_tally_add"
+    assert mcp_name.__defaults__ == (agent_presets.DEFAULT_NAMESPACE,)
+    assert PresetTable.of(plugin, "myapp_")["tally-reset-tools"] == (
+        "off",
+        "destructive",
+        ["myapp_tally_reset"],
+    )
+    assert read_only_tools(plugin) == {"space_tally_read"}
+    assert read_only_tools(plugin, "myapp_") == {"myapp_tally_read"}
+
+
+def test_context_values_declare_another_plugins_activity(
+    presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
+) -> None:
+    alone = presets_host(plugins=[plugin], context=TALLY)
+    with pytest.raises(PresetValidationError, match="no declared value 'drawing'"):
+        alone.set_context(activity="drawing")
+    host = presets_host(plugins=[plugin, ContextValues(activity=["drawing"])], context=TALLY)
+    assert "space_tally_add" in host.tools()
+    assert host.set_context(activity="drawing")["activity"] == "drawing"
+    assert "space_tally_add" not in host.tools()
 
 
 @pytest.mark.anyio

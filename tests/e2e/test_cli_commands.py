@@ -449,3 +449,25 @@ def test_strict_mode_makes_a_missing_plugin_fatal() -> None:
     proc = run_presets("list", env={"PRESETS_LOAD_PLUGINS": "drawing,ghost"})
     assert proc.returncode == 0
     assert "warning: PRESETS_LOAD_PLUGINS names 'ghost'" in proc.stderr
+
+
+def test_serve_refuses_a_namespace_that_is_not_snake_case(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "agent_presets", "serve", "--namespace", "My-App",
+         "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "'--namespace'" in result.stderr
+    assert not (tmp_path / "state").exists()
+
+
+def test_serve_refuses_an_activity_no_plugin_declares_with_a_did_you_mean(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "agent_presets", "serve", "--activity", "drawng",
+         "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "did you mean 'drawing'?" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -156,3 +156,16 @@ async def test_stdio_modern_client_hears_the_change_on_its_subscription(
                 event = await anext(aiter(subscription))
         assert type(event).__name__ == "ToolsListChanged"
         assert "space_drawing_insert_shape" in await names(client)
+
+
+async def test_stdio_serve_namespace_prefixes_every_tool_and_prompt(
+    stdio_server_params: Callable[..., Any],
+) -> None:
+    params = stdio_server_params(
+        "--namespace", "myapp_", "--surface", "canvas", "--activity", "drawing"
+    )
+    async with Client(params, mode="legacy") as client:
+        listed = await names(client)
+        result = await client.call_tool("myapp_drawing_insert_shape", SHAPE)
+    assert listed and all(n.startswith("myapp_") for n in listed)
+    assert not result.is_error, text(result)

@@ -66,6 +66,7 @@ _EXPORTS = {
     "SyncReport": "sync",
     "PluginSet": "plugins",
     "load_plugins": "plugins",
+    "ContextField": "vocabulary",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
     # Not imported for type checkers below: agent_presets.mcpserver.server imports
     # this package (for __version__), and even a typing-only import back would make
@@ -78,6 +79,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_NAMESPACE",
     "ActivePreset",
+    "ContextField",
     "DuplicatePresetError",
     "DuplicateToolError",
     "MissingRuntimeError",
@@ -157,3 +159,4 @@ if TYPE_CHECKING:
     from agent_presets.registry import PresetRegistry
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
+    from agent_presets.vocabulary import ContextField

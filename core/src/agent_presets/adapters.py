@@ -30,6 +30,7 @@ from agent_presets.model import (
     ToolCallError,
     ToolDef,
 )
+from agent_presets.prompts import fill_placeholders
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -68,6 +69,13 @@ class ToolCall:
 class ToolAdapter:
     """Maps a stable capability id to an MCP tool.
 
+    ``name`` is the tool's name without the host's namespace
+    (``drawing_insert_shape``): the registry that serves it prefixes its
+    namespace (``ToolAdapterRegistry.mcp_name``). ``mcp_name`` is the older,
+    prefixed form (``space_drawing_insert_shape``), still accepted when it
+    carries the registry's prefix; an adapter given ``name`` holds the same
+    unprefixed name in ``mcp_name``, so pass ``""`` positionally.
+
     ``handler(app, arguments)`` runs the tool; a handler that declares a third
     positional parameter is called ``handler(app, arguments, call)`` with the
     ``ToolCall``. ``annotations`` refine the MCP hints the server derives from
@@ -92,6 +100,7 @@ class ToolAdapter:
     annotations: Mapping[str, Any] | None = None
     source: str | None = field(default=None, compare=False)
     runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
+    name: str | None = None
 
     @classmethod
     def for_runtime(
@@ -100,7 +109,8 @@ class ToolAdapter:
         runtime: str,
         action: RuntimeAction,
         *,
-        mcp_name: str,
+        name: str | None = None,
+        mcp_name: str | None = None,
         description: str,
         input_schema: Mapping[str, Any],
         annotations: Mapping[str, Any] | None = None,
@@ -113,9 +123,11 @@ class ToolAdapter:
         ``MissingRuntimeError`` when the app has none), and the runtime's own
         refusals (``errors``) become ``ToolCallError``s for the model,
         prefixed with the tool's name. That name, in both messages, is the one
-        the call carries (``ToolCall.name``), so ``mcp_name`` is written here
-        once and nowhere else. An ``action`` that declares a third positional
-        parameter also receives the ``ToolCall``.
+        the call carries (``ToolCall.name``), so the name is written here
+        once and nowhere else: ``name`` without the namespace (the host
+        prefixes its own), or the older ``mcp_name`` with it. An ``action``
+        that declares a third positional parameter also receives the
+        ``ToolCall``.
 
         Everything after ``action`` is keyword-only, so options can be added
         with defaults without breaking a caller.
@@ -133,15 +145,22 @@ class ToolAdapter:
             raise PresetValidationError(
                 f"{where}: errors must be exception classes, got {caught!r}", source=source
             )
+        if (name is None) == (mcp_name is None):
+            raise PresetValidationError(
+                f"{where}: give its name (without the namespace prefix) as name=, "
+                "or the prefixed form as mcp_name=, not both",
+                source=source,
+            )
         return cls(
             id,
-            mcp_name,
+            mcp_name or "",
             description,
             input_schema,
-            RuntimeHandler(runtime, action, caught, tool=mcp_name),
+            RuntimeHandler(runtime, action, caught, tool=name or mcp_name),
             annotations,
             source=source,
             runtime=runtime,
+            name=name,
         )
 
     def __post_init__(self) -> None:
@@ -151,6 +170,18 @@ class ToolAdapter:
                 f"tool adapter id {self.id!r} must be dotted, like 'drawing.set-tool'",
                 source=self.source,
             )
+        if self.name is not None:
+            if not isinstance(self.name, str) or not MCP_NAME_RE.match(self.name):
+                raise PresetValidationError(
+                    f"{where}: name {self.name!r} must be snake_case without the namespace "
+                    "prefix, like 'drawing_undo'",
+                    source=self.source,
+                )
+            if self.mcp_name not in ("", self.name):
+                raise PresetValidationError(
+                    f"{where}: give name= or mcp_name=, not both", source=self.source
+                )
+            object.__setattr__(self, "mcp_name", self.name)
         if not isinstance(self.mcp_name, str) or not MCP_NAME_RE.match(self.mcp_name):
             raise PresetValidationError(
                 f"{where}: MCP name {self.mcp_name!r} must be snake_case, "
@@ -217,6 +248,17 @@ def _schema_problem(schema: Mapping[str, Any]) -> str | None:
     return _checked_schemas[key]
 
 
+def mcp_name_for(adapter: ToolAdapter, namespace_prefix: str | None) -> str:
+    """The rule behind ``ToolAdapterRegistry.mcp_name``, for checks made before a registry exists.
+
+    An adapter's ``name`` gets the namespace prefixed; an older ``mcp_name``
+    already carries it and is used as written.
+    """
+    if adapter.name is not None:
+        return f"{namespace_prefix or ''}{adapter.name}"
+    return adapter.mcp_name
+
+
 class ToolAdapterRegistry:
     """Stable capability ids -> adapters; resolves them into ``ToolDef``s."""
 
@@ -240,7 +282,11 @@ class ToolAdapterRegistry:
                 f"tool adapter {adapter.id!r} is provided twice: by {existing.source or '?'} "
                 f"and by {adapter.source or '?'}; uninstall or disable one of them"
             )
-        if self.namespace_prefix and not adapter.mcp_name.startswith(self.namespace_prefix):
+        if (
+            adapter.name is None
+            and self.namespace_prefix
+            and not adapter.mcp_name.startswith(self.namespace_prefix)
+        ):
             raise PresetValidationError(
                 f"tool adapter {adapter.id!r}: MCP name {adapter.mcp_name!r} must start with "
                 f"{self.namespace_prefix!r}",
@@ -267,14 +313,30 @@ class ToolAdapterRegistry:
         return len(self._adapters)
 
     def mcp_name(self, adapter: ToolAdapter) -> str:
-        """The name MCP clients see for ``adapter``.
+        """The name MCP clients see for ``adapter``: this registry's namespace applied.
 
-        Today that is ``adapter.mcp_name``, which carries the namespace prefix.
         It is the one place a final name is decided: ``resolve`` names the
-        ``ToolDef`` and every ``ToolCall`` from it, so applying the host's
-        namespace here reaches handlers' messages too.
+        ``ToolDef`` and every ``ToolCall`` from it, prompt placeholders are
+        filled from it, and the CLI, policy and hints read it, so the host's
+        namespace reaches all of them.
         """
-        return adapter.mcp_name
+        return mcp_name_for(adapter, self.namespace_prefix)
+
+    def description(self, adapter: ToolAdapter) -> str:
+        """``adapter``'s description with its ``{{tool.id}}`` placeholders filled in."""
+        return fill_placeholders(adapter.description, self.mcp_name_of)
+
+    def mcp_name_of(self, tool_id: str) -> str | None:
+        """The final MCP name of ``tool_id``, or None when no adapter provides it."""
+        adapter = self._adapters.get(tool_id)
+        return None if adapter is None else self.mcp_name(adapter)
+
+    def find(self, tool: str) -> ToolAdapter | None:
+        """The adapter for a tool id or a final MCP name (the first, for a shared name)."""
+        adapter = self._adapters.get(tool)
+        if adapter is not None:
+            return adapter
+        return next((a for a in self._adapters.values() if self.mcp_name(a) == tool), None)
 
     def resolve(self, tool_id: str, app: Any = None) -> ToolDef:
         """The MCP tool for ``tool_id``; its ``run`` calls the handler with ``app``.
@@ -307,7 +369,7 @@ class ToolAdapterRegistry:
 
         return ToolDef(
             name=name,
-            description=adapter.description,
+            description=self.description(adapter),
             input_schema=adapter.input_schema,
             run=run,
             annotations=adapter.annotations or MappingProxyType({}),

@@ -15,10 +15,12 @@ from agent_presets.plugins import PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
+from agent_presets.vocabulary import Vocabulary
 
 log = logging.getLogger("agent_presets")
 
-DEFAULT_CONTEXT: Mapping[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
+DEFAULT_CONTEXT: Mapping[str, Any] = {}
+"""The context of an app that reports none: no field set. The core names no field itself."""
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Presets:
     plugins: PluginSet
     problems: list[PresetValidationError] = field(default_factory=list)
     preset_plugin: dict[str, str] = field(default_factory=dict)
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
 
 
 def bootstrap(
@@ -51,8 +54,10 @@ def bootstrap(
     instead of discovering entry points. Definition problems (a bad preset
     file, a collision, a tool id no adapter provides) skip the offending
     preset and are kept in ``Presets.problems``; ``strict=True`` makes them
-    (and plugin load problems) fatal. ``strict=None`` reads ``PRESETS_STRICT``
-    for callers written before the parameter; a command line passes
+    (and plugin load problems) fatal. The context fields that the plugins
+    (and a host, as a plugin object) declare are ``Presets.vocabulary``.
+    ``strict=None`` reads ``PRESETS_STRICT`` for callers written before the
+    parameter; a command line passes
     ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
     ``app.context()`` when the app has one.
     """
@@ -78,7 +83,9 @@ def bootstrap(
         registry.register(preset)
     if context is None:
         context = app.context() if callable(getattr(app, "context", None)) else DEFAULT_CONTEXT
-    manager = PresetManager(registry, adapters, app, context, overrides, owner=owner)
+    manager = PresetManager(
+        registry, adapters, app, context, overrides, owner=owner, vocabulary=catalog.vocabulary
+    )
     sync = PresetMcpSync(manager, tool_registry, owner=owner)
     sync.start()
     return Presets(
@@ -90,4 +97,5 @@ def bootstrap(
         plugins=plugin_set,
         problems=list(catalog.problems),
         preset_plugin=dict(catalog.preset_plugin),
+        vocabulary=catalog.vocabulary,
     )

@@ -2,29 +2,43 @@
 
 Shared by ``bootstrap`` and ``serve`` (which register what is valid) and
 ``presets validate`` (which reports every problem): presets from each
-plugin's files, adapters from each plugin, cross-plugin collisions named with
-both sources, tool ids that no adapter provides, MCP names without the
-registry prefix. ``check_preset_files`` applies the same file and whole-set
-rules to preset files given by path, with no plugin around them.
+plugin's files, adapters from each plugin, the declared context vocabulary,
+and the rules only the whole set can break: two adapters with one id, one
+MCP name given by two plugins (or by two adapters of one plugin whose presets
+can be active at once), tool ids and prompt placeholders no adapter provides,
+duplicate preset names, context fields and values nobody declared. Each is
+reported at ``path:line:col`` of the preset file that meets it, naming the
+other source where two are involved. ``check_preset_files`` applies the file
+and whole-set rules to preset files given by path, with no plugin around them.
+
+A preset file is input from whoever wrote the plugin: whatever one file does,
+its problems are its own, and every other file and plugin still loads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.resources.abc import Traversable
 from os import PathLike
 from typing import Any
 
-from agent_presets.adapters import ToolAdapter
-from agent_presets.loader import parse_presets, read_preset_source
+import yaml
+
+from agent_presets.adapters import ToolAdapter, mcp_name_for
+from agent_presets.loader import PresetYamlLoader, parse_presets, read_preset_source
 from agent_presets.model import (
+    ANY,
     DEFAULT_NAMESPACE,
+    NONE,
     Preset,
     PresetValidationError,
     duplicate_preset_error,
 )
 from agent_presets.plugins import PluginInfo, PluginSet
+from agent_presets.prompts import placeholders
+from agent_presets.schema import clip, quote
+from agent_presets.vocabulary import Vocabulary
 
 
 @dataclass
@@ -35,21 +49,36 @@ class Catalog:
     files: list[str] = field(default_factory=list)
     preset_plugin: dict[str, str] = field(default_factory=dict)
     adapter_plugin: dict[str, str] = field(default_factory=dict)
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
+    texts: dict[str, str] = field(default_factory=dict, repr=False)
 
 
-def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = DEFAULT_NAMESPACE) -> Catalog:
+def collect(
+    plugin_set: PluginSet,
+    *,
+    namespace_prefix: str | None = DEFAULT_NAMESPACE,
+    max_file_size: int | None = None,
+) -> Catalog:
+    """Every plugin's presets and adapters, checked; ``max_file_size`` bounds each preset file."""
     catalog = Catalog()
     hook_failed = catalog.problems.append
     for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
-            _load_file(info, item, catalog)
+            _load_file(info, item, catalog, max_file_size)
+    declarations = [
+        (info.name, item)
+        for info, result in plugin_set.call_each("presets_context_fields", hook_failed)
+        for item in _items(info, result, catalog)
+    ]
+    catalog.vocabulary, problems = Vocabulary.merge(declarations)
+    catalog.problems.extend(problems)
     adapters: dict[str, ToolAdapter] = {}
     for info, result in plugin_set.call_each("presets_tool_adapters", hook_failed):
         for adapter in _items(info, result, catalog):
             if not isinstance(adapter, ToolAdapter):
                 catalog.problems.append(
                     PresetValidationError(
-                        f"plugin {info.name!r}: presets_tool_adapters returned "
+                        f"plugin {quote(info.name)}: presets_tool_adapters returned "
                         f"{type(adapter).__name__}, expected ToolAdapter",
                         source=info.name,
                     )
@@ -60,99 +89,138 @@ def collect(plugin_set: PluginSet, *, namespace_prefix: str | None = DEFAULT_NAM
             if first is not None:
                 catalog.problems.append(
                     PresetValidationError(
-                        f"tool adapter {adapter.id!r} is provided twice: by {first.source} and by "
-                        f"{adapter.source}; uninstall or disable one of them",
+                        f"tool adapter {quote(adapter.id)} is provided twice: by {first.source} "
+                        f"and by {adapter.source}; uninstall or disable one of them",
                         source=adapter.source,
                     )
                 )
                 continue
-            if namespace_prefix and not adapter.mcp_name.startswith(namespace_prefix):
+            legacy = adapter.name is None
+            if legacy and namespace_prefix and not adapter.mcp_name.startswith(namespace_prefix):
                 catalog.problems.append(
                     PresetValidationError(
-                        f"tool adapter {adapter.id!r}: MCP name {adapter.mcp_name!r} must start "
-                        f"with {namespace_prefix!r}",
+                        f"tool adapter {quote(adapter.id)}: MCP name {quote(adapter.mcp_name)} "
+                        f"must start with {namespace_prefix!r}; give the name without the prefix "
+                        "as name= and the host applies its own",
                         source=adapter.source,
                     )
                 )
                 continue
             adapters[adapter.id] = adapter
             catalog.adapter_plugin[adapter.id] = info.name
+    presets = _unique(catalog, catalog.presets)
+    refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix)
+    for tool_id in refused:
+        del adapters[tool_id]
     catalog.adapters = list(adapters.values())
-    catalog.presets = _check_presets(catalog, adapters)
+    catalog.presets = _check_presets(catalog, presets, adapters, refused)
     return catalog
 
 
 def _items(info: PluginInfo, result: Any, catalog: Catalog) -> Iterable[Any]:
     if result is None:
         return ()
-    if isinstance(result, str | bytes | PathLike) or not isinstance(result, Iterable):
-        catalog.problems.append(
-            PresetValidationError(
-                f"plugin {info.name!r}: a hook returned {type(result).__name__}; return a list",
-                source=info.name,
+    problem = f"a hook returned {type(result).__name__}; return a list"
+    if not isinstance(result, str | bytes | PathLike) and isinstance(result, Iterable):
+        try:
+            return list(result)
+        except Exception as exc:  # a generator of the plugin's raised: the plugin's problem
+            problem = (
+                f"iterating what a hook returned raised {type(exc).__name__}: {clip(str(exc))}"
             )
-        )
-        return ()
-    return list(result)
+    catalog.problems.append(
+        PresetValidationError(f"plugin {quote(info.name)}: {problem}", source=info.name)
+    )
+    return ()
 
 
-def check_preset_files(paths: Iterable[str | PathLike[str] | Traversable]) -> Catalog:
+def check_preset_files(
+    paths: Iterable[str | PathLike[str] | Traversable], *, max_file_size: int | None = None
+) -> Catalog:
     """Check preset files as one set: each file, then preset names across all of them.
 
     What ``presets validate PATH...`` reports. Tool ids are not checked against
     adapters here: files given by path are checked alone, without plugins.
     ``Catalog.presets`` holds each valid preset once, first definition first.
+    ``max_file_size`` bounds each file (default ``loader.max_file_size()``).
     """
     catalog = Catalog()
     for path in paths:
         try:
-            source, text = read_preset_source(path)
+            _read_and_parse(path, catalog, max_file_size)
         except PresetValidationError as exc:
             catalog.problems.append(exc)
-            continue
-        _parse(source, text, catalog)
     catalog.presets = _unique(catalog, catalog.presets)
     return catalog
 
 
-def _parse(source: str, text: str, catalog: Catalog) -> list[Preset]:
-    catalog.files.append(source)
-    presets, problems = parse_presets(text, source)
+def _read_and_parse(
+    path: str | PathLike[str] | Traversable, catalog: Catalog, max_file_size: int | None
+) -> list[Preset]:
+    """One file's presets, its problems added to ``catalog``; raises PresetValidationError only.
+
+    The loader reports bad content as problems by design; anything else it
+    raises is a bug, and a bug met in one file must not cost the other files.
+    """
+    try:
+        source, text = read_preset_source(path, max_size=max_file_size)
+        catalog.files.append(source)
+        catalog.texts[source] = text
+        presets, problems = parse_presets(text, source)
+    except PresetValidationError:
+        raise
+    except Exception as exc:
+        raise PresetValidationError(
+            f"reading this preset file failed with {type(exc).__name__}: {clip(str(exc))}; "
+            "its presets were skipped (please report this as a bug of agent-presets)",
+            source=clip(str(path), 200),
+        ) from exc
     catalog.problems.extend(problems)
     catalog.presets.extend(presets)
     return presets
 
 
-def _load_file(info: PluginInfo, item: Any, catalog: Catalog) -> None:
+def _load_file(info: PluginInfo, item: Any, catalog: Catalog, max_file_size: int | None) -> None:
     if not isinstance(item, str | PathLike | Traversable):
         catalog.problems.append(
             PresetValidationError(
-                f"plugin {info.name!r}: presets_preset_files returned {type(item).__name__}; "
-                "return paths or importlib.resources traversables",
+                f"plugin {quote(info.name)}: presets_preset_files returned "
+                f"{type(item).__name__}; return paths or importlib.resources traversables",
                 source=info.name,
             )
         )
         return
     try:
-        source, text = read_preset_source(item)
+        presets = _read_and_parse(item, catalog, max_file_size)
     except PresetValidationError as exc:
         catalog.problems.append(
-            PresetValidationError(f"plugin {info.name!r}: {exc.message}", source=exc.source)
+            PresetValidationError(
+                f"plugin {quote(info.name)}: {exc.message}",
+                source=exc.source,
+                line=exc.line,
+                column=exc.column,
+            )
         )
         return
-    for p in _parse(source, text, catalog):
+    for p in presets:
         catalog.preset_plugin.setdefault(p.name, info.name)
 
 
 def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
     """The presets whose name is not taken by an earlier one; the others are problems."""
     first: dict[str, Preset] = {}
+    locate = _Locator(catalog)
     for preset in presets:
         earlier = first.get(preset.name)
         if earlier is not None:
+            _, line, column = locate.field(preset, ("name",))
             catalog.problems.append(
                 duplicate_preset_error(
-                    preset.name, first_source=earlier.source, source=preset.source
+                    preset.name,
+                    first_source=earlier.source,
+                    source=preset.source,
+                    line=line,
+                    column=column,
                 )
             )
             continue
@@ -160,18 +228,237 @@ def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
     return list(first.values())
 
 
-def _check_presets(catalog: Catalog, adapters: dict[str, ToolAdapter]) -> list[Preset]:
-    valid: list[Preset] = []
-    for preset in _unique(catalog, catalog.presets):
-        missing = [t for t in preset.tool_ids if t not in adapters]
-        if missing:
+def patterns_meet(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether some context matches both patterns.
+
+    Fields one pattern leaves out are wildcards; ``any`` meets everything;
+    ``none`` meets only ``none``; other values meet only an equal value.
+    """
+    for key in first.keys() & second.keys():
+        a, b = first[key], second[key]
+        if a == ANY or b == ANY:
+            continue
+        a_none, b_none = a is None or a == NONE, b is None or b == NONE
+        if a_none or b_none:
+            if a_none != b_none:
+                return False
+            continue
+        if a != b:
+            return False
+    return True
+
+
+def can_be_active_together(first: Preset, second: Preset) -> bool:
+    """Whether both presets can auto-activate in one context (a preset always meets itself)."""
+    if first.name == second.name:
+        return True
+    if first.default_state != "auto" or second.default_state != "auto":
+        return False
+    return any(patterns_meet(a, b) for a in first.contexts for b in second.contexts)
+
+
+def _check_mcp_names(
+    catalog: Catalog,
+    adapters: dict[str, ToolAdapter],
+    presets: list[Preset],
+    namespace_prefix: str | None,
+) -> set[str]:
+    """Report MCP names that would collide; return the ids of the adapters refused.
+
+    A name belongs to one plugin. Two adapters of one plugin may share it only
+    as variants for contexts that never meet: no two presets listing them can
+    auto-activate together. The later adapter of a colliding pair is refused,
+    and with it the presets that list it.
+    """
+    locate = _Locator(catalog)
+    listed_by: dict[str, list[Preset]] = {}
+    for preset in presets:
+        for tool_id in preset.tool_ids:
+            listed_by.setdefault(tool_id, []).append(preset)
+    by_name: dict[str, list[ToolAdapter]] = {}
+    for adapter in adapters.values():
+        by_name.setdefault(mcp_name_for(adapter, namespace_prefix), []).append(adapter)
+    refused: set[str] = set()
+    for name, holders in by_name.items():
+        kept: list[ToolAdapter] = []
+        for adapter in holders:
+            clash = next((k for k in kept if _clash(k, adapter, listed_by)), None)
+            if clash is None:
+                kept.append(adapter)
+                continue
+            refused.add(adapter.id)
+            where = locate.tool(adapter.id, listed_by)
+            first_at = locate.describe(locate.tool(clash.id, listed_by)) or clash.source
+            if clash.source != adapter.source:
+                message = (
+                    f"MCP name {name!r} is given by tool adapter {adapter.id!r} of plugin "
+                    f"{adapter.source} and by {clash.id!r} of plugin {clash.source} (listed at "
+                    f"{first_at}); a name belongs to one plugin: rename one of the tools"
+                )
+            else:
+                message = (
+                    f"MCP name {name!r} is given by tool adapters {clash.id!r} (listed at "
+                    f"{first_at}) and {adapter.id!r} of plugin {adapter.source}, whose presets "
+                    "can be active in the same context; variants of one tool need contexts "
+                    "that never meet: rename one or narrow the presets' contexts"
+                )
             catalog.problems.append(
                 PresetValidationError(
-                    f"preset {preset.name!r}: no installed plugin provides tool id(s) "
-                    f"{', '.join(map(repr, missing))}; install the plugin that does or fix the id",
-                    source=preset.source,
+                    message, source=where[0] or adapter.source, line=where[1], column=where[2]
                 )
             )
+    return refused
+
+
+def _clash(first: ToolAdapter, second: ToolAdapter, listed_by: Mapping[str, list[Preset]]) -> bool:
+    if first.source != second.source:
+        return True
+    return any(
+        can_be_active_together(p, q)
+        for p in listed_by.get(first.id, ())
+        for q in listed_by.get(second.id, ())
+    )
+
+
+def _check_presets(
+    catalog: Catalog,
+    presets: list[Preset],
+    adapters: Mapping[str, ToolAdapter],
+    refused: set[str],
+) -> list[Preset]:
+    """The presets the whole catalog accepts; each one it does not is a problem, at its place."""
+    locate = _Locator(catalog)
+    vocabulary = catalog.vocabulary
+    valid: list[Preset] = []
+    for preset in presets:
+        problems: list[PresetValidationError] = []
+
+        def problem(
+            message: str,
+            path: tuple[str | int, ...],
+            *,
+            key: bool = False,
+            preset: Preset = preset,
+            problems: list[PresetValidationError] = problems,
+        ) -> None:
+            source, line, column = locate.field(preset, path, key=key)
+            problems.append(
+                PresetValidationError(
+                    f"preset {quote(preset.name)}: {message}",
+                    source=source,
+                    line=line,
+                    column=column,
+                )
+            )
+
+        for index, tool_id in enumerate(preset.tool_ids):
+            if tool_id in refused:
+                problem(
+                    f"tool id {tool_id!r} was refused for its MCP name (see that problem)",
+                    ("tool_ids", index),
+                )
+        missing = [t for t in preset.tool_ids if t not in adapters and t not in refused]
+        if missing:
+            problem(
+                f"no installed plugin provides tool id(s) {', '.join(map(quote, missing[:10]))}"
+                f"{f' and {len(missing) - 10} more' if len(missing) > 10 else ''}; "
+                "install the plugin that does or fix the id",
+                ("tool_ids", preset.tool_ids.index(missing[0])),
+            )
+        for index, pattern in enumerate(preset.contexts):
+            for key, on_key, message in vocabulary.pattern_problems(pattern):
+                problem(message, ("contexts", index, key), key=on_key)
+        for tool_id in placeholders(preset.system_prompt or ""):
+            if tool_id not in adapters:
+                problem(
+                    f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
+                    "provides that tool id; fix the placeholder or install the plugin",
+                    ("system_prompt",),
+                )
+        if problems:
+            catalog.problems.extend(problems)
             continue
         valid.append(preset)
     return valid
+
+
+Location = tuple[str | None, int | None, int | None]
+
+
+class _Locator:
+    """Where a preset's field is written, found by reading its file again when needed.
+
+    Only a problem asks, so a clean catalog never pays for positions.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._texts = catalog.texts
+        self._nodes: dict[str, yaml.Node | None] = {}
+
+    def field(self, preset: Preset, path: tuple[str | int, ...], *, key: bool = False) -> Location:
+        source = preset.source
+        node = self._root(source) if source is not None else None
+        if node is None:
+            return source, None, None
+        found = _preset_node(node, preset.name)
+        if found is None:
+            return source, None, None
+        mark = found.start_mark
+        for step in path:
+            child = _child(found, step)
+            if child is None:
+                break
+            found, key_mark = child
+            mark = key_mark if key and step == path[-1] else found.start_mark
+        return source, mark.line + 1, mark.column + 1
+
+    def tool(self, tool_id: str, listed_by: Mapping[str, list[Preset]]) -> Location:
+        """Where the first preset listing ``tool_id`` lists it."""
+        for preset in listed_by.get(tool_id, ()):
+            return self.field(preset, ("tool_ids", preset.tool_ids.index(tool_id)))
+        return None, None, None
+
+    @staticmethod
+    def describe(location: Location) -> str | None:
+        source, line, column = location
+        if source is None:
+            return None
+        return ":".join(str(p) for p in (source, line, column) if p is not None)
+
+    def _root(self, source: str) -> yaml.Node | None:
+        if source not in self._nodes:
+            text = self._texts.get(source)
+            node = None
+            if text is not None:
+                loader = PresetYamlLoader(text)
+                try:
+                    node = loader.get_single_node()
+                except yaml.YAMLError:
+                    node = None
+                finally:
+                    loader.dispose()
+            self._nodes[source] = node
+        return self._nodes[source]
+
+
+def _child(node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Mark] | None:
+    if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+        for key_node, value_node in node.value:
+            if key_node.value == step:
+                return value_node, key_node.start_mark
+    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+        item = node.value[step]
+        return item, item.start_mark
+    return None
+
+
+def _preset_node(root: yaml.Node, name: str) -> yaml.Node | None:
+    found = _child(root, "presets")
+    if found is None or not isinstance(found[0], yaml.SequenceNode):
+        return None
+    for item in found[0].value:
+        named = _child(item, "name")
+        if named is not None and getattr(named[0], "value", None) == name:
+            node: yaml.Node = item
+            return node
+    return None

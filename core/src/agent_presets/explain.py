@@ -83,10 +83,7 @@ class ToolExplanation:
 
 def find_adapter(adapters: ToolAdapterRegistry, tool: str) -> ToolAdapter | None:
     """The adapter for a tool id or MCP name (the first, for a shared MCP name)."""
-    adapter = adapters.get(tool)
-    if adapter is not None:
-        return adapter
-    return next((a for a in adapters.list() if a.mcp_name == tool), None)
+    return adapters.find(tool)
 
 
 def presets_providing(registry: PresetRegistry, tool_ids: Collection[str]) -> list[Preset]:
@@ -97,7 +94,7 @@ def presets_providing(registry: PresetRegistry, tool_ids: Collection[str]) -> li
 
 def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
     adapters = manager.tool_adapters
-    matching = [a for a in adapters.list() if tool in (a.id, a.mcp_name)]
+    matching = [a for a in adapters.list() if tool in (a.id, adapters.mcp_name(a))]
     if not matching:
         return ToolExplanation(query=tool, tool_id=None, mcp_name=None, active=False)
     ids = {a.id for a in matching}
@@ -115,7 +112,7 @@ def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
     return ToolExplanation(
         query=tool,
         tool_id=chosen.id,
-        mcp_name=chosen.mcp_name,
+        mcp_name=adapters.mcp_name(chosen),
         active=bool(active_ids),
         presets=tuple(verdicts),
     )

@@ -16,6 +16,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from agent_presets.adapters import ToolAdapter
+    from agent_presets.vocabulary import ContextFieldDeclaration
 
 PROJECT_NAME = "agent_presets"
 
@@ -56,4 +57,23 @@ def presets_headless_runtime(host: Any) -> None:
     own of (a drawing, a scene) and ``host.attach(name, runtime)`` for state
     the whole host shares (a folder of code units). The host calls this once,
     before the presets are bootstrapped; embedded apps never call it.
+    """
+
+
+@hookspec
+def presets_context_fields() -> Sequence[ContextFieldDeclaration]:
+    """Declare the context fields (and their values) this plugin's presets rely on.
+
+    Return a list of declarations, each a mapping (or an
+    ``agent_presets.ContextField``) with ``name`` (snake_case), ``type``
+    (``"string"`` or ``"boolean"``), ``values`` (the allowed strings, or None
+    for any string; boolean fields leave it out) and ``description``. A host
+    declares the fields it provides through the same hook, as a plugin object
+    it passes to ``bootstrap(plugins=...)``.
+
+    Called once per bootstrap, before any preset is checked; declarations of
+    one field from several plugins merge their values, and two types for one
+    field are an error naming both plugins. A preset pattern may only use
+    declared fields and values, and ``PresetManager.set_context`` refuses a
+    value a declared field does not allow.
     """

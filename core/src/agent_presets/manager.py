@@ -23,7 +23,9 @@ from agent_presets.model import (
     ToolDef,
     UnknownPresetError,
 )
+from agent_presets.prompts import fill_placeholders
 from agent_presets.registry import PresetRegistry
+from agent_presets.vocabulary import Vocabulary
 
 ChangeListener = Callable[[Resolution], None]
 _MEMO_SIZE = 64
@@ -35,6 +37,12 @@ class PresetManager:
     Listeners hear about a change only when the active presets, their reasons,
     the tool ids, the prompt fragments or the overrides change: a context field
     no pattern cares about changes nothing they can see.
+
+    ``vocabulary`` (the declared context fields, which ``bootstrap`` passes)
+    makes ``set_context`` refuse a value no one declared. The first context
+    is not checked: it is the host's saved state, and refusing it (a plugin
+    that declared an activity has since been uninstalled) would stop the
+    host from starting at all.
     """
 
     def __init__(
@@ -46,8 +54,10 @@ class PresetManager:
         overrides: Mapping[str, str] | None = None,
         *,
         owner: str = "agent-presets",
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self.registry = registry
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()
         self.tool_adapters = tool_adapters
         self.app = app
         self.owner = owner
@@ -78,8 +88,9 @@ class PresetManager:
     # -- context and overrides ---------------------------------------------
 
     def set_context(self, context: Mapping[str, Any]) -> None:
-        """Resolve against a new context snapshot; invalid input raises and changes nothing."""
+        """Make ``context`` current; a value the vocabulary does not allow changes nothing."""
         new_context = validate_context(context)
+        self.vocabulary.check_context(new_context)
         with self._lock:
             if new_context == self._context:
                 return
@@ -172,16 +183,30 @@ class PresetManager:
     # -- internals ---------------------------------------------------------
 
     def _compute(self, context: Context, overrides: dict[str, str]) -> Resolution:
-        key = (self.registry.version, frozenset(context.items()), frozenset(overrides.items()))
+        key = (
+            self.registry.version,
+            self.tool_adapters.version,
+            frozenset(context.items()),
+            frozenset(overrides.items()),
+        )
         cached = self._memo.get(key)
         if cached is not None:
             self._memo.move_to_end(key)
             return cached
-        resolution = self.registry._resolve(context, overrides)
+        resolution = self._fill_prompts(self.registry._resolve(context, overrides))
         self._memo[key] = resolution
         if len(self._memo) > _MEMO_SIZE:
             self._memo.popitem(last=False)
         return resolution
+
+    def _fill_prompts(self, resolution: Resolution) -> Resolution:
+        """The resolution with each prompt's ``{{tool.id}}`` replaced by the tool's MCP name."""
+        fragments = resolution.prompt_fragments
+        if not any("{{" in f.prompt for f in fragments):
+            return resolution
+        name_of = self.tool_adapters.mcp_name_of
+        filled = tuple(replace(f, prompt=fill_placeholders(f.prompt, name_of)) for f in fragments)
+        return replace(resolution, prompt_fragments=filled)
 
     def _commit(
         self, resolution: Resolution, defs: tuple[ToolDef, ...], *, overrides_changed: bool

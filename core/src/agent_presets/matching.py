@@ -37,11 +37,7 @@ def compile_pattern(pattern: Mapping[str, Any]) -> CompiledPattern:
         if value == ANY:
             continue
         if value is None or value == NONE:
-            # activity is always present in a validated context (None when no activity).
-            if key == "activity":
-                required.add((key, None))
-            else:
-                absent.append(key)
+            absent.append(key)
             continue
         required.add((key, value))
     return CompiledPattern(frozenset(required), tuple(absent))
@@ -54,34 +50,15 @@ def matches(pattern: Mapping[str, Any], context: Mapping[str, Any]) -> bool:
 
 
 def validate_context(context: object) -> Context:
-    """A normalised copy of ``context``, or a ``PresetValidationError`` saying what is wrong."""
+    """A copy of ``context``, or a ``PresetValidationError`` saying what is wrong.
+
+    Only the shape is checked here: snake_case keys and scalar values. Which
+    fields exist and which values they take is the declared vocabulary's
+    business (``agent_presets.vocabulary``): the core names no field itself.
+    """
     if not isinstance(context, Mapping):
         raise PresetValidationError(
-            "context must be a mapping with surface and canvas_visible, "
-            f"not {type(context).__name__}"
-        )
-    surface = context.get("surface")
-    if not isinstance(surface, str) or not surface:
-        raise PresetValidationError(
-            f"context field 'surface' is required and must be a non-empty string, got {surface!r}"
-        )
-    if surface in (ANY, NONE):
-        raise PresetValidationError(
-            f"context field 'surface' cannot be {surface!r}: that word is reserved for patterns"
-        )
-    visible = context.get("canvas_visible")
-    if not isinstance(visible, bool):
-        raise PresetValidationError(
-            f"context field 'canvas_visible' is required and must be true or false, got {visible!r}"
-        )
-    activity = context.get("activity")
-    if activity is not None and (not isinstance(activity, str) or not activity):
-        raise PresetValidationError(
-            f"context field 'activity' must be a non-empty string or None, got {activity!r}"
-        )
-    if activity in (ANY, NONE):
-        raise PresetValidationError(
-            f"context field 'activity' cannot be {activity!r}: use None for no activity"
+            f"context must be a mapping of field names to values, not {type(context).__name__}"
         )
     result: Context = {}
     for key, value in context.items():
@@ -93,5 +70,4 @@ def validate_context(context: object) -> Context:
                 f"not {type(value).__name__}"
             )
         result[key] = value
-    result.setdefault("activity", None)
     return result

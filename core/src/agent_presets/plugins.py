@@ -187,8 +187,15 @@ class PluginSet:
             for p in self.plugins
         ]
 
-    def add(self, name: str, plugin: object, path: str | None = None) -> None:
-        """Register one more plugin object; a failure is a problem, as in discovery."""
+    def add(self, plugin: object, name: str | None = None, path: str | None = None) -> None:
+        """Register one more plugin object after loading (a host declaring its context, say).
+
+        Named ``name``, else after its ``__name__`` or class; a plugin already
+        here is left alone. A failure to register is a problem, as in discovery.
+        """
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        if self.pm.is_registered(plugin) or self.pm.get_plugin(name) is not None:
+            return
 
         def register() -> None:
             self.pm.register(plugin, name=name)

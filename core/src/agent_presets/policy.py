@@ -112,15 +112,15 @@ class ToolPolicy:
             given.append(name)
             preset = by_preset.get(name)
             if preset is not None:
-                tools.update(a.mcp_name for t in preset.tool_ids if (a := adapters.get(t)))
+                tools.update(
+                    adapters.mcp_name(a) for t in preset.tool_ids if (a := adapters.get(t))
+                )
                 continue
-            adapter = adapters.get(name) or next(
-                (a for a in adapters.list() if a.mcp_name == name), None
-            )
+            adapter = adapters.find(name)
             if adapter is not None:
-                tools.add(adapter.mcp_name)
+                tools.add(adapters.mcp_name(adapter))
                 continue
-            known = [*by_preset, *(a.mcp_name for a in adapters.list())]
+            known = [*by_preset, *(adapters.mcp_name(a) for a in adapters.list())]
             hint = did_you_mean(name, known, "`presets list` and `presets tools` show the names")
             raise PresetValidationError(
                 f"allow-list names {name!r}, which is neither a preset nor a tool{hint}"

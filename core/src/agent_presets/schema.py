@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import reprlib
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib.resources import files
@@ -59,11 +60,29 @@ def _preset_validator() -> Validator:
     return jsonschema.Draft202012Validator({"$defs": s["$defs"], "$ref": "#/$defs/preset"})
 
 
-def file_errors(data: Any) -> list[ValidationError]:
-    """Schema errors of a whole preset file, in document order."""
+def file_errors(data: Any, limit: int | None = None) -> list[ValidationError]:
+    """Schema errors of a whole preset file, in document order; at most ``limit`` of them.
+
+    Each preset is checked on its own, and jsonschema (slow, and slower per
+    error) sees only the presets the fast check is not certain of, so a file of
+    thousands of broken presets costs ``limit`` errors' work, not all of them.
+    """
     if _file_check()(data):
         return []
-    return _sorted_errors(_file_validator(), data)
+    items = data.get("presets") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return _sorted_errors(_file_validator(), data)[:limit]
+    errors = _sorted_errors(_file_validator(), {**data, "presets": []})
+    certain = _preset_check()
+    for index, item in enumerate(items):
+        if limit is not None and len(errors) >= limit:
+            break
+        if certain(item):
+            continue
+        for error in _sorted_errors(_preset_validator(), item):
+            error.path.extendleft((index, "presets"))  # as if found in the whole file
+            errors.append(error)
+    return errors[:limit]
 
 
 def preset_problems(mapping: Any) -> list[str]:
@@ -91,6 +110,37 @@ def _preset_check() -> Check:
 
 
 # ---------------------------------------------------------------- messages
+
+
+QUOTE_LIMIT: Final = 60
+"""How many characters of a value a message quotes; the rest is cut and counted."""
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = QUOTE_LIMIT
+_short.maxlevel, _short.maxlist, _short.maxdict = 3, 6, 4
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """The ``repr`` of a value for a message, cut to a short prefix.
+
+    Every message that quotes a value from a preset file or a plugin goes
+    through here, so a 100 MB string costs one line of the report, not 100 MB.
+    """
+    if isinstance(value, str | bytes) and len(value) > limit:
+        text = repr(value[:limit])
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{text[:-1]}…{text[-1]} ({len(value):,} {unit})"
+    if isinstance(value, str | bytes | int | float | bool) or value is None:
+        text = repr(value)
+    else:
+        # reprlib bounds the work too: the full repr of a large container is never built.
+        text = _short.repr(value)
+    return clip(text, limit)
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """A message written by someone else (an exception, a parser) cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _schema_of(error: ValidationError) -> Mapping[str, Any]:
@@ -138,7 +188,7 @@ def preset_label(data: Any, path: PathKey) -> tuple[str, PathKey]:
             name = data["presets"][path[1]].get("name")
         except (AttributeError, IndexError, KeyError, TypeError):
             name = None
-        label = f"preset {name!r}" if isinstance(name, str) else f"presets[{path[1]}]"
+        label = f"preset {quote(name)}" if isinstance(name, str) else f"presets[{path[1]}]"
         return label, path[2:]
     return "", path
 
@@ -153,35 +203,35 @@ def describe(error: ValidationError, data: Any) -> str:
         and "presets" not in path
         and isinstance(data.get("name"), str)
     ):
-        label = f"preset {data['name']!r}"
+        label = f"preset {quote(data['name'])}"
     field = field_label(rest) if rest else ""
-    where = ", ".join(x for x in (label, f"field {field!r}" if field else "") if x)
+    where = ", ".join(x for x in (label, f"field {quote(field)}" if field else "") if x)
     prefix = f"{where}: " if where else ""
     v, inst = error.validator, error.instance
     if v == "required":
         missing = str(error.message).split("'")[1] if "'" in error.message else error.message
         hint = " (a preset file holds a 'presets:' list)" if missing == "presets" else ""
-        return f"{prefix}missing required field {missing!r}{hint}"
+        return f"{prefix}missing required field {quote(missing)}{hint}"
     if v == "additionalProperties":
         extra = extra_key(error)
         allowed = ", ".join(_schema_of(error).get("properties", {}))
-        return f"{prefix}unknown field {extra!r}; allowed fields: {allowed}"
+        return f"{prefix}unknown field {quote(extra)}; allowed fields: {allowed}"
     if v == "enum":
         options = ", ".join(str(o) for o in _schema_of(error).get("enum", []))
-        return f"{prefix}{inst!r} is not one of: {options}"
+        return f"{prefix}{quote(inst)} is not one of: {options}"
     if v == "const" and rest and rest[-1] == "default_state":
         return (
-            f"{label} has risk {_risk_of(data, path)!r} and must use default_state: off "
+            f"{label} has risk {quote(_risk_of(data, path))} and must use default_state: off "
             "(dangerous presets are enabled only by an explicit override)"
         )
     if v == "type":
         return _describe_type(error, prefix, rest)
     if v == "pattern" and "propertyNames" in error.schema_path:
-        return f"{prefix}field name {inst!r} must be snake_case, like activity or world_id"
+        return f"{prefix}field name {quote(inst)} must be snake_case, like activity or world_id"
     if v == "pattern" and rest and rest[-1] in ("name", "group"):
-        return f"{prefix}{inst!r} must be kebab-case (lowercase letters, digits and '-')"
+        return f"{prefix}{quote(inst)} must be kebab-case (lowercase letters, digits and '-')"
     if v == "pattern" and rest and rest[0] == "tool_ids":
-        return f"{prefix}tool id {inst!r} must be dotted, like 'drawing.set-tool'"
+        return f"{prefix}tool id {quote(inst)} must be dotted, like 'drawing.set-tool'"
     if _is_never_active(error):
         return (
             f"{label} is auto but lists no contexts, so it could never activate; "
@@ -196,10 +246,10 @@ def describe(error: ValidationError, data: Any) -> str:
             f"{prefix}an empty context pattern matches everything; write {{surface: any}} to say so"
         )
     if v == "anyOf" and rest and rest[-1] == "canvas_visible":
-        return f"{prefix}must be true, false or any, not {inst!r}"
+        return f"{prefix}must be true, false or any, not {quote(inst)}"
     if v == "propertyNames":
-        return f"{prefix}field name {inst!r} must be snake_case"
-    return f"{prefix}{error.message}"
+        return f"{prefix}field name {quote(inst)} must be snake_case"
+    return f"{prefix}{clip(error.message)}"
 
 
 def _describe_type(error: ValidationError, prefix: str, rest: PathKey) -> str:
@@ -210,7 +260,7 @@ def _describe_type(error: ValidationError, prefix: str, rest: PathKey) -> str:
         return f"{prefix}{rest[0]} must be a list, not {type(inst).__name__}"
     if len(rest) == 2 and rest[0] == "contexts":
         return f"{prefix}a context pattern must be a mapping of fields, not {type(inst).__name__}"
-    message = f"{prefix}expected {expected}, got {_json_type(inst)} {inst!r}"
+    message = f"{prefix}expected {expected}, got {_json_type(inst)} {quote(inst)}"
     if len(rest) == 3 and rest[0] == "contexts" and isinstance(inst, list | Mapping):
         message += "; a context field must be a string, number, boolean or null"
     return message

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agent_presets.hookspecs import hookimpl
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -37,10 +39,12 @@ if TYPE_CHECKING:
     from agent_presets.model import Preset, ToolDef
 
 __all__ = [
+    "ContextValues",
     "PresetRow",
     "PresetTable",
     "PresetsHost",
     "assert_unchanged",
+    "mcp_name",
     "plugin_adapters",
     "plugin_presets",
     "presets_host",
@@ -50,6 +54,49 @@ __all__ = [
 
 PresetRow = tuple[str, str, list[str]]
 """One preset as a table row: (default state, risk, the MCP names of its tools)."""
+
+_NAMESPACE = "space_"
+"""``agent_presets.DEFAULT_NAMESPACE``, the headless host's, without importing the model here."""
+
+
+def mcp_name(adapter: ToolAdapter, namespace_prefix: str | None = _NAMESPACE) -> str:
+    """The name an MCP client sees for ``adapter``: the host's namespace applied.
+
+    An adapter names its tool without the namespace (``name="notes_add"``); the
+    headless host serves it as ``space_notes_add``. Pass the namespace a host
+    of yours uses (``serve --namespace``) to get its name there.
+    """
+    from agent_presets.adapters import mcp_name_for
+
+    return mcp_name_for(adapter, namespace_prefix)
+
+
+class ContextValues:
+    """A plugin object that only declares context values, for a test host.
+
+    A host refuses a context value nobody declared. A test that runs one
+    plugin and switches to an activity another plugin declares (to check
+    that the plugin's tools leave) passes one beside the plugin::
+
+        presets_host(plugins=[my_plugin, ContextValues(activity=["drawing"])])
+
+    Each keyword is a string field with the values it may take.
+    """
+
+    __name__ = "test-context-values"
+
+    def __init__(self, **fields: Sequence[str]) -> None:
+        self.fields = {name: list(values) for name, values in fields.items()}
+
+    def __repr__(self) -> str:
+        return f"ContextValues({', '.join(f'{k}={v!r}' for k, v in self.fields.items())})"
+
+    @hookimpl
+    def presets_context_fields(self) -> list[dict[str, Any]]:
+        return [
+            {"name": name, "type": "string", "values": values}
+            for name, values in self.fields.items()
+        ]
 
 
 class PresetsHost:
@@ -304,10 +351,18 @@ class PresetTable(dict[str, PresetRow]):
     """
 
     @classmethod
-    def of(cls, plugin: object) -> PresetTable:
+    def of(cls, plugin: object, namespace_prefix: str | None = _NAMESPACE) -> PresetTable:
+        """The presets ``plugin`` ships, its tools named as the host serves them."""
         adapters = plugin_adapters(plugin)
         return cls(
-            (p.name, (p.default_state, p.risk, [adapters[t].mcp_name for t in p.tool_ids]))
+            (
+                p.name,
+                (
+                    p.default_state,
+                    p.risk,
+                    [mcp_name(adapters[t], namespace_prefix) for t in p.tool_ids],
+                ),
+            )
             for p in plugin_presets(plugin)
         )
 
@@ -325,10 +380,10 @@ class PresetTable(dict[str, PresetRow]):
         return {name for name, (default, _risk, _tools) in self.items() if default == "auto"}
 
 
-def read_only_tools(plugin: object) -> set[str]:
+def read_only_tools(plugin: object, namespace_prefix: str | None = _NAMESPACE) -> set[str]:
     """The MCP names of a plugin's tools that say they only read (``readOnlyHint``)."""
     return {
-        a.mcp_name
+        mcp_name(a, namespace_prefix)
         for a in plugin_adapters(plugin).values()
         if (a.annotations or {}).get("readOnlyHint")
     }

@@ -9,7 +9,7 @@ import pytest
 
 import agent_presets_drawing
 from agent_presets.host import StateStore
-from agent_presets.testing import PresetsHost
+from agent_presets.testing import ContextValues, PresetsHost
 from agent_presets_drawing import Drawing
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
@@ -21,7 +21,8 @@ class DrawingApp(PresetsHost):
 
     def __init__(self, directory: Path, *, destructive: bool = True) -> None:
         super().__init__(
-            [agent_presets_drawing],
+            # the other built-ins' activities, so a test can switch to one
+            [agent_presets_drawing, ContextValues(activity=["graph"])],
             directory / "state",
             root=directory / "files",
             tool_prefix="space_drawing_",

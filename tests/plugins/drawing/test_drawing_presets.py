@@ -10,7 +10,13 @@ import pytest
 
 import agent_presets_drawing
 from agent_presets import MissingRuntimeError, bootstrap
-from agent_presets.testing import PresetTable, plugin_adapters, plugin_presets, read_only_tools
+from agent_presets.testing import (
+    PresetTable,
+    mcp_name,
+    plugin_adapters,
+    plugin_presets,
+    read_only_tools,
+)
 
 CONTEXT = {"surface": "canvas", "activity": "drawing"}
 
@@ -79,10 +85,10 @@ def test_preset_file_defines_exactly_the_spec_table() -> None:
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
     adapters = plugin_adapters(agent_presets_drawing).values()
-    assert {a.mcp_name for a in adapters} == TABLE.tools(include_off=True)
+    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
     for adapter in adapters:
         slug = adapter.id.removeprefix("drawing.")
-        assert adapter.mcp_name == "space_drawing_" + slug.replace("-", "_")
+        assert adapter.name == "drawing_" + slug.replace("-", "_")
         assert adapter.input_schema.get("additionalProperties") is False
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import agent_presets_general
-from agent_presets.testing import PresetsHost
+from agent_presets.testing import ContextValues, PresetsHost
 
 DANGEROUS = (
     "general-world-tools",
@@ -22,8 +22,12 @@ class GeneralApp(PresetsHost):
 
     def __init__(self, tmp_path: Path, plugins: list[object] | None = None) -> None:
         self.tmp_path = tmp_path
+        # the activities the other built-ins declare, so the shell can switch to them
+        others = ContextValues(activity=["drawing", "graph"])
         super().__init__(
-            [agent_presets_general, *(plugins or [])], tmp_path / "state", root=tmp_path / "files"
+            [agent_presets_general, others, *(plugins or [])],
+            tmp_path / "state",
+            root=tmp_path / "files",
         )
 
     def call(self, tool: str, /, **arguments: Any) -> Any:

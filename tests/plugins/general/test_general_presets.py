@@ -10,6 +10,7 @@ import agent_presets_general
 from agent_presets import MissingRuntimeError, load_preset_file
 from agent_presets.bootstrap import bootstrap
 from agent_presets.model import DANGEROUS_RISKS
+from agent_presets.testing import mcp_name
 
 if TYPE_CHECKING:
     from conftest import GeneralApp
@@ -52,7 +53,7 @@ def _presets() -> list[Any]:
 def test_presets_match_the_spec_general_table() -> None:
     adapters = {a.id: a for a in agent_presets_general.presets_tool_adapters()}
     table = {
-        p.name: (p.default_state, p.risk, [adapters[t].mcp_name for t in p.tool_ids])
+        p.name: (p.default_state, p.risk, [mcp_name(adapters[t]) for t in p.tool_ids])
         for p in _presets()
     }
     assert table == SPEC_TABLE
@@ -71,7 +72,7 @@ def test_every_adapter_is_used_by_a_preset_and_read_tools_say_so() -> None:
     used = {t for p in _presets() for t in p.tool_ids}
     adapters = agent_presets_general.presets_tool_adapters()
     assert {a.id for a in adapters} == used
-    read_only = {a.mcp_name for a in adapters if a.annotations.get("readOnlyHint")}
+    read_only = {mcp_name(a) for a in adapters if a.annotations.get("readOnlyHint")}
     assert read_only == {"space_app_read_file", "space_app_list_files"}
     for adapter in adapters:
         assert adapter.input_schema["additionalProperties"] is False

@@ -38,6 +38,10 @@ class DrawingPlugin:
         return [self.file]
 
     @hookimpl
+    def presets_context_fields(self) -> Sequence[dict[str, Any]]:
+        return [{"name": "activity", "type": "string", "values": ["drawing"]}]
+
+    @hookimpl
     def presets_tool_adapters(self) -> Sequence[ToolAdapter]:
         return [
             ToolAdapter(

@@ -8,7 +8,7 @@ import pytest
 
 import agent_presets_scene
 from agent_presets.host import StateStore
-from agent_presets.testing import PresetsHost
+from agent_presets.testing import ContextValues, PresetsHost
 
 OFF_PRESETS = ("scene-terrain-destructive-tools", "scene-state-tools")
 
@@ -18,7 +18,8 @@ class SceneApp(PresetsHost):
 
     def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
         super().__init__(
-            [agent_presets_scene],
+            # the other built-ins' activities, so a test can switch to one
+            [agent_presets_scene, ContextValues(activity=["drawing", "graph"])],
             directory / "state",
             root=directory / "files",
             tool_prefix="space_scene_",

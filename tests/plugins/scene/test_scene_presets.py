@@ -11,7 +11,13 @@ import pytest
 import agent_presets_scene
 from agent_presets import MissingRuntimeError
 from agent_presets.bootstrap import bootstrap
-from agent_presets.testing import PresetTable, plugin_adapters, plugin_presets, read_only_tools
+from agent_presets.testing import (
+    PresetTable,
+    mcp_name,
+    plugin_adapters,
+    plugin_presets,
+    read_only_tools,
+)
 
 CONTEXT = {"surface": "scene"}
 
@@ -69,10 +75,10 @@ def test_preset_file_defines_exactly_the_spec_table() -> None:
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
     adapters = plugin_adapters(agent_presets_scene).values()
-    assert {a.mcp_name for a in adapters} == TABLE.tools(include_off=True)
+    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
     for adapter in adapters:
         slug = adapter.id.removeprefix("scene.")
-        assert adapter.mcp_name == "space_scene_" + slug.replace("-", "_")
+        assert adapter.name == "scene_" + slug.replace("-", "_")
         assert adapter.input_schema.get("additionalProperties") is False
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
 from agent_presets.bootstrap import bootstrap
+from agent_presets.testing import mcp_name
 
 if TYPE_CHECKING:
     from conftest import UnitsApp
@@ -25,7 +26,7 @@ GREET = (
 
 def test_presets_are_exactly_the_three_unit_presets() -> None:
     (path,) = agent_presets_units.presets_preset_files()
-    adapters = {a.id: a.mcp_name for a in agent_presets_units.presets_tool_adapters()}
+    adapters = {a.id: mcp_name(a) for a in agent_presets_units.presets_tool_adapters()}
     table = {
         p.name: (p.default_state, p.risk, [adapters[t] for t in p.tool_ids], p.contexts)
         for p in load_preset_file(path)

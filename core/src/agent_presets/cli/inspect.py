@@ -6,7 +6,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,22 @@ from agent_presets.cli.options import (
     warn,
 )
 
+if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
+    from agent_presets.model import Preset
+
+
+def definition(presets: Presets, preset: Preset) -> dict[str, Any]:
+    """A preset as plain data, its prompt's ``{{tool.id}}`` placeholders filled with MCP names."""
+    from agent_presets.prompts import fill_placeholders
+
+    data = preset.to_dict()
+    if "system_prompt" in data:
+        data["system_prompt"] = fill_placeholders(
+            data["system_prompt"], presets.tool_adapters.mcp_name_of
+        )
+    return data
+
 
 @click.command("list")
 @plugins_dir_option
@@ -34,7 +50,11 @@ def list_presets(group: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(
             [
-                {**p.to_dict(), "plugin": presets.preset_plugin.get(p.name), "source": p.source}
+                {
+                    **definition(presets, p),
+                    "plugin": presets.preset_plugin.get(p.name),
+                    "source": p.source,
+                }
                 for p in items
             ]
         )
@@ -77,12 +97,12 @@ def show(name: str, as_json: bool) -> None:
         tools.append(
             {
                 "id": tool_id,
-                "mcp_name": adapter.mcp_name if adapter else None,
-                "description": adapter.description if adapter else None,
+                "mcp_name": presets.tool_adapters.mcp_name(adapter) if adapter else None,
+                "description": presets.tool_adapters.description(adapter) if adapter else None,
             }
         )
     data = {
-        **preset.to_dict(),
+        **definition(presets, preset),
         "plugin": presets.preset_plugin.get(name),
         "source": preset.source,
         "tools": tools,
@@ -100,9 +120,9 @@ def show(name: str, as_json: bool) -> None:
     click.echo("  tools:")
     for t in tools:
         click.echo(f"    {t['mcp_name'] or '?'}  ({t['id']})")
-    if preset.system_prompt:
+    if data.get("system_prompt"):
         click.echo("  system_prompt:")
-        for line in preset.system_prompt.strip().splitlines():
+        for line in data["system_prompt"].strip().splitlines():
             click.echo(f"    {line}")
 
 
@@ -114,19 +134,20 @@ def tools(as_json: bool) -> None:
     from agent_presets.explain import presets_providing
 
     presets = installed_presets()
-    adapters = sorted(presets.tool_adapters.list(), key=lambda a: (a.mcp_name, a.id))
+    name_of = presets.tool_adapters.mcp_name
+    adapters = sorted(presets.tool_adapters.list(), key=lambda a: (name_of(a), a.id))
     rows: list[dict[str, Any]] = []
     for a in adapters:
         ps = presets_providing(presets.registry, (a.id,))
         rows.append(
             {
-                "mcp_name": a.mcp_name,
+                "mcp_name": name_of(a),
                 "id": a.id,
                 "plugin": a.source,
                 "presets": [p.name for p in ps],
                 "risk": sorted({p.risk for p in ps}),
                 "read_only": bool((a.annotations or {}).get("readOnlyHint")),
-                "description": a.description,
+                "description": presets.tool_adapters.description(a),
                 "input_schema": dict(a.input_schema),
             }
         )

@@ -106,7 +106,12 @@ def parse_value(text: str) -> Any:
 
 
 def context_options(func: F) -> F:
-    """--surface/--activity/--canvas-visible/--set/--on/--off, shared by resolve, explain, serve."""
+    """--surface/--activity/--canvas-visible/--set/--on/--off, shared by resolve, explain, serve.
+
+    The core names no context field: --surface, --activity and --canvas-visible
+    are conveniences that set those fields of the headless host's vocabulary
+    (``agent_presets.host.context_fields``); --set KEY=VALUE sets any other.
+    """
     options = [
         click.option(
             "--surface",
@@ -156,6 +161,7 @@ def context_options(func: F) -> F:
 def context_from_flags(
     surface: str | None, activity: str | None, canvas_visible: bool | None, facts: Sequence[str]
 ) -> dict[str, Any]:
+    """The context the flags describe, in the headless host's vocabulary (its defaults too)."""
     surface = "scene" if surface is None else surface
     context: dict[str, Any] = {
         "surface": surface,
@@ -181,8 +187,12 @@ def installed_presets(
     context: dict[str, Any] | None = None, overrides: dict[str, str] | None = None, app: Any = None
 ) -> Presets:
     from agent_presets.bootstrap import bootstrap
+    from agent_presets.host.context_fields import HostContextFields
 
-    return bootstrap(app, plugins=installed_plugins(), context=context, overrides=overrides)
+    plugin_set = installed_plugins()
+    # The context flags speak the headless host's vocabulary, so it is declared here too.
+    plugin_set.add(HostContextFields())
+    return bootstrap(app, plugins=plugin_set, context=context, overrides=overrides)
 
 
 def presets_for_flags(
@@ -195,7 +205,9 @@ def presets_for_flags(
 ) -> Presets:
     """The installed presets resolved for the context flags of ``context_options``."""
     context = context_from_flags(surface, activity, canvas_visible, facts)
-    return installed_presets(context, overrides_from_flags(force_on, force_off))
+    presets = installed_presets(context, overrides_from_flags(force_on, force_off))
+    presets.vocabulary.check_context(context)  # a value no one declared: exit 1, one line
+    return presets
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

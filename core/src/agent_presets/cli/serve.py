@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,7 +25,7 @@ from agent_presets.cli.options import (
     plugins_dir_option,
     warn,
 )
-from agent_presets.model import PresetValidationError
+from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -153,6 +155,14 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     help="Where bubblewrap does not work, run shell commands unconfined instead of refusing "
     "to turn the shell preset on. Not needed (and not used) where the sandbox works.",
 )
+@click.option(
+    "--namespace",
+    metavar="PREFIX",
+    default=DEFAULT_NAMESPACE,
+    show_default=True,
+    help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
+    "the plugins give.",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -169,6 +179,7 @@ def serve(
     shell_env: tuple[str, ...],
     shell_network: bool,
     unsafe_shell: bool,
+    namespace: str,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -182,9 +193,11 @@ def serve(
     surface or activity changes the list, and every client is told with
     notifications/tools/list_changed. One banner line goes to stderr.
     """
+    from agent_presets.adapters import MCP_NAME_RE
     from agent_presets.host import SURFACES, HeadlessHost
     from agent_presets.host.headless import ACTIVITY_RE
     from agent_presets.policy import ToolPolicy
+    from agent_presets.tools import ToolRegistry
 
     # Check every flag before the host's saved state is touched.
     if facts:
@@ -202,6 +215,11 @@ def serve(
                 f"{name!r} is not an environment variable name (letters, digits, '_')",
                 param_hint="'--shell-env'",
             )
+    if namespace and not MCP_NAME_RE.match(namespace):
+        raise click.BadParameter(
+            "use lowercase letters, digits and '_', starting with a letter, like myapp_",
+            param_hint="'--namespace'",
+        )
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
@@ -217,7 +235,7 @@ def serve(
     }
     plugin_set = installed_plugins()
     loaded = len(plugin_set.problems)  # already reported
-    presets = app.start(plugin_set, overrides=overrides)
+    presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
     # A runtime hook that raised: said now, not when its first tool call fails.
     for problem in [*plugin_set.problems[loaded:], *presets.problems]:
         warn(f"skipped: {problem}")
@@ -231,12 +249,20 @@ def serve(
         max_calls_per_tool=max_calls_per_tool,
         event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
     )
+    # The flags set fields of the headless host's vocabulary; the plugins declare
+    # the activities, so an undeclared one is refused here (and nothing is saved).
+    changes: list[tuple[str, Callable[[], object]]] = []
     if surface is not None:
-        app.shell.set_surface(surface)
+        changes.append(("--surface", partial(app.shell.set_surface, surface)))
     if activity is not None:
-        app.shell.set_activity(activity)
+        changes.append(("--activity", partial(app.shell.set_activity, activity)))
     if canvas_visible is not None:
-        app.shell.set_canvas_visible(canvas_visible)
+        changes.append(("--canvas-visible", partial(app.shell.set_canvas_visible, canvas_visible)))
+    for flag, change in changes:
+        try:
+            change()
+        except PresetValidationError as exc:
+            raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
     from agent_presets.mcpserver import serve as run_server
 
     def banner(where: str) -> None:

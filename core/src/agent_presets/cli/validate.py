@@ -42,8 +42,15 @@ PATHS_PLUGIN = "files given"
     help="Check PATHS together with every installed plugin, in place of the installed "
     "copy of the same files.",
 )
+@click.option(
+    "--max-file-size",
+    metavar="SIZE",
+    default=None,
+    help="Refuse a preset file larger than this, before parsing it (bytes, or 512KiB, 2MiB). "
+    "[default: $PRESETS_MAX_FILE_SIZE, else 1MiB]",
+)
 @plugins_dir_option
-def validate(paths: tuple[Path, ...], fmt: str, installed: bool) -> None:
+def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: str | None) -> None:
     """Check preset files, or every installed plugin when no PATH is given.
 
     PATHS are YAML files or folders (searched for *.yaml and *.yml), checked
@@ -53,26 +60,30 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool) -> None:
     prefix, no name may be defined twice, and every plugin's hooks must run.
     --installed checks PATHS against that catalog, leaving out the installed
     plugin that ships the same files (matched by path, or by content for a
-    non-editable install) so they are not counted twice.
+    non-editable install) so they are not counted twice. Context fields and values must
+    be declared, by a plugin or by the headless host that `presets serve` runs.
 
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
+    limit = _size(max_file_size)
     if paths and not installed:
         from agent_presets.catalog import check_preset_files
 
         files = _yaml_files(paths)
-        checked = check_preset_files(files)
+        checked = check_preset_files(files, max_file_size=limit)
         _report(list(checked.problems), [], [str(f) for f in files], len(checked.presets), fmt)
         if checked.problems:
             sys.exit(1)
         return
     from agent_presets.catalog import collect
+    from agent_presets.host.context_fields import HostContextFields
 
     plugin_set = load_installed()
+    plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
     if paths:
         _in_place_of_installed(plugin_set, _yaml_files(paths))
     check_runtime_hooks(plugin_set)
-    catalog: Catalog = collect(plugin_set)
+    catalog: Catalog = collect(plugin_set, max_file_size=limit)
     problems = list(catalog.problems)
     plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
     _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
@@ -108,7 +119,7 @@ def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
                     err=True,
                 )
                 break
-    plugin_set.add(PATHS_PLUGIN, PresetFolder(files))
+    plugin_set.add(PresetFolder(files), PATHS_PLUGIN)
 
 
 def _local_path(item: object) -> Path | None:
@@ -118,18 +129,35 @@ def _local_path(item: object) -> Path | None:
 
 
 def _content(path: Path) -> bytes | None:
+    from agent_presets.loader import MAX_FILE_SIZE
+
     try:
+        # Only a regular file within the default size is compared (a FIFO would hang).
+        if not path.is_file() or path.stat().st_size > MAX_FILE_SIZE:
+            return None
         return path.read_bytes()
     except OSError:
         return None
+
+
+def _size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    from agent_presets.loader import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-file-size") from None
 
 
 def _yaml_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
+            # Not is_file(): a FIFO or device named *.yaml is reported, not skipped in silence.
             found = sorted(
-                p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and not p.is_dir()
             )
             if not found:
                 raise click.UsageError(f"{path}: folder holds no .yaml or .yml file")

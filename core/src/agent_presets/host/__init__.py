@@ -11,8 +11,8 @@ restart resumes where it stopped. One host at a time writes a state directory
 
 from __future__ import annotations
 
+from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.headless import (
-    SURFACES,
     THEMES,
     HeadlessHost,
     Shell,

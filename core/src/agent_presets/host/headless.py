@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
@@ -44,7 +45,6 @@ TableMigration = Callable[[dict[str, Any], Table], None]
 """``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
 earlier version) into ``table`` as rows."""
 
-SURFACES: Final = ("scene", "canvas")
 THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -69,6 +69,7 @@ class Shell:
         self.theme: str = saved.get("theme", "light")
         self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
         self.world: str = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)
+        self._saved = self.state()
 
     @staticmethod
     def saved_state_problem(saved: object) -> str | None:
@@ -192,9 +193,21 @@ class Shell:
             )
 
     def _commit(self) -> dict[str, Any]:
+        # The manager first: a change it refuses (a tool collision, an undeclared
+        # value) is undone here and never saved, so a restart resumes a good state.
+        try:
+            self._host._context_changed()
+        except Exception:
+            self._restore(self._saved)
+            raise
         self._host._save_shell()
-        self._host._context_changed()
-        return self.state()
+        self._saved = self.state()
+        return self._saved
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        self.surface, self.activity = state["surface"], state["activity"]
+        self.canvas_visible, self.theme = state["canvas_visible"], state["theme"]
+        self.world, self.worlds = state["world"], list(state["worlds"])
 
 
 class HeadlessHost:
@@ -347,9 +360,12 @@ class HeadlessHost:
     ) -> Presets:
         """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
         from agent_presets.bootstrap import bootstrap
+        from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
 
+        # The host declares the context it provides as any host does: a plugin object.
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
+        plugin_set.add(HostContextFields())
         plugin_set.call_each("presets_headless_runtime", host=self)
         if plugin_set.problems and env_flag("PRESETS_STRICT"):
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))

@@ -218,7 +218,7 @@ class PresetServer(Server[Any]):
         explanation = explain_tool(self.presets.manager, name)
         if not explanation.known:
             known = sorted(
-                {a.mcp_name for a in self.presets.tool_adapters.list()}
+                {self.presets.tool_adapters.mcp_name(a) for a in self.presets.tool_adapters.list()}
                 | set(self.tool_registry.names())
             )
             hint = did_you_mean(name, known, "list the tools to see what is available now.")

@@ -23,6 +23,30 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 
 @hookimpl
+def presets_context_fields() -> Sequence[dict[str, Any]]:
+    # The parts of the Space vocabulary these presets rely on, so they work in any host.
+    return [
+        {
+            "name": "surface",
+            "type": "string",
+            "values": ["canvas"],
+            "description": "The surface the user is on; drawing happens on the canvas.",
+        },
+        {
+            "name": "activity",
+            "type": "string",
+            "values": ["drawing"],
+            "description": "What the user is doing; 'drawing' edits the vector drawing.",
+        },
+        {
+            "name": "canvas_visible",
+            "type": "boolean",
+            "description": "Whether the canvas is shown.",
+        },
+    ]
+
+
+@hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
     # Imported here: the adapters (and their schema checks) are built when asked for.
     from agent_presets_drawing.adapters import tool_adapters

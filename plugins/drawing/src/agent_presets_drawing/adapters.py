@@ -121,7 +121,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.inspect",
             RUNTIME,
             _inspect,
-            mcp_name="space_drawing_inspect",
+            name="drawing_inspect",
             description=(
                 "Read the whole drawing as JSON: layers bottom to top with their objects (id, "
                 "kind, geometry, style, bounding box), the active layer, the selected object ids, "
@@ -136,7 +136,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-tool",
             RUNTIME,
             lambda d, a: d.set_tool(a["tool"]),
-            mcp_name="space_drawing_set_tool",
+            name="drawing_set_tool",
             description="Switch the active drawing tool the user sees in the toolbar.",
             input_schema=object_schema(
                 {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
@@ -148,7 +148,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.insert-shape",
             RUNTIME,
             _insert_shape,
-            mcp_name="space_drawing_insert_shape",
+            name="drawing_insert_shape",
             description=(
                 "Add a shape to the drawing and return its id and the stored object. A rect or "
                 "ellipse fills the box x, y (top-left), width, height, optionally turned clockwise "
@@ -199,7 +199,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.insert_line(
                 a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
             ),
-            mcp_name="space_drawing_insert_line",
+            name="drawing_insert_line",
             description=(
                 "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored "
                 "object. Lines have a stroke colour and width but no fill."
@@ -221,7 +221,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.insert-stroke",
             RUNTIME,
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
-            mcp_name="space_drawing_insert_stroke",
+            name="drawing_insert_stroke",
             description=(
                 "Add a freehand stroke: an open path through points in drawing order, with round "
                 "caps and joins. Returns its id and the stored object. Strokes have no fill."
@@ -245,7 +245,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.add-layer",
             RUNTIME,
             lambda d, a: d.add_layer(a.get("name")),
-            mcp_name="space_drawing_add_layer",
+            name="drawing_add_layer",
             description=(
                 "Add an empty layer just above the active layer and make it active. Without a name "
                 "it is called 'Layer N'."
@@ -257,7 +257,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.duplicate-layer",
             RUNTIME,
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
-            mcp_name="space_drawing_duplicate_layer",
+            name="drawing_duplicate_layer",
             description=(
                 "Copy a layer (default: the active one) with all its objects, which get new ids. "
                 "The copy goes just above the original and becomes active; without a name it is "
@@ -270,7 +270,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.rename-layer",
             RUNTIME,
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
-            mcp_name="space_drawing_rename_layer",
+            name="drawing_rename_layer",
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
             errors=ERRORS,
@@ -279,7 +279,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-active-layer",
             RUNTIME,
             lambda d, a: d.set_active_layer(a["layer"]),
-            mcp_name="space_drawing_set_active_layer",
+            name="drawing_set_active_layer",
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
             errors=ERRORS,
@@ -288,10 +288,10 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.delete-layer",
             RUNTIME,
             lambda d, a: d.delete_layer(a["layer"]),
-            mcp_name="space_drawing_delete_layer",
+            name="drawing_delete_layer",
             description=(
                 "Delete a layer and every object on it. The last remaining layer cannot be "
-                "deleted. space_drawing_undo restores it."
+                "deleted. {{drawing.undo}} restores it."
             ),
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
             errors=ERRORS,
@@ -301,11 +301,11 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-defaults",
             RUNTIME,
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
-            mcp_name="space_drawing_set_defaults",
+            name="drawing_set_defaults",
             description=(
                 "Change the default style that new objects get: fill colour, stroke colour and "
                 "stroke width. Existing objects keep their style (use "
-                "space_drawing_update_selection_style)."
+                "{{drawing.update-selection-style}})."
             ),
             input_schema=STYLE_CHANGE,
             errors=ERRORS,
@@ -314,7 +314,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.update-selection-style",
             RUNTIME,
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
-            mcp_name="space_drawing_update_selection_style",
+            name="drawing_update_selection_style",
             description=(
                 "Restyle the selected objects: set any of fill colour, stroke colour and stroke "
                 "width. Lines and strokes have no fill and keep none."
@@ -326,7 +326,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.sample-color",
             RUNTIME,
             lambda d, a: d.sample_color(a["x"], a["y"]),
-            mcp_name="space_drawing_sample_color",
+            name="drawing_sample_color",
             description=(
                 "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill "
                 "of the topmost object covering that point (a stroke covers width/2 either side of "
@@ -340,7 +340,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.undo",
             RUNTIME,
             lambda d, a: d.undo(),
-            mcp_name="space_drawing_undo",
+            name="drawing_undo",
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -349,7 +349,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.redo",
             RUNTIME,
             lambda d, a: d.redo(),
-            mcp_name="space_drawing_redo",
+            name="drawing_redo",
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -358,7 +358,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.select",
             RUNTIME,
             _select,
-            mcp_name="space_drawing_select",
+            name="drawing_select",
             description=(
                 "Select objects: give either ids or rect (exactly one). A rectangle selects the "
                 "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
@@ -394,7 +394,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.transform-selection",
             RUNTIME,
             _transform,
-            mcp_name="space_drawing_transform_selection",
+            name="drawing_transform_selection",
             description=(
                 "Transform the selected objects' geometry: first scale by sx/sy, then rotate by "
                 "degrees (clockwise on screen), both about origin (default: the centre of the "
@@ -423,7 +423,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.clear-selection",
             RUNTIME,
             lambda d, a: d.clear_selection(),
-            mcp_name="space_drawing_clear_selection",
+            name="drawing_clear_selection",
             description="Deselect everything.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -432,8 +432,8 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.delete-selected",
             RUNTIME,
             lambda d, a: d.delete_selected(),
-            mcp_name="space_drawing_delete_selected",
-            description="Delete the selected objects. space_drawing_undo brings them back.",
+            name="drawing_delete_selected",
+            description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
             errors=ERRORS,
             annotations=DESTRUCTIVE,

@@ -26,6 +26,30 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 
 @hookimpl
+def presets_context_fields() -> Sequence[dict[str, Any]]:
+    # The parts of the Space vocabulary these presets rely on, so they work in any host.
+    return [
+        {
+            "name": "surface",
+            "type": "string",
+            "values": ["scene", "canvas"],
+            "description": "The surface the user is on; the shell tools switch between them.",
+        },
+        {
+            "name": "activity",
+            "type": "string",
+            "values": [],
+            "description": "What the user is doing; the plugins that use an activity declare it.",
+        },
+        {
+            "name": "canvas_visible",
+            "type": "boolean",
+            "description": "Whether the canvas is shown.",
+        },
+    ]
+
+
+@hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
     # Imported here: the adapters (and their schema checks) are built when asked for.
     from agent_presets_general.adapters import tool_adapters

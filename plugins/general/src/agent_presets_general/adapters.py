@@ -46,7 +46,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-theme",
             "shell",
             lambda s, a: s.set_theme(a["theme"]),
-            mcp_name="space_app_set_theme",
+            name="app_set_theme",
             description="Set the app's colour theme." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
@@ -57,7 +57,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-canvas-visible",
             "shell",
             lambda s, a: s.set_canvas_visible(a["visible"]),
-            mcp_name="space_app_set_canvas_visible",
+            name="app_set_canvas_visible",
             description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {
@@ -73,7 +73,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-activity",
             "shell",
             lambda s, a: s.set_activity(a["activity"]),
-            mcp_name="space_app_set_activity",
+            name="app_set_activity",
             description=(
                 "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on "
                 "the canvas; null clears it. The activity decides which drawing/graph tools are "
@@ -95,7 +95,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.switch-surface",
             "shell",
             lambda s, a: s.set_surface(a["surface"]),
-            mcp_name="space_app_switch_surface",
+            name="app_switch_surface",
             description=(
                 "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
                 "graph; switching to it also shows the canvas). The tool list changes to the "
@@ -110,7 +110,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.create-world",
             "shell",
             lambda s, a: s.create_world(a["name"]),
-            mcp_name="space_app_create_world",
+            name="app_create_world",
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
             input_schema=_schema({"name": WORLD_NAME}),
         ),
@@ -118,7 +118,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.switch-world",
             "shell",
             lambda s, a: s.switch_world(a["name"]),
-            mcp_name="space_app_switch_world",
+            name="app_switch_world",
             description=(
                 "Make an existing world the current one; world-specific tools (drawing, scene, "
                 "graph) then act on that world's content." + SHELL_STATE_NOTE
@@ -130,7 +130,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.delete-world",
             "shell",
             lambda s, a: s.delete_world(a["name"]),
-            mcp_name="space_app_delete_world",
+            name="app_delete_world",
             description=(
                 "Delete a world and all its content for good. The current world cannot be deleted: "
                 "switch to another one first." + SHELL_STATE_NOTE
@@ -142,7 +142,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.list-files",
             "files",
             lambda f, a: f.list(a.get("path", ".")),
-            mcp_name="space_app_list_files",
+            name="app_list_files",
             description=(
                 "List a folder under the file root: each entry's name, type (file, directory, "
                 "symlink, other) and size in bytes for files. Without a path, lists the root."
@@ -162,7 +162,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.read-file",
             "files",
             lambda f, a: f.read(a["path"]),
-            mcp_name="space_app_read_file",
+            name="app_read_file",
             description=(
                 "Read a UTF-8 text file under the file root "
                 f"(at most {MAX_READ_BYTES // 1024} KiB). Binary and non-UTF-8 files are refused."
@@ -174,7 +174,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.write-file",
             "files",
             lambda f, a: f.write(a["path"], a["content"]),
-            mcp_name="space_app_write_file",
+            name="app_write_file",
             description=(
                 "Create or replace a UTF-8 text file under the file root with the given content "
                 f"(at most {MAX_WRITE_BYTES // 1024} KiB). Missing parent folders are created. "
@@ -192,7 +192,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.run-bash",
             "bash",
             lambda b, a: b.run(a["command"], a.get("timeout_seconds")),
-            mcp_name="space_app_run_bash",
+            name="app_run_bash",
             description=(
                 "Run a command with `bash -c` in the file root folder, inside a sandbox: the file "
                 "root is the only writable folder (besides a private /tmp emptied after each "

@@ -19,6 +19,30 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 
 @hookimpl
+def presets_context_fields() -> Sequence[dict[str, Any]]:
+    # The parts of the Space vocabulary these presets rely on, so they work in any host.
+    return [
+        {
+            "name": "surface",
+            "type": "string",
+            "values": ["canvas"],
+            "description": "The surface the user is on; the graph is shown on the canvas.",
+        },
+        {
+            "name": "activity",
+            "type": "string",
+            "values": ["graph"],
+            "description": "What the user is doing; 'graph' edits the knowledge graph.",
+        },
+        {
+            "name": "canvas_visible",
+            "type": "boolean",
+            "description": "Whether the canvas is shown.",
+        },
+    ]
+
+
+@hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
     # Imported here: the adapters (and their schema checks) are built when asked for.
     from agent_presets_graph.adapters import tool_adapters

@@ -86,7 +86,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.add-node",
             RUNTIME,
             add_node,
-            mcp_name="space_graph_add_node",
+            name="graph_add_node",
             description=(
                 "Add a node to the graph. Returns the new node with its generated id "
                 "(use that id for edges, focus and open)."
@@ -102,7 +102,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.load-node",
             RUNTIME,
             load_node,
-            mcp_name="space_graph_load_node",
+            name="graph_load_node",
             description=(
                 "Load a node by id into the view: returns it with its edges and neighbours. "
                 "With 'data' the node's data is updated (merged key by key, or replaced when "
@@ -130,7 +130,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.remove-nodes",
             RUNTIME,
             remove_nodes,
-            mcp_name="space_graph_remove_nodes",
+            name="graph_remove_nodes",
             description=(
                 "Delete nodes and every edge touching them. All ids must exist, otherwise "
                 "nothing is deleted. This cannot be undone."
@@ -156,7 +156,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.add-edge",
             RUNTIME,
             add_edge,
-            mcp_name="space_graph_add_edge",
+            name="graph_add_edge",
             description=(
                 "Add a directed edge from 'source' to 'target' (both existing node ids), with "
                 "an optional label such as 'knows'. Adding an edge that already exists returns "
@@ -178,7 +178,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.focus-node",
             RUNTIME,
             focus_node,
-            mcp_name="space_graph_focus_node",
+            name="graph_focus_node",
             description=(
                 "Focus a node in the graph view (it is opened too). Returns the view and the "
                 "node with its edges and neighbours."
@@ -192,7 +192,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.open-node",
             RUNTIME,
             open_node,
-            mcp_name="space_graph_open_node",
+            name="graph_open_node",
             description=(
                 "Open a node in the graph view without changing the focus. Returns the view "
                 "and the node with its edges and neighbours."
@@ -206,7 +206,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.search-nodes",
             RUNTIME,
             search_nodes,
-            mcp_name="space_graph_search_nodes",
+            name="graph_search_nodes",
             description=(
                 "Search nodes by text, case-insensitively. Label matches come first (exact, "
                 "then prefix, then substring), then matches in node data (keys or values; "
@@ -231,11 +231,11 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.create-identity",
             RUNTIME,
             create_identity,
-            mcp_name="space_graph_create_identity",
+            name="graph_create_identity",
             description=(
                 "Create an identity node: a node (kind 'identity') that stands for one person, "
                 "organisation or other entity. Names are unique among identities "
-                "(case-insensitive); link other nodes to it with space_graph_add_edge."
+                "(case-insensitive); link other nodes to it with {{graph.add-edge}}."
             ),
             input_schema=object_schema(
                 {
@@ -251,10 +251,10 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.get-state",
             RUNTIME,
             get_state,
-            mcp_name="space_graph_get_state",
+            name="graph_get_state",
             description=(
                 "Return the whole graph as JSON (nodes, edges, view), suitable for "
-                "space_graph_restore_state."
+                "{{graph.restore-state}}."
             ),
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -265,9 +265,9 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.restore-state",
             RUNTIME,
             restore_state,
-            mcp_name="space_graph_restore_state",
+            name="graph_restore_state",
             description=(
-                "Replace the whole graph with a state from space_graph_get_state. The state is "
+                "Replace the whole graph with a state from {{graph.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."
             ),
             input_schema=object_schema(

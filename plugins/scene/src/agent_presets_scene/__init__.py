@@ -20,6 +20,19 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 
 @hookimpl
+def presets_context_fields() -> Sequence[dict[str, Any]]:
+    # The parts of the Space vocabulary these presets rely on, so they work in any host.
+    return [
+        {
+            "name": "surface",
+            "type": "string",
+            "values": ["scene"],
+            "description": "The surface the user is on; the 3D scene is one.",
+        },
+    ]
+
+
+@hookimpl
 def presets_tool_adapters() -> Sequence[ToolAdapter]:
     # Imported here: the adapters (and their schema checks) are built when asked for.
     from agent_presets_scene.adapters import tool_adapters

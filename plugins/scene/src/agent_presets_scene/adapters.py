@@ -166,7 +166,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-cuboid",
             RUNTIME,
             add_cuboid,
-            mcp_name="space_scene_add_cuboid",
+            name="scene_add_cuboid",
             description=(
                 "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
                 "physics and selection tools take."
@@ -190,7 +190,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-physics-body",
             RUNTIME,
             add_physics_body,
-            mcp_name="space_scene_add_physics_body",
+            name="scene_add_physics_body",
             description=(
                 "Give a scene object a physics body (replacing any body it has). 'dynamic' "
                 "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
@@ -215,7 +215,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.select-object",
             RUNTIME,
             select_object,
-            mcp_name="space_scene_select_object",
+            name="scene_select_object",
             description="Select a scene object by id, or clear the selection with null.",
             input_schema=object_schema(
                 {
@@ -235,7 +235,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-terrain",
             RUNTIME,
             add_terrain,
-            mcp_name="space_scene_add_terrain",
+            name="scene_add_terrain",
             description=(
                 "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
                 "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
@@ -283,7 +283,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.raycast-terrain",
             RUNTIME,
             raycast_terrain,
-            mcp_name="space_scene_raycast_terrain",
+            name="scene_raycast_terrain",
             description=(
                 "Cast a ray against the terrain: returns the first hit point, its distance along "
                 "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
@@ -309,7 +309,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.remove-terrain",
             RUNTIME,
             remove_terrain,
-            mcp_name="space_scene_remove_terrain",
+            name="scene_remove_terrain",
             description="Delete the scene's terrain and its height data. This cannot be undone.",
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -320,7 +320,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-light",
             RUNTIME,
             add_light,
-            mcp_name="space_scene_add_light",
+            name="scene_add_light",
             description=(
                 "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
                 "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
@@ -350,7 +350,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-light-state",
             RUNTIME,
             set_light_state,
-            mcp_name="space_scene_set_light_state",
+            name="scene_set_light_state",
             description="Switch a light on or off by id.",
             input_schema=object_schema(
                 {
@@ -367,7 +367,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-skybox",
             RUNTIME,
             set_skybox,
-            mcp_name="space_scene_set_skybox",
+            name="scene_set_skybox",
             description="Set the sky. 'none' shows the plain background color instead.",
             input_schema=object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
             errors=ERRORS,
@@ -378,7 +378,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-background",
             RUNTIME,
             set_background,
-            mcp_name="space_scene_set_background",
+            name="scene_set_background",
             description=(
                 "Set the background color, visible where no skybox is drawn (skybox 'none')."
             ),
@@ -391,7 +391,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-camera",
             RUNTIME,
             set_camera,
-            mcp_name="space_scene_set_camera",
+            name="scene_set_camera",
             description=(
                 "Place the perspective camera (y is up): it stands at 'position' and looks at "
                 "'target'. 'fov' is the vertical field of view in degrees (kept when omitted)."
@@ -412,7 +412,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.reset-camera",
             RUNTIME,
             reset_camera,
-            mcp_name="space_scene_reset_camera",
+            name="scene_reset_camera",
             description=(
                 "Put the camera back to its default view: at [0, 5, 10] looking at the origin, "
                 "fov 60."
@@ -426,10 +426,10 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.screen-ray",
             RUNTIME,
             screen_ray,
-            mcp_name="space_scene_screen_ray",
+            name="scene_screen_ray",
             description=(
                 "Turn a point on the screen into a world ray from the camera (origin and unit "
-                "direction), e.g. to find what the user clicked with space_scene_raycast_terrain. "
+                "direction), e.g. to find what the user clicked with {{scene.raycast-terrain}}. "
                 "x runs right over [0, width], y down over [0, height], from the top-left corner."
             ),
             input_schema=object_schema(
@@ -449,10 +449,10 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.get-state",
             RUNTIME,
             get_state,
-            mcp_name="space_scene_get_state",
+            name="scene_get_state",
             description=(
                 "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
-                "for space_scene_restore_state."
+                "for {{scene.restore-state}}."
             ),
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -463,9 +463,9 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.restore-state",
             RUNTIME,
             restore_state,
-            mcp_name="space_scene_restore_state",
+            name="scene_restore_state",
             description=(
-                "Replace the whole scene with a state from space_scene_get_state. The state is "
+                "Replace the whole scene with a state from {{scene.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."
             ),
             input_schema=object_schema(

@@ -36,7 +36,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.list",
             "units",
             lambda u, a: u.list(),
-            mcp_name="space_unit_list",
+            name="unit_list",
             description="List the code units (Python files) with size and load status. "
             + STATUS_NOTE,
             input_schema=object_schema({}, []),
@@ -46,7 +46,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.inspect",
             "units",
             lambda u, a: u.inspect(a["name"]),
-            mcp_name="space_unit_inspect",
+            name="unit_inspect",
             description=(
                 "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
                 "its top-level functions (with signatures) and classes, or the syntax error that "
@@ -59,7 +59,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.create",
             "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
-            mcp_name="space_unit_create",
+            name="unit_create",
             description=(
                 "Create a new unit with the given Python source. Refused when the unit already "
                 "exists or (unless check_syntax is false) the source has a syntax error. Creating "
@@ -81,10 +81,10 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.edit",
             "units",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
-            mcp_name="space_unit_edit",
+            name="unit_edit",
             description=(
                 "Replace an existing unit's whole source (atomically). For small changes prefer "
-                "space_unit_apply_patch. Editing does not reload the unit."
+                "{{unit.apply-patch}}. Editing does not reload the unit."
             ),
             input_schema=object_schema(
                 {
@@ -100,7 +100,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.apply-patch",
             "units",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
-            mcp_name="space_unit_apply_patch",
+            name="unit_apply_patch",
             description=(
                 "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
                 "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
@@ -123,7 +123,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.reload",
             "units",
             lambda u, a: u.reload(a["name"]),
-            mcp_name="space_unit_reload",
+            name="unit_reload",
             description=(
                 "Load (or load again) a unit: run its current source fresh in the host process. "
                 "An exception while loading, a SyntaxError included, becomes the unit's error "

@@ -1,0 +1,238 @@
+"""Whole-catalog collisions, and a runtime change that would collide changing nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agent_presets import (
+    DuplicateToolError,
+    PresetValidationError,
+    ToolAdapter,
+    bootstrap,
+    hookimpl,
+    load_plugins,
+)
+from agent_presets.catalog import can_be_active_together, collect, patterns_meet
+from agent_presets.host import HeadlessHost
+from agent_presets.model import Preset
+
+
+def adapter(tool_id: str, name: str) -> ToolAdapter:
+    return ToolAdapter(
+        tool_id, "", f"Tool {tool_id}.", {"type": "object"}, lambda app, args: tool_id, name=name
+    )
+
+
+class Plugin:
+    """A plugin shipping one YAML file of (name, state, contexts, tool id) presets, and adapters."""
+
+    def __init__(
+        self,
+        name: str,
+        directory: Path,
+        presets: list[tuple[str, str, str, str]],
+        adapters: list[ToolAdapter],
+        fields: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.__name__ = name
+        self.path = directory / f"{name}.yaml"
+        lines = ["presets:"]
+        for preset, state, contexts, tool_id in presets:
+            lines += [
+                f"  - name: {preset}",
+                f"    default_state: {state}",
+                "    risk: normal",
+                f"    contexts: {contexts}",
+                f"    tool_ids: [{tool_id}]",
+            ]
+        self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.adapters = adapters
+        self.fields = fields
+
+    @hookimpl
+    def presets_preset_files(self) -> list[Path]:
+        return [self.path]
+
+    @hookimpl
+    def presets_tool_adapters(self) -> list[ToolAdapter]:
+        return self.adapters
+
+    @hookimpl
+    def presets_context_fields(self) -> list[dict[str, Any]] | None:
+        return self.fields
+
+
+def test_one_mcp_name_from_two_plugins_is_an_error_naming_both(tmp_path: Path) -> None:
+    first = Plugin(
+        "general",
+        tmp_path,
+        [("theme-tools", "auto", "[{surface: any}]", "app.set-theme")],
+        [adapter("app.set-theme", "app_set_theme")],
+    )
+    second = Plugin(
+        "thirdparty",
+        tmp_path,
+        [("my-theme-tools", "auto", "[{surface: canvas}]", "my.theme")],
+        [adapter("my.theme", "app_set_theme")],
+    )
+    catalog = collect(load_plugins([first, second]))
+    messages = [str(p) for p in catalog.problems]
+    assert messages[0].startswith(f"{second.path}:6:16: MCP name 'space_app_set_theme' is given by")
+    assert "plugin thirdparty" in messages[0] and "plugin general" in messages[0]
+    assert f"{first.path}:6:16" in messages[0]  # the other source, with its place
+    assert "refused for its MCP name" in messages[1]
+    assert [a.id for a in catalog.adapters] == ["app.set-theme"]
+    assert [p.name for p in catalog.presets] == ["theme-tools"]
+
+
+def test_variants_of_one_plugin_for_contexts_that_never_meet_are_allowed(tmp_path: Path) -> None:
+    plugin = Plugin(
+        "viewer",
+        tmp_path,
+        [
+            ("view-scene", "auto", "[{surface: scene}]", "view.scene"),
+            ("view-canvas", "auto", "[{surface: canvas}]", "view.canvas"),
+            ("view-forced", "off", "[]", "view.forced"),
+        ],
+        [
+            adapter("view.scene", "view"),
+            adapter("view.canvas", "view"),
+            adapter("view.forced", "view"),
+        ],
+    )
+    catalog = collect(load_plugins([plugin]))
+    assert catalog.problems == []
+    presets = bootstrap(SimpleNamespace(), plugins=[plugin], context={"surface": "scene"})
+    assert presets.tool_registry.get("space_view").managed_source == "view.scene"  # type: ignore[union-attr]
+    presets.manager.set_context({"surface": "canvas"})
+    assert presets.tool_registry.get("space_view").managed_source == "view.canvas"  # type: ignore[union-attr]
+
+
+def test_variants_of_one_plugin_whose_presets_can_meet_are_an_error(tmp_path: Path) -> None:
+    plugin = Plugin(
+        "viewer",
+        tmp_path,
+        [
+            ("view-scene", "auto", "[{surface: scene}]", "view.scene"),
+            ("view-anywhere", "auto", "[{activity: none}]", "view.anywhere"),
+        ],
+        [adapter("view.scene", "view"), adapter("view.anywhere", "view")],
+    )
+    catalog = collect(load_plugins([plugin]))
+    message = str(catalog.problems[0])
+    assert message.startswith(f"{plugin.path}:11:16: MCP name 'space_view' is given by")
+    assert "'view.scene' (listed at" in message and "can be active in the same context" in message
+    assert [p.name for p in catalog.presets] == ["view-scene"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "meet"),
+    [
+        ({"surface": "scene"}, {"surface": "canvas"}, False),
+        ({"surface": "scene"}, {"surface": "scene", "activity": "x"}, True),
+        ({"surface": "scene"}, {"activity": "x"}, True),
+        ({"surface": "any"}, {"surface": "canvas"}, True),
+        ({"activity": "none"}, {"activity": "drawing"}, False),
+        ({"activity": None}, {"activity": "none"}, True),
+        ({"canvas_visible": True}, {"canvas_visible": False}, False),
+    ],
+)
+def test_patterns_meet_when_some_context_matches_both(
+    first: dict[str, Any], second: dict[str, Any], meet: bool
+) -> None:
+    assert patterns_meet(first, second) is meet
+    assert patterns_meet(second, first) is meet
+
+
+def test_an_off_preset_never_auto_activates_with_another() -> None:
+    on = Preset("a", "auto", "normal", ({"surface": "any"},), ("a.t",))
+    off = Preset("b", "off", "normal", (), ("b.t",))
+    assert not can_be_active_together(on, off)
+    assert can_be_active_together(on, on)
+
+
+def test_duplicate_preset_names_across_plugins_name_both_files(tmp_path: Path) -> None:
+    first = Plugin(
+        "one", tmp_path, [("tools", "auto", "[{s: any}]", "one.t")], [adapter("one.t", "one_t")]
+    )
+    second = Plugin(
+        "two", tmp_path, [("tools", "auto", "[{s: any}]", "two.t")], [adapter("two.t", "two_t")]
+    )
+    [problem] = collect(load_plugins([first, second])).problems
+    assert str(problem).startswith(f"{second.path}:2:11: preset 'tools' is defined twice")
+    assert f"in {first.path} and in {second.path}" in str(problem)
+
+
+# ---------------------------------------------------------------- at run time
+
+
+def variants(tmp_path: Path) -> Plugin:
+    """'view' from a forced-on-able variant and a canvas variant: they collide only at run time."""
+    return Plugin(
+        "viewer",
+        tmp_path,
+        [
+            ("view-forced", "off", "[]", "view.forced"),
+            ("view-canvas", "auto", "[{surface: canvas}]", "view.canvas"),
+        ],
+        [adapter("view.forced", "view"), adapter("view.canvas", "view")],
+    )
+
+
+def test_an_override_that_would_collide_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    presets = bootstrap(
+        SimpleNamespace(), plugins=[variants(tmp_path)], context={"surface": "canvas"}
+    )
+    assert presets.problems == []
+    before = presets.manager.resolve()
+    with pytest.raises(DuplicateToolError, match="space_view"):
+        presets.manager.set_override("view-forced", "on")
+    assert presets.manager.get_overrides() == {}
+    assert presets.manager.resolve() is before
+
+
+def test_a_shell_switch_that_would_collide_is_refused_unsaved_and_serve_restarts(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    host = HeadlessHost(state)
+    presets = host.start([variants(tmp_path)])
+    presets.manager.set_override("view-forced", "on")  # on the scene: no canvas variant yet
+    saved = (
+        (state / "shell.json").read_text(encoding="utf-8")
+        if (state / "shell.json").exists()
+        else None
+    )
+    with pytest.raises(DuplicateToolError):
+        host.shell.set_surface("canvas")
+    assert host.shell.surface == "scene"
+    assert host.shell.canvas_visible is False
+    assert host.context()["surface"] == presets.manager.get_context()["surface"] == "scene"
+    now = (
+        (state / "shell.json").read_text(encoding="utf-8")
+        if (state / "shell.json").exists()
+        else None
+    )
+    assert now == saved
+    assert presets.tool_registry.get("space_view").managed_source == "view.forced"  # type: ignore[union-attr]
+    host.shell.set_theme("dark")  # the shell still works, and saves
+    assert json.loads((state / "shell.json").read_text(encoding="utf-8"))["surface"] == "scene"
+    close = getattr(host, "close", None)
+    if close is not None:
+        close()
+    again = HeadlessHost(state)
+    assert again.start([variants(tmp_path)]).manager.get_context()["surface"] == "scene"
+
+
+def test_an_undeclared_activity_from_the_shell_is_refused_and_unsaved(tmp_path: Path) -> None:
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start([variants(tmp_path)])
+    with pytest.raises(PresetValidationError, match="no declared value 'paintng'"):
+        host.shell.set_activity("paintng")
+    assert host.shell.activity is None
+    assert presets.manager.get_context()["activity"] is None

@@ -1,0 +1,221 @@
+"""The declared context vocabulary: the hook, merging, preset validation and set_context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agent_presets import (
+    ContextField,
+    PresetValidationError,
+    ToolAdapter,
+    bootstrap,
+    hookimpl,
+    load_plugins,
+)
+from agent_presets.catalog import collect
+from agent_presets.host import HeadlessHost
+from agent_presets.vocabulary import Vocabulary
+
+
+def adapter(tool_id: str) -> ToolAdapter:
+    name = tool_id.replace(".", "_").replace("-", "_")
+    return ToolAdapter(
+        tool_id, "", f"Tool {tool_id}.", {"type": "object"}, lambda app, args: None, name=name
+    )
+
+
+class Plugin:
+    """One YAML file, its adapters and its context declarations."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        tool_ids: tuple[str, ...] = (),
+        fields: list[Any] | None = None,
+        name: str = "Plugin",
+    ) -> None:
+        self.path = path
+        self.tool_ids = tool_ids
+        self.fields = fields
+        self.__name__ = name
+
+    @hookimpl
+    def presets_preset_files(self) -> list[Path]:
+        return [self.path] if self.path else []
+
+    @hookimpl
+    def presets_tool_adapters(self) -> list[ToolAdapter]:
+        return [adapter(t) for t in self.tool_ids]
+
+    @hookimpl
+    def presets_context_fields(self) -> list[Any] | None:
+        return self.fields
+
+
+SURFACE = {"name": "surface", "type": "string", "values": ["scene", "canvas"]}
+ACTIVITY = {"name": "activity", "type": "string", "values": ["drawing"]}
+VISIBLE = {"name": "canvas_visible", "type": "boolean", "description": "Canvas shown."}
+
+
+def presets_file(tmp_path: Path, contexts: str, *, name: str = "p.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        "presets:\n"
+        "  - name: sketch-tools\n"
+        "    default_state: auto\n"
+        "    risk: normal\n"
+        f"    contexts: {contexts}\n"
+        "    tool_ids: [sketch.draw]\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_hook_presets_context_fields_declarations_reach_the_catalog_and_the_manager(tmp_path):
+    path = presets_file(tmp_path, "[{surface: canvas, activity: drawing}]")
+    plugin = Plugin(path, ("sketch.draw",), [SURFACE, ACTIVITY, VISIBLE])
+    presets = bootstrap(SimpleNamespace(), plugins=[plugin], context={"surface": "scene"})
+    assert presets.problems == []
+    assert set(presets.vocabulary.fields) == {"surface", "activity", "canvas_visible"}
+    assert presets.vocabulary.fields["canvas_visible"].type == "boolean"
+    presets.manager.set_context({"surface": "canvas", "activity": "drawing"})
+    assert presets.manager.resolve().active_names == ("sketch-tools",)
+
+
+def test_a_typo_in_a_context_key_fails_validation_with_a_did_you_mean(tmp_path):
+    path = presets_file(tmp_path, "[{surfce: canvas}]")
+    catalog = collect(load_plugins([Plugin(path, ("sketch.draw",), [SURFACE])]))
+    [problem] = catalog.problems
+    assert str(problem).startswith(f"{path}:5:17: preset 'sketch-tools': context field 'surfce'")
+    assert "did you mean 'surface'?" in str(problem)
+    assert catalog.presets == []
+
+
+def test_an_undeclared_context_value_fails_validation_with_a_did_you_mean(tmp_path):
+    path = presets_file(tmp_path, "[{surface: canvas, activity: drawng}]")
+    catalog = collect(load_plugins([Plugin(path, ("sketch.draw",), [SURFACE, ACTIVITY])]))
+    [problem] = catalog.problems
+    assert str(problem).startswith(f"{path}:5:44: ")
+    assert "no declared value 'drawng'; did you mean 'drawing'?" in str(problem)
+
+
+def test_a_boolean_field_takes_true_false_or_any_in_a_pattern(tmp_path):
+    pinned = {"name": "pinned", "type": "boolean"}
+    path = presets_file(tmp_path, "[{pinned: maybe}]")
+    catalog = collect(load_plugins([Plugin(path, ("sketch.draw",), [pinned])]))
+    [problem] = catalog.problems
+    assert "'pinned' is true or false" in str(problem)
+    ok = presets_file(tmp_path, "[{pinned: any}, {pinned: true}]", name="ok.yaml")
+    assert collect(load_plugins([Plugin(ok, ("sketch.draw",), [pinned])])).problems == []
+
+
+def test_declarations_of_one_field_merge_their_values(tmp_path):
+    path = presets_file(tmp_path, "[{activity: graph}, {activity: drawing}]")
+    drawing = Plugin(path, ("sketch.draw",), [ACTIVITY], name="drawing")
+    graph = Plugin(fields=[{"name": "activity", "type": "string", "values": ["graph"]}], name="g")
+    catalog = collect(load_plugins([drawing, graph]))
+    assert catalog.problems == []
+    field = catalog.vocabulary.fields["activity"]
+    assert field.values == ("drawing", "graph")
+    assert field.sources == ("drawing", "g")
+
+
+def test_one_source_allowing_any_string_opens_the_field():
+    vocabulary, problems = Vocabulary.merge(
+        [("a", ACTIVITY), ("b", ContextField("activity", "string", None, "anything"))]
+    )
+    assert problems == []
+    assert vocabulary.fields["activity"].values is None
+    vocabulary.check_context({"activity": "whatever"})
+
+
+def test_two_types_for_one_field_are_an_error_naming_both_sources():
+    vocabulary, [problem] = Vocabulary.merge(
+        [("host", VISIBLE), ("odd-plugin", {"name": "canvas_visible", "type": "string"})]
+    )
+    assert "declared as boolean by host and as string by odd-plugin" in str(problem)
+    assert vocabulary.fields["canvas_visible"].type == "boolean"
+
+
+@pytest.mark.parametrize(
+    ("declaration", "words"),
+    [
+        ({"name": "Surface"}, "snake_case"),
+        ({"name": "x", "type": "number"}, "'string' or 'boolean'"),
+        ({"name": "x", "values": "canvas"}, "list of strings"),
+        ({"name": "x", "values": ["any"]}, "cannot be declared"),
+        ({"name": "x", "type": "boolean", "values": ["yes"]}, "leave values out"),
+        ({"name": "x", "colour": "red"}, "unknown key"),
+        (42, "returned int"),
+    ],
+)
+def test_a_bad_declaration_is_a_problem_naming_its_plugin(declaration, words):
+    _, [problem] = Vocabulary.merge([("p", declaration)])
+    assert words in str(problem)
+    assert "'p'" in str(problem)
+
+
+def test_a_host_that_declares_nothing_checks_nothing(tmp_path):
+    path = presets_file(tmp_path, "[{anything_goes: yes}]")
+    presets = bootstrap(SimpleNamespace(), plugins=[Plugin(path, ("sketch.draw",))])
+    assert presets.problems == []
+    presets.manager.set_context({"anything_goes": "yes"})
+    assert presets.manager.resolve().active_names == ("sketch-tools",)
+
+
+def test_set_context_refuses_an_undeclared_value_and_changes_nothing(tmp_path):
+    path = presets_file(tmp_path, "[{surface: canvas}]")
+    presets = bootstrap(
+        SimpleNamespace(),
+        plugins=[Plugin(path, ("sketch.draw",), [SURFACE])],
+        context={"surface": "canvas"},
+    )
+    with pytest.raises(PresetValidationError, match="did you mean 'scene'"):
+        presets.manager.set_context({"surface": "scen"})
+    assert presets.manager.get_context() == {"surface": "canvas"}
+    # A fact no one declared is the host's business and passes.
+    presets.manager.set_context({"surface": "canvas", "zoom": 2})
+
+
+def test_the_headless_host_declares_its_context_and_a_plugin_adds_an_activity(tmp_path):
+    path = presets_file(tmp_path, "[{surface: canvas, activity: sketching}]")
+    plugin = Plugin(
+        path, ("sketch.draw",), [{"name": "activity", "type": "string", "values": ["sketching"]}]
+    )
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start([plugin])
+    assert presets.problems == []
+    fields = presets.vocabulary.fields
+    assert fields["surface"].values == ("scene", "canvas")
+    assert "headless-host" in fields["surface"].sources
+    assert fields["activity"].values == ("sketching",)
+    host.shell.set_surface("canvas")
+    host.shell.set_activity("sketching")
+    assert presets.tool_registry.names() == ["space_sketch_draw"]
+
+
+def test_the_built_in_plugins_validate_in_a_host_that_declares_nothing():
+    catalog = collect(load_plugins())
+    assert catalog.problems == []
+    assert {"surface", "activity", "canvas_visible"} <= set(catalog.vocabulary.fields)
+
+
+def test_a_saved_context_no_plugin_declares_any_more_still_starts_the_host(tmp_path):
+    # Refusing the first context would keep `serve` from starting after an uninstall.
+    path = presets_file(tmp_path, "[{surface: canvas}]")
+    sketching = {"name": "activity", "type": "string", "values": ["sketching"]}
+    host = HeadlessHost(tmp_path / "state")
+    host.start([Plugin(path, ("sketch.draw",), [sketching])])
+    host.shell.set_activity("sketching")
+    close = getattr(host, "close", None)
+    if close is not None:
+        close()
+    again = HeadlessHost(tmp_path / "state")
+    presets = again.start([Plugin(path, ("sketch.draw",))])
+    assert presets.manager.get_context()["activity"] == "sketching"
+    with pytest.raises(PresetValidationError, match="no declared value 'sketching2'"):
+        again.shell.set_activity("sketching2")
