@@ -11,7 +11,9 @@ then the installed catalog) and ``presets serve`` pass, with no edit.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -93,6 +95,27 @@ def test_the_workflow_validates_with_github_annotations_and_runs_pytest(tmp_path
     assert "python -m pytest" in steps
 
 
+def test_the_generated_plugin_declares_its_context_and_its_own_tests_pass(tmp_path: Path) -> None:
+    # The quick form of the slow test below: this environment's core and test kit, the
+    # plugin on the path instead of installed. Its tests start the headless host, which
+    # refuses an undeclared activity and fills the prompts' {{tool.id}} placeholders.
+    target = tmp_path / "tracker"
+    assert new_plugin("time-tracker", "--dir", str(target))[0] == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRESETS_")}
+    env["PYTHONPATH"] = str(target / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+        cwd=target,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "7 passed" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -153,7 +176,7 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
     run([uv, "pip", "install", "--quiet", "--python", python, "-e", ".[dev]"], project)
 
     tested = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project)
-    assert "6 passed" in tested.stdout
+    assert "7 passed" in tested.stdout
     run([str(venv / BIN / "ruff"), "check", "--no-cache", "."], project)
     run([str(venv / BIN / "ruff"), "format", "--check", "--no-cache", "."], project)
     presets(
