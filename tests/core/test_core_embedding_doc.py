@@ -83,6 +83,20 @@ def test_the_documented_host_follows_its_context_in_memory(host_module: ModuleTy
     assert seen["tasks"] == [{"id": 1, "title": "write the docs", "done": False}]
 
 
+def test_the_documented_host_declares_its_screens_and_its_prompts_name_served_tools(
+    host_module: ModuleType,
+) -> None:
+    app = host_module.TaskApp()
+    presets = host_module.start(app)
+    app.open("board")
+    prompts = "\n".join(f.prompt for f in presets.manager.get_prompt_fragments())
+    assert "space_tasks_add" in prompts and "space_tasks_complete" in prompts
+    assert "{{" not in prompts
+    with pytest.raises(agent_presets.PresetValidationError, match="did you mean 'board'"):
+        app.open("bord")
+    assert (app.screen, presets.manager.get_context()["surface"]) == ("board", "board")
+
+
 def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: ModuleType) -> None:
     messages = [
         {
