@@ -8,6 +8,7 @@ offer, so the page cannot drift from the code.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import inspect
 import json
@@ -165,6 +166,22 @@ def test_serving_is_public_and_loads_mcp_on_first_use() -> None:
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     assert {"serve", "build_server", "PresetServer"} <= set(agent_presets.__all__)
+
+
+def test_type_checkers_see_every_public_name_and_the_version_is_the_distribution_s() -> None:
+    # The serving names too: the server takes the version from agent_presets._version, so a
+    # typing import of agent_presets.mcpserver in the package root makes no cycle.
+    tree = ast.parse(Path(agent_presets.__file__).read_text(encoding="utf-8"))
+    [block] = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"
+    ]
+    typed = {
+        a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
+    assert typed == set(agent_presets.__all__) - {"__version__"}
+    assert agent_presets.__version__ == importlib.metadata.version("agent-presets")
 
 
 # -- the runtime protocols -------------------------------------------------------

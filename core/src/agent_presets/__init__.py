@@ -12,7 +12,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from agent_presets._version import __version__
 
 
 class _Package(ModuleType):
@@ -68,9 +68,6 @@ _EXPORTS = {
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
-    # Not imported for type checkers below: agent_presets.mcpserver.server imports
-    # this package (for __version__), and even a typing-only import back would make
-    # an import cycle. Until that import goes, `agent_presets.mcpserver` has the types.
     "PresetServer": "mcpserver",
     "build_server": "mcpserver",
     "serve": "mcpserver",
@@ -138,6 +135,7 @@ if TYPE_CHECKING:
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
+    from agent_presets.mcpserver import PresetServer, build_server, serve
     from agent_presets.model import (
         DEFAULT_NAMESPACE,
         ActivePreset,

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from agent_presets import __version__
+from agent_presets._version import __version__
 from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
 from agent_presets.cli.newplugin import new_plugin
 from agent_presets.cli.serve import opencode, serve
