@@ -95,7 +95,7 @@ def test_the_workflow_validates_with_github_annotations_and_runs_pytest(tmp_path
     assert "python -m pytest" in steps
 
 
-def test_the_generated_plugin_declares_its_context_and_its_own_tests_pass(tmp_path: Path) -> None:
+def test_the_generated_plugin_declares_its_context_its_tests_and_ruff_pass(tmp_path: Path) -> None:
     # The quick form of the slow test below: this environment's core and test kit, the
     # plugin on the path instead of installed. Its tests start the headless host, which
     # refuses an undeclared activity and fills the prompts' {{tool.id}} placeholders.
@@ -114,6 +114,16 @@ def test_the_generated_plugin_declares_its_context_and_its_own_tests_pass(tmp_pa
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 passed" in done.stdout
+    for check in (["check"], ["format", "--check"]):  # with the generated ruff settings
+        linted = subprocess.run(
+            [sys.executable, "-m", "ruff", *check, "--no-cache", "."],
+            cwd=target,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 @pytest.mark.parametrize(
