@@ -12,7 +12,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from agent_presets._version import __version__
 
 
 class _Package(ModuleType):
@@ -67,6 +67,10 @@ _EXPORTS = {
     "PluginSet": "plugins",
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
+    # Serving MCP from a host app. These import mcp (about a second), on first use only.
+    "PresetServer": "mcpserver",
+    "build_server": "mcpserver",
+    "serve": "mcpserver",
 }
 
 __all__ = [
@@ -83,6 +87,7 @@ __all__ = [
     "PresetManager",
     "PresetMcpSync",
     "PresetRegistry",
+    "PresetServer",
     "PresetValidationError",
     "Presets",
     "PromptFragment",
@@ -97,6 +102,7 @@ __all__ = [
     "UnknownPresetError",
     "__version__",
     "bootstrap",
+    "build_server",
     "hookimpl",
     "hookspec",
     "load_plugins",
@@ -104,6 +110,7 @@ __all__ = [
     "object_schema",
     "require_runtime",
     "runtime_handler",
+    "serve",
 ]
 
 
@@ -128,6 +135,7 @@ if TYPE_CHECKING:
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
+    from agent_presets.mcpserver import PresetServer, build_server, serve
     from agent_presets.model import (
         DEFAULT_NAMESPACE,
         ActivePreset,

@@ -78,9 +78,11 @@ class PresetManager:
     # -- definitions -------------------------------------------------------
 
     def register(self, preset: Preset) -> None:
+        """Register a preset; the manager re-resolves, and a preset it would refuse is undone."""
         self.registry.register(preset)
 
     def unregister(self, name: str) -> None:
+        """Remove the preset ``name`` (``UnknownPresetError`` if absent) and re-resolve."""
         self.registry.unregister(name)
 
     # -- context and overrides ---------------------------------------------
@@ -98,6 +100,7 @@ class PresetManager:
             self._commit(resolution, defs, overrides_changed=False)
 
     def get_context(self) -> Context:
+        """A copy of the context snapshot the current resolution was made from."""
         return dict(self._context)
 
     def set_override(self, name: str, state: str) -> None:
@@ -132,6 +135,7 @@ class PresetManager:
                 raise PresetValidationError(f"preset {name!r} cannot be turned on: {problem}")
 
     def get_overrides(self) -> dict[str, str]:
+        """A copy of the session overrides: preset name -> ``on`` or ``off``."""
         return dict(self._overrides)
 
     # -- results -----------------------------------------------------------
@@ -141,9 +145,11 @@ class PresetManager:
         return self._resolution
 
     def get_active_presets(self) -> list[ActivePreset]:
+        """The active presets, in registration order, each with why it is on."""
         return list(self._resolution.active_presets)
 
     def get_prompt_fragments(self) -> list[PromptFragment]:
+        """The active presets' prompt fragments, in the same order."""
         return list(self._resolution.prompt_fragments)
 
     def get_tool_defs(self) -> list[ToolDef]:
@@ -154,6 +160,7 @@ class PresetManager:
             return list(self._tool_defs)
 
     def status(self) -> dict[str, Any]:
+        """Context, overrides, active presets and tool ids as plain data, for status displays."""
         r = self._resolution
         return {
             "context": self.get_context(),
@@ -166,9 +173,11 @@ class PresetManager:
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:
+        """Call ``callback(resolution)`` when the result or the overrides change."""
         self._listeners.add(callback)
 
     def remove_on_change(self, callback: ChangeListener) -> None:
+        """Stop calling ``callback`` (added before; ``KeyError`` otherwise)."""
         self._listeners.remove(callback)
 
     # -- internals ---------------------------------------------------------

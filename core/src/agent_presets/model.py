@@ -71,6 +71,7 @@ class PresetValidationError(PresetError, ValueError):
         super().__init__(self.location_prefix() + message)
 
     def location_prefix(self) -> str:
+        """``path:line:col: `` for the known parts of the location, or an empty string."""
         if self.source is None:
             return ""
         parts = [self.source]
@@ -192,6 +193,7 @@ class Preset:
 
     @property
     def dangerous(self) -> bool:
+        """Whether the risk is one that must ship ``default_state: off``."""
         return self.risk in DANGEROUS_RISKS
 
     @classmethod
@@ -233,6 +235,7 @@ class Preset:
         return preset
 
     def to_dict(self) -> dict[str, Any]:
+        """The preset as a mapping with the preset file's keys, which ``from_dict`` reads back."""
         data: dict[str, Any] = {"name": self.name}
         if self.group is not None:
             data["group"] = self.group
@@ -273,9 +276,11 @@ class Resolution:
 
     @property
     def active_names(self) -> tuple[str, ...]:
+        """The names of the active presets, in order."""
         return tuple(a.name for a in self.active_presets)
 
     def to_dict(self) -> dict[str, Any]:
+        """The resolution as plain data, ready for JSON."""
         return {
             "active_presets": [
                 {"name": a.name, "reason": a.reason, "risk": a.risk} for a in self.active_presets

@@ -141,9 +141,11 @@ class PluginSet:
 
     @property
     def hook(self) -> Any:
+        """pluggy's hook caller for these plugins (``plugin_set.hook.presets_tool_adapters()``)."""
         return self.pm.hook
 
     def get(self, name: str) -> PluginInfo | None:
+        """The loaded plugin named ``name`` (as ``presets plugins`` prints it), or None."""
         return next((p for p in self.plugins if p.name == name), None)
 
     def call_each(

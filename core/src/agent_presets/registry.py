@@ -60,6 +60,7 @@ class PresetRegistry:
     # -- definitions -------------------------------------------------------
 
     def register(self, preset: Preset) -> None:
+        """Add ``preset`` last in resolution order; a taken name is a ``DuplicatePresetError``."""
         if not isinstance(preset, Preset):
             raise PresetValidationError(f"expected a Preset, got {type(preset).__name__}")
         existing = self._entries.get(preset.name)
@@ -78,6 +79,7 @@ class PresetRegistry:
             raise
 
     def unregister(self, name: str) -> Preset:
+        """Remove and return the preset ``name``; ``UnknownPresetError`` if absent."""
         entry = self._entries.pop(name, None)
         if entry is None:
             raise UnknownPresetError(f"no preset named {name!r} is registered")
@@ -86,6 +88,7 @@ class PresetRegistry:
         return entry.preset
 
     def get(self, name: str) -> Preset | None:
+        """The preset ``name``, or None."""
         entry = self._entries.get(name)
         return entry.preset if entry else None
 
@@ -96,12 +99,15 @@ class PresetRegistry:
         return len(self._entries)
 
     def list(self) -> builtins.list[Preset]:
+        """Every preset, in registration order (the order resolution uses)."""
         return [e.preset for e in self._entries.values()]
 
     def list_by_group(self, group: str) -> builtins.list[Preset]:
+        """The presets whose ``group`` is ``group``, in registration order."""
         return [e.preset for e in self._entries.values() if e.preset.group == group]
 
     def names(self) -> builtins.list[str]:
+        """The preset names, in registration order."""
         return list(self._entries)
 
     # -- resolution --------------------------------------------------------
@@ -182,6 +188,7 @@ class PresetRegistry:
     # -- status and listeners ----------------------------------------------
 
     def status(self) -> dict[str, Any]:
+        """Counts by default state and group, and the dangerous presets, as plain data."""
         groups: dict[str, int] = {}
         for e in self._entries.values():
             key = e.preset.group or ""
@@ -195,9 +202,11 @@ class PresetRegistry:
         }
 
     def add_on_change(self, callback: RegistryListener) -> None:
+        """Call ``callback(event, preset)`` after each register or unregister."""
         self._listeners.add(callback)
 
     def remove_on_change(self, callback: RegistryListener) -> None:
+        """Stop calling ``callback`` (added before; ``KeyError`` otherwise)."""
         self._listeners.remove(callback)
 
     def _notify(self, event: str, preset: Preset) -> None:

@@ -35,6 +35,7 @@ class PresetMcpSync:
         self.last_report = SyncReport()
 
     def start(self) -> SyncReport:
+        """Follow the manager's changes and sync once; returns that sync's report."""
         if not self._started:
             self.manager.add_on_change(self._on_change)
             self._started = True
@@ -57,6 +58,12 @@ class PresetMcpSync:
         return self.last_report
 
     def sync(self) -> SyncReport:
+        """Make the registry hold exactly the manager's current tools under this owner.
+
+        Registers new tools, re-registers those whose source changed and
+        removes only its own stale ones; a name held by anyone else raises
+        ``OwnershipError`` before anything changes. One notification at most.
+        """
         desired: dict[str, ToolDef] = {}
         for tool_def in self.manager.get_tool_defs():
             if tool_def.managed_owner != self.owner:
@@ -110,9 +117,11 @@ class PresetMcpSync:
         return mine is not None and self.tool_registry.get(name) is mine
 
     def managed(self) -> dict[str, str]:
+        """A copy of the tools this sync holds: MCP name -> source id."""
         return dict(self._managed)
 
     def status(self) -> dict[str, Any]:
+        """Owner, whether started, how many tools it holds and the last report, as plain data."""
         return {
             "owner": self.owner,
             "started": self._started,

@@ -52,6 +52,11 @@ class ToolRegistry:
     # -- changes -----------------------------------------------------------
 
     def register(self, tool_def: ToolDef, replace: bool = False) -> None:
+        """Add ``tool_def`` under its name, owned by its ``managed_owner``.
+
+        The name must carry the namespace prefix; a taken name raises unless
+        ``replace``. Listeners hear of the change (once per ``batch``).
+        """
         name = tool_def.name
         if self.namespace_prefix and not name.startswith(self.namespace_prefix):
             raise PresetValidationError(
@@ -92,6 +97,7 @@ class ToolRegistry:
     # -- reading -----------------------------------------------------------
 
     def get(self, name: str) -> ToolDef | None:
+        """The tool ``name``, or None."""
         return self._tools.get(name)
 
     def __contains__(self, name: object) -> bool:
@@ -108,6 +114,7 @@ class ToolRegistry:
             return list(self._names)
 
     def list(self) -> list[ToolDef]:
+        """The tools, in the stable order of ``names()``."""
         with self._lock:
             return [self._tools[n] for n in self.names()]
 
@@ -118,9 +125,11 @@ class ToolRegistry:
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:
+        """Call ``callback(change)`` after each change (once per outermost ``batch``)."""
         self._listeners.add(callback)
 
     def remove_on_change(self, callback: ChangeListener) -> None:
+        """Stop calling ``callback`` (added before; ``KeyError`` otherwise)."""
         self._listeners.remove(callback)
 
     def _record(self, kind: str, name: str) -> None:

@@ -33,6 +33,7 @@ class ContextField:
     sources: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The declaration as a mapping, as ``presets_context_fields`` may return it."""
         return {
             "name": self.name,
             "type": self.type,

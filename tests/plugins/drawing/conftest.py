@@ -6,26 +6,45 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pluginkit import PluginApp
 
 import agent_presets_drawing
+from agent_presets.host import StateStore
+from agent_presets.testing import ContextValues, PresetsHost
 from agent_presets_drawing import Drawing
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
+OFF_PRESETS = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
 
 
-class DrawingApp(PluginApp):
+class DrawingApp(PresetsHost):
     """A headless host running only the drawing plugin, in the drawing context."""
 
-    plugin = agent_presets_drawing
-    runtime = "drawing"
-    prefix = "space_drawing_"
-    shell = (("set_surface", "canvas"), ("set_activity", "drawing"))
-    off_presets = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
+    def __init__(self, directory: Path, *, destructive: bool = True) -> None:
+        super().__init__(
+            # the other built-ins' activities, so a test can switch to one
+            [agent_presets_drawing, ContextValues(activity=["graph"])],
+            directory / "state",
+            root=directory / "files",
+            tool_prefix="space_drawing_",
+        )
+        self.set_context(surface="canvas", activity="drawing")
+        if destructive:
+            self.enable(*OFF_PRESETS)
 
-    def __init__(self, state_dir: Path, *, destructive: bool = True) -> None:
-        self.state_dir = state_dir
-        super().__init__(state_dir, enable_off=destructive)
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        return self.call_tool(tool, **arguments)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The kit's snapshot and the drawing as inspect shows it, history counters included."""
+        return {**super().snapshot(), "inspect": self.state()}
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The drawing's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("drawing", world).items())
+        finally:
+            store.close()
 
     def state(self) -> Any:
         """The drawing as inspect shows it, history counters included."""
@@ -53,14 +72,15 @@ class DrawingApp(PluginApp):
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> DrawingApp:
-    return DrawingApp(tmp_path)
+def app(tmp_path: Path) -> Iterator[DrawingApp]:
+    app = DrawingApp(tmp_path)
+    yield app
+    app.close()
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
+def make_app(tmp_path: Path) -> Iterator[Callable[..., DrawingApp]]:
     """Build a drawing app on this test's state directory (again: a restart)."""
-
     made: list[DrawingApp] = []
 
     def make(*, destructive: bool = True) -> DrawingApp:
@@ -69,7 +89,9 @@ def make_app(tmp_path: Path) -> Callable[..., DrawingApp]:
         made.append(DrawingApp(tmp_path, destructive=destructive))
         return made[-1]
 
-    return make
+    yield make
+    if made:
+        made[-1].close()
 
 
 def _no_fsync(fd: int) -> None:
@@ -90,4 +112,6 @@ def shared_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DrawingApp]
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "fsync", _no_fsync)
-        yield DrawingApp(tmp_path_factory.mktemp("drawing"))
+        app = DrawingApp(tmp_path_factory.mktemp("drawing"))
+        yield app
+        app.close()

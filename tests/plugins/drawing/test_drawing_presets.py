@@ -7,10 +7,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pluginkit import SpecTable, read_only_tools
 
 import agent_presets_drawing
 from agent_presets import MissingRuntimeError, bootstrap
+from agent_presets.testing import (
+    PresetTable,
+    mcp_name,
+    plugin_adapters,
+    plugin_presets,
+    read_only_tools,
+)
 
 CONTEXT = {"surface": "canvas", "activity": "drawing"}
 
@@ -65,15 +71,25 @@ SPEC = {
 }
 
 
-TABLE = SpecTable(SPEC)
+TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    TABLE.check_preset_file(agent_presets_drawing, group="drawing", context=CONTEXT)
+    assert PresetTable.of(agent_presets_drawing) == TABLE
+    assert list(PresetTable.of(agent_presets_drawing)) == list(TABLE)
+    for preset in plugin_presets(agent_presets_drawing):
+        assert preset.group == "drawing"
+        assert [dict(c) for c in preset.contexts] == [CONTEXT]
+        assert preset.system_prompt and len(preset.system_prompt) > 80
 
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
-    TABLE.check_adapters(agent_presets_drawing, name="drawing")
+    adapters = plugin_adapters(agent_presets_drawing).values()
+    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    for adapter in adapters:
+        slug = adapter.id.removeprefix("drawing.")
+        assert adapter.name == "drawing_" + slug.replace("-", "_")
+        assert adapter.input_schema.get("additionalProperties") is False
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:

@@ -5,12 +5,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pluginkit import OtherActivities
 
 import agent_presets_general
-from agent_presets import ToolDef
-from agent_presets.bootstrap import Presets
-from agent_presets.host import HeadlessHost
+from agent_presets.testing import ContextValues, PresetsHost
 
 DANGEROUS = (
     "general-world-tools",
@@ -20,48 +17,40 @@ DANGEROUS = (
 )
 
 
-class GeneralApp:
+class GeneralApp(PresetsHost):
     """A headless host running only the general plugin, with helpers to call its tools."""
 
     def __init__(self, tmp_path: Path, plugins: list[object] | None = None) -> None:
         self.tmp_path = tmp_path
-        self.state_dir = tmp_path / "state"
-        self.root = tmp_path / "files"
-        self.host = HeadlessHost(self.state_dir, root=self.root)
-        self.presets: Presets = self.host.start(
-            plugins=[agent_presets_general, OtherActivities(), *(plugins or [])]
+        # the activities the other built-ins declare, so the shell can switch to them
+        others = ContextValues(activity=["drawing", "graph"])
+        super().__init__(
+            [agent_presets_general, others, *(plugins or [])],
+            tmp_path / "state",
+            root=tmp_path / "files",
         )
-        assert self.presets.problems == []
-
-    @property
-    def manager(self) -> Any:
-        return self.presets.manager
-
-    def tools(self) -> dict[str, ToolDef]:
-        return {t.name: t for t in self.manager.get_tool_defs()}
 
     def call(self, tool: str, /, **arguments: Any) -> Any:
         """Run ``tool`` as an MCP client would: found in the manager's current tool defs."""
-        tools = self.tools()
-        assert tool in tools, f"{tool} is not offered; offered: {sorted(tools)}"
-        return tools[tool].run(arguments)
-
-    def enable(self, *names: str) -> None:
-        for name in names:
-            self.manager.set_override(name, "on")
+        return self.call_tool(tool, **arguments)
 
 
 @pytest.fixture
-def general_app(tmp_path: Path) -> Iterator[GeneralApp]:
-    yield GeneralApp(tmp_path)
+def make_general_app(tmp_path: Path) -> Iterator[Callable[..., GeneralApp]]:
+    made: list[GeneralApp] = []
 
-
-@pytest.fixture
-def make_general_app(tmp_path: Path) -> Callable[..., GeneralApp]:
     def make(plugins: list[object] | None = None) -> GeneralApp:
-        return GeneralApp(tmp_path, plugins)
+        made.append(GeneralApp(tmp_path, plugins))
+        return made[-1]
 
-    return make
+    yield make
+    for app in made:
+        app.close()
+
+
+@pytest.fixture
+def general_app(make_general_app: Callable[..., GeneralApp]) -> GeneralApp:
+    return make_general_app()
 
 
 @pytest.fixture

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pluginkit import mcp_name
 
 import agent_presets_general
 from agent_presets import MissingRuntimeError, load_preset_file
 from agent_presets.bootstrap import bootstrap
 from agent_presets.model import DANGEROUS_RISKS
+from agent_presets.testing import mcp_name
 
 if TYPE_CHECKING:
     from conftest import GeneralApp

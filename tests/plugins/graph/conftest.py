@@ -1,32 +1,55 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pluginkit import PluginApp
 
 import agent_presets_graph
+from agent_presets.host import StateStore
+from agent_presets.testing import ContextValues, PresetsHost
+
+OFF_PRESETS = ("graph-node-map-tools", "graph-state-tools")
 
 
-class GraphApp(PluginApp):
+class GraphApp(PresetsHost):
     """A headless host running only the graph plugin, in the graph context."""
 
-    plugin = agent_presets_graph
-    runtime = "graph"
-    prefix = "space_graph_"
-    shell = (("set_surface", "canvas"), ("set_activity", "graph"))
-    off_presets = ("graph-node-map-tools", "graph-state-tools")
+    def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
+        super().__init__(
+            # the other built-ins' activities, so a test can switch to one
+            [agent_presets_graph, ContextValues(activity=["drawing"])],
+            directory / "state",
+            root=directory / "files",
+            tool_prefix="space_graph_",
+        )
+        self.set_context(surface="canvas", activity="graph")
+        if enable_off:
+            self.enable(*OFF_PRESETS)
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        return self.call_tool(tool, **arguments)
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The graph's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("graph", world).items())
+        finally:
+            store.close()
+
+    def state(self) -> Any:
+        """The graph's saved state."""
+        return self.host.runtime("graph").to_state()
 
     def node(self, label: str, **data: Any) -> str:
         return str(self.call("add_node", label=label, data=data)["id"])
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., GraphApp]:
+def make_app(tmp_path: Path) -> Iterator[Callable[..., GraphApp]]:
     """Build a graph app on this test's state directory (again: a restart)."""
-
     made: list[GraphApp] = []
 
     def make(*, enable_off: bool = True) -> GraphApp:
@@ -35,7 +58,9 @@ def make_app(tmp_path: Path) -> Callable[..., GraphApp]:
         made.append(GraphApp(tmp_path, enable_off=enable_off))
         return made[-1]
 
-    return make
+    yield make
+    if made:
+        made[-1].close()
 
 
 @pytest.fixture

@@ -7,11 +7,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pluginkit import SpecTable, read_only_tools
 
 import agent_presets_graph
 from agent_presets import MissingRuntimeError
 from agent_presets.bootstrap import bootstrap
+from agent_presets.testing import (
+    PresetTable,
+    mcp_name,
+    plugin_adapters,
+    plugin_presets,
+    read_only_tools,
+)
 
 CONTEXT = {"surface": "canvas", "activity": "graph"}
 
@@ -35,15 +41,25 @@ SPEC = {
 }
 
 
-TABLE = SpecTable(SPEC)
+TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    TABLE.check_preset_file(agent_presets_graph, group="graph", context=CONTEXT)
+    assert PresetTable.of(agent_presets_graph) == TABLE
+    assert list(PresetTable.of(agent_presets_graph)) == list(TABLE)
+    for preset in plugin_presets(agent_presets_graph):
+        assert preset.group == "graph"
+        assert [dict(c) for c in preset.contexts] == [CONTEXT]
+        assert preset.system_prompt and len(preset.system_prompt) > 80
 
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
-    TABLE.check_adapters(agent_presets_graph, name="graph")
+    adapters = plugin_adapters(agent_presets_graph).values()
+    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    for adapter in adapters:
+        slug = adapter.id.removeprefix("graph.")
+        assert adapter.name == "graph_" + slug.replace("-", "_")
+        assert adapter.input_schema.get("additionalProperties") is False
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:

@@ -1,23 +1,47 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pluginkit import PluginApp
 
 import agent_presets_scene
+from agent_presets.host import StateStore
+from agent_presets.testing import ContextValues, PresetsHost
+
+OFF_PRESETS = ("scene-terrain-destructive-tools", "scene-state-tools")
 
 
-class SceneApp(PluginApp):
+class SceneApp(PresetsHost):
     """A headless host running only the scene plugin, on the scene surface."""
 
-    plugin = agent_presets_scene
-    runtime = "scene"
-    prefix = "space_scene_"
-    shell = (("set_surface", "scene"),)
-    off_presets = ("scene-terrain-destructive-tools", "scene-state-tools")
+    def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
+        super().__init__(
+            # the other built-ins' activities, so a test can switch to one
+            [agent_presets_scene, ContextValues(activity=["drawing", "graph"])],
+            directory / "state",
+            root=directory / "files",
+            tool_prefix="space_scene_",
+        )
+        self.set_context(surface="scene")
+        if enable_off:
+            self.enable(*OFF_PRESETS)
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        return self.call_tool(tool, **arguments)
+
+    def saved_rows(self, world: str = "home") -> dict[str, Any]:
+        """The scene's rows as committed to the state database, read by a second connection."""
+        store = StateStore(self.host.state_dir / "state.db")
+        try:
+            return dict(store.table("scene", world).items())
+        finally:
+            store.close()
+
+    def state(self) -> Any:
+        """The scene's saved state."""
+        return self.host.runtime("scene").to_state()
 
     def cuboid(self, **extra: Any) -> str:
         result = self.call("add_cuboid", position=[0, 0.5, 0], size=[1, 1, 1], **extra)
@@ -25,9 +49,8 @@ class SceneApp(PluginApp):
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., SceneApp]:
+def make_app(tmp_path: Path) -> Iterator[Callable[..., SceneApp]]:
     """Build a scene app on this test's state directory (again: a restart)."""
-
     made: list[SceneApp] = []
 
     def make(*, enable_off: bool = True) -> SceneApp:
@@ -36,7 +59,9 @@ def make_app(tmp_path: Path) -> Callable[..., SceneApp]:
         made.append(SceneApp(tmp_path, enable_off=enable_off))
         return made[-1]
 
-    return make
+    yield make
+    if made:
+        made[-1].close()
 
 
 @pytest.fixture

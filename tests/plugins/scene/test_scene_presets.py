@@ -7,11 +7,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pluginkit import SpecTable, read_only_tools
 
 import agent_presets_scene
 from agent_presets import MissingRuntimeError
 from agent_presets.bootstrap import bootstrap
+from agent_presets.testing import (
+    PresetTable,
+    mcp_name,
+    plugin_adapters,
+    plugin_presets,
+    read_only_tools,
+)
 
 CONTEXT = {"surface": "scene"}
 
@@ -55,15 +61,25 @@ SPEC = {
 }
 
 
-TABLE = SpecTable(SPEC)
+TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    TABLE.check_preset_file(agent_presets_scene, group="scene", context=CONTEXT)
+    assert PresetTable.of(agent_presets_scene) == TABLE
+    assert list(PresetTable.of(agent_presets_scene)) == list(TABLE)
+    for preset in plugin_presets(agent_presets_scene):
+        assert preset.group == "scene"
+        assert [dict(c) for c in preset.contexts] == [CONTEXT]
+        assert preset.system_prompt and len(preset.system_prompt) > 80
 
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
-    TABLE.check_adapters(agent_presets_scene, name="scene")
+    adapters = plugin_adapters(agent_presets_scene).values()
+    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    for adapter in adapters:
+        slug = adapter.id.removeprefix("scene.")
+        assert adapter.name == "scene_" + slug.replace("-", "_")
+        assert adapter.input_schema.get("additionalProperties") is False
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pluginkit import mcp_name
 
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
 from agent_presets.bootstrap import bootstrap
+from agent_presets.testing import mcp_name
 
 if TYPE_CHECKING:
     from conftest import UnitsApp

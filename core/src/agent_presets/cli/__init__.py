@@ -17,9 +17,10 @@ from typing import Any
 
 import click
 
-from agent_presets import __version__
+from agent_presets._version import __version__
 from agent_presets.cli.control import COMMANDS as CONTROL_COMMANDS
 from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
+from agent_presets.cli.newplugin import new_plugin
 from agent_presets.cli.serve import opencode, serve
 from agent_presets.cli.validate import validate
 from agent_presets.model import PresetError
@@ -84,5 +85,6 @@ for _command in (
     opencode,
     serve,
     *CONTROL_COMMANDS,
+    new_plugin,
 ):
     main.add_command(_command)

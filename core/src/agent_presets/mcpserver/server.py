@@ -24,7 +24,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from agent_presets import __version__
+from agent_presets._version import __version__
 from agent_presets.control import Controller
 from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
