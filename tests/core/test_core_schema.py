@@ -75,3 +75,22 @@ def test_the_schema_rejects_invalid_presets(preset_change):
     preset = {**VALID_FILE["presets"][0], **preset_change}
     validator = jsonschema.Draft202012Validator(schema())
     assert not validator.is_valid({"presets": [preset]})
+
+
+def test_every_field_of_the_schema_has_a_description_for_editors() -> None:
+    schema = json.loads((Path(__file__).parents[2] / "schemas" / "preset.schema.json").read_text())
+    missing: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            typed = any(k in node for k in ("type", "enum", "const", "$ref", "properties"))
+            if typed and "description" not in node:
+                missing.append(path or "/")
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}/{index}")
+
+    walk(schema, "")
+    assert missing == []
