@@ -582,3 +582,26 @@ def test_presets_validate_reports_each_hostile_file_and_checks_the_rest(in_tmp: 
         ("fifo.yaml", None),
         ("tagged.yaml", 1),
     ]
+
+
+def test_tens_of_thousands_of_tool_ids_are_checked_for_duplicates_in_one_pass() -> None:
+    # Comparing every pair of 100,000 ids took hours; the check is linear now.
+    from agent_presets.schema import schema
+    from agent_presets.schemacheck import compile_check
+
+    root = schema()
+    check = compile_check(root, root)
+    ids = [f"t.x{i}" for i in range(50_000)]
+    preset = {
+        "name": "big",
+        "default_state": "off",
+        "risk": "normal",
+        "contexts": [],
+        "tool_ids": ids,
+    }
+    assert check({"presets": [preset]})
+    assert not check({"presets": [{**preset, "tool_ids": [*ids, "t.x49999"]}]})
+    # JSON equality still holds: 1 and 1.0 are one value, true and 1 are two.
+    unique = compile_check({}, {"uniqueItems": True})
+    assert not unique([1, 1.0]) and unique([True, 1]) and unique(["1", 1])
+    assert not unique([{"a": 1}, {"a": 1.0}]) and unique([[1], [True]])

@@ -129,9 +129,17 @@ class _Compiler:
         def check(instance: Any) -> bool:
             if not isinstance(instance, list):
                 return True
-            return not any(
-                _json_equal(a, b) for i, a in enumerate(instance) for b in instance[i + 1 :]
-            )
+            # Scalars by a hashable JSON key: linear, so 100,000 tool ids take no time
+            # (comparing every pair took hours). Containers and NaN keep the pairwise check.
+            seen: set[tuple[str, Any]] = set()
+            for item in instance:
+                if isinstance(item, dict | list) or item != item:
+                    return _pairwise_unique(instance)
+                key = _json_key(item)
+                if key in seen:
+                    return False
+                seen.add(key)
+            return True
 
         return check
 
@@ -185,6 +193,19 @@ def _any(checks: list[Check]) -> Check:
         return False
 
     return check
+
+
+def _json_key(item: Any) -> tuple[str, Any]:
+    """A hashable key under which two JSON scalars are equal exactly when ``_json_equal`` says."""
+    if isinstance(item, bool):
+        return ("boolean", item)
+    if _is_number(item):
+        return ("number", item)  # 1 == 1.0 and hash(1) == hash(1.0), as JSON has it
+    return (type(item).__name__, item)
+
+
+def _pairwise_unique(instance: list[Any]) -> bool:
+    return not any(_json_equal(a, b) for i, a in enumerate(instance) for b in instance[i + 1 :])
 
 
 def _json_equal(a: Any, b: Any) -> bool:
