@@ -76,8 +76,14 @@ def host_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_the_documented_host_follows_its_context_in_memory(host_module: ModuleType) -> None:
     seen = anyio.run(host_module.demo)
-    assert seen["inbox"] == ["space_tasks_list"]
-    assert seen["board"] == ["space_tasks_add", "space_tasks_complete", "space_tasks_list"]
+    # The server's own tool (the agent asks for a preset) is served beside the host's.
+    assert seen["inbox"] == ["space_presets_request", "space_tasks_list"]
+    assert seen["board"] == [
+        "space_presets_request",
+        "space_tasks_add",
+        "space_tasks_complete",
+        "space_tasks_list",
+    ]
     assert json.loads(seen["added"]) == {"id": 1, "title": "write the docs", "done": False}
     is_error, message = seen["refused"]
     assert is_error and "there is no task 7; list the tasks" in message
@@ -141,7 +147,8 @@ def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: Modu
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
-    assert [t["name"] for t in answer["result"]["tools"]] == ["space_tasks_list"]
+    names = [t["name"] for t in answer["result"]["tools"]]
+    assert sorted(names) == ["space_presets_request", "space_tasks_list"]
 
 
 def test_the_readme_snippet_defines_what_it_uses(monkeypatch: pytest.MonkeyPatch) -> None:
