@@ -14,17 +14,19 @@ Environment:
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
 
 import agent_presets.hookspecs as hookspecs
 from agent_presets.model import PresetError, PresetValidationError
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution, EntryPoint
 
 ENTRY_POINT_GROUP: Final = "agent_presets"
 BUILTIN_DISTRIBUTIONS: Final = frozenset(
@@ -138,7 +140,14 @@ class PluginSet:
         return results
 
 
-def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]]:
+def _entry_points() -> list[tuple[EntryPoint, Distribution]]:
+    """Every ``agent_presets`` entry point with its distribution, from one scan of sys.path.
+
+    The one scan is reused for loading (pluggy's ``load_setuptools_entrypoints``
+    scans every installed distribution again on each call: once per plugin).
+    """
+    import importlib.metadata
+
     found = []
     seen: set[tuple[str, str]] = set()
     for dist in importlib.metadata.distributions():
@@ -232,8 +241,8 @@ def _discover(plugin_set: PluginSet, env: Mapping[str, str]) -> None:
             continue
         by_name[ep.name] = dist_name
 
-        def load(name: str = ep.name) -> None:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+        def load(ep: EntryPoint = ep) -> None:
+            pm.register(ep.load(), name=ep.name)
 
         _register(plugin_set, ep.name, load, dist_name, dist.version)
 
