@@ -25,7 +25,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets import __version__
-from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
@@ -215,6 +214,8 @@ class PresetServer(Server[Any]):
 
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
+        from agent_presets.explain import explain_tool  # only on this rare path, not at start
+
         explanation = explain_tool(self.presets.manager, name)
         if not explanation.known:
             known = sorted(
