@@ -10,17 +10,23 @@ are medians over the rounds:
 
 - startup: spawn -> initialize -> first ``tools/list`` answer (20 tools),
   three spawns of each server per round (process start-up is the noisiest);
+- startup-real: the same, for what a user runs: ``python -m agent_presets
+  serve --state-dir TMP`` (the command line, the headless host and every
+  installed plugin, as opencode spawns it) against the bare server serving as
+  many tools as that lists (one state folder for the run, so after a discarded
+  first spawn each one resumes saved state, as a restart does);
 - calls: 1,000 sequential ``tools/call`` of a no-op tool (20 tools listed);
 - list500: a full ``tools/list`` of 500 tools, five pages of 100 (median of
   20 per round).
 
-Targets (ratio presets / bare): every figure <= 1.15.
+Targets (ratio presets / bare): every figure <= 1.15; the start-up figures <= 1.10.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -30,9 +36,11 @@ from pathlib import Path
 from typing import Any
 
 TARGET = 1.15
+STARTUP_TARGET = 1.10
 SMALL = 20
 LARGE = 500
 PAGE = 100
+FIGURES = ("startup", "startup-real", "calls", "list500")
 
 
 # ------------------------------------------------------------------- servers
@@ -145,6 +153,38 @@ async def measure_startup(kind: str) -> float:
     return elapsed
 
 
+class RealStartup:
+    """``presets serve`` as a user runs it, against the bare server with as many tools."""
+
+    def __init__(self) -> None:
+        self.state_dir = Path(tempfile.mkdtemp(prefix="presets-bench-state-"))
+        self.tools = 0
+        # The banner `presets serve` writes to stderr is not wanted here.
+        self.errlog = open(os.devnull, "w")  # noqa: SIM115 (open for the whole run)
+
+    def _transport(self, kind: str) -> Any:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        if kind == "presets":
+            args = ["-m", "agent_presets", "serve", "--state-dir", str(self.state_dir)]
+            params = StdioServerParameters(command=sys.executable, args=args)
+        else:
+            params = _params("bare", self.tools)
+        return stdio_client(params, errlog=self.errlog)
+
+    async def measure(self, kind: str) -> float:
+        from mcp import Client
+
+        start = time.perf_counter()
+        async with Client(self._transport(kind), mode="legacy") as client:
+            tools = await client.list_tools()
+            elapsed = time.perf_counter() - start
+        if kind == "presets":
+            self.tools = len(tools.tools)
+        assert len(tools.tools) == self.tools and self.tools > 0, (kind, len(tools.tools))
+        return elapsed
+
+
 async def measure_calls(kind: str, calls: int) -> float:
     from mcp import Client
 
@@ -186,21 +226,28 @@ async def _list_all(client: Any) -> list[str]:
             return names
 
 
-def run(rounds: int, calls: int, list_repeat: int) -> dict[str, Any]:
+def run(rounds: int, calls: int, list_repeat: int, only: Sequence[str] = FIGURES) -> dict[str, Any]:
     import anyio
 
-    figures: dict[str, dict[str, list[float]]] = {
-        name: {"bare": [], "presets": []} for name in ("startup", "calls", "list500")
-    }
+    real = RealStartup()
     measures: dict[str, Callable[[str], Any]] = {
         "startup": measure_startup,
+        "startup-real": real.measure,
         "calls": lambda kind: measure_calls(kind, calls),
         "list500": lambda kind: measure_list(kind, list_repeat),
     }
+    measures = {name: measures[name] for name in FIGURES if name in only}
+    figures: dict[str, dict[str, list[float]]] = {
+        name: {"bare": [], "presets": []} for name in measures
+    }
+    if "startup-real" in measures:
+        # Discarded: creates the state folder and learns how many tools to give the bare server.
+        for kind in ("presets", "bare"):
+            anyio.run(real.measure, kind)
     for r in range(rounds):
         order = ("bare", "presets") if r % 2 == 0 else ("presets", "bare")
         for name, measure in measures.items():
-            for _ in range(3 if name == "startup" else 1):
+            for _ in range(3 if name.startswith("startup") else 1):
                 for kind in order:
                     figures[name][kind].append(anyio.run(measure, kind))
         print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
@@ -208,18 +255,23 @@ def run(rounds: int, calls: int, list_repeat: int) -> dict[str, Any]:
         "rounds": rounds,
         "calls": calls,
         "target_ratio": TARGET,
+        "startup_target_ratio": STARTUP_TARGET,
+        "real_tools": real.tools,
+        "load_average": os.getloadavg(),
         "figures": {},
     }
     for name, by_kind in figures.items():
         bare = statistics.median(by_kind["bare"])
         ours = statistics.median(by_kind["presets"])
         ratios = [p / b for p, b in zip(by_kind["presets"], by_kind["bare"], strict=True)]
+        target = STARTUP_TARGET if name.startswith("startup") else TARGET
         report["figures"][name] = {
             "bare_s": bare,
             "presets_s": ours,
             "ratio_of_medians": ours / bare,
             "median_ratio": statistics.median(ratios),
-            "ok": ours / bare <= TARGET,
+            "target": target,
+            "ok": ours / bare <= target,
         }
     return report
 
@@ -231,7 +283,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1 round, 200 calls")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--only",
+        metavar="NAMES",
+        default=",".join(FIGURES),
+        help=f"comma list of figures to measure [default: {','.join(FIGURES)}]",
+    )
     args = parser.parse_args(argv)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    if unknown := sorted(set(only) - set(FIGURES)):
+        parser.error(f"unknown figure {unknown[0]!r}; use some of {', '.join(FIGURES)}")
     if args.serve == "bare":
         serve_bare(args.tools)
         return 0
@@ -239,13 +300,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_presets(args.tools)
         return 0
     rounds, calls = (1, 200) if args.quick else (args.rounds, 1000)
-    report = run(rounds, calls, list_repeat=20)
+    report = run(rounds, calls, list_repeat=20, only=only)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"MCP server overhead, stdio, legacy era; medians of {rounds} rounds, order alternating")
+    load = ", ".join(f"{x:.2f}" for x in report["load_average"])
+    print(
+        f"MCP server overhead, stdio, legacy era; medians of {rounds} rounds, order alternating; "
+        f"load average at the end {load}"
+    )
     labels = {
         "startup": f"spawn to first tools/list ({SMALL} tools)",
+        "startup-real": f"`presets serve` to first tools/list ({report['real_tools']} tools)",
         "calls": f"{calls} sequential tools/call",
         "list500": f"tools/list of {LARGE} tools ({LARGE // PAGE} pages)",
     }
@@ -253,10 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, fig in report["figures"].items():
         ok = ok and fig["ok"]
         print(
-            f"  {labels[name]:<38} bare {fig['bare_s'] * 1000:9.2f} ms   presets "
+            f"  {labels[name]:<46} bare {fig['bare_s'] * 1000:9.2f} ms   presets "
             f"{fig['presets_s'] * 1000:9.2f} ms   ratio {fig['ratio_of_medians']:.3f} "
             f"(median of per-round ratios {fig['median_ratio']:.3f})  "
-            f"target <= {TARGET}  {'ok' if fig['ok'] else 'OVER'}"
+            f"target <= {fig['target']}  {'ok' if fig['ok'] else 'OVER'}"
         )
     return 0 if ok else 1
 

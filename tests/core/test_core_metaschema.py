@@ -8,7 +8,8 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_presets.metaschema import schema_problem
+from agent_presets.metaschema import build_flat_metaschema, flat_metaschema, schema_problem
+from agent_presets.schemacheck import compile_check
 
 KEYWORDS = [
     "type",
@@ -85,3 +86,35 @@ def test_schemas_with_their_own_dynamic_anchor_use_the_official_check() -> None:
     schema = {"$dynamicAnchor": "node", "type": "object", "minProperties": -1}
     assert schema_problem(schema) is not None
     assert schema_problem({"$dynamicAnchor": "node", "type": "object"}) is None
+
+
+def test_the_shipped_flat_metaschema_is_the_one_built_from_jsonschemas_vocabularies() -> None:
+    assert flat_metaschema() == build_flat_metaschema()
+
+
+@settings(max_examples=400, deadline=None)
+@given(schemas)
+def test_the_fast_reading_calls_valid_only_what_jsonschema_accepts(schema: dict[str, Any]) -> None:
+    flat = flat_metaschema()
+    if compile_check(flat, flat)(schema):
+        assert official(schema)
+
+
+def test_the_usual_tool_schemas_are_read_without_jsonschema() -> None:
+    flat = flat_metaschema()
+    certainly_valid = compile_check(flat, flat)
+    assert certainly_valid(
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1},
+                "size": {"type": "integer", "minimum": 0, "maximum": 10, "default": 1},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "mode": {"enum": ["a", "b"], "description": "how"},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        }
+    )
+    assert not certainly_valid({"type": "object", "properties": {"a": {"pattern": "("}}})
+    assert not certainly_valid({"type": "object", "properties": {"a": {"type": "strin"}}})

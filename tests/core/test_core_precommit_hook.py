@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import yaml
 
 from agent_presets.cli import main
@@ -29,7 +30,7 @@ def test_presets_validate_hook_runs_the_installed_command_on_the_files_given() -
     assert found["pass_filenames"] is True
     command, subcommand = found["entry"].split()
     assert command == "presets"
-    assert subcommand in main.commands
+    assert main.get_command(click.Context(main), subcommand) is not None
 
 
 def test_presets_validate_hook_matches_every_built_in_preset_file() -> None:

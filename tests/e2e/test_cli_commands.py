@@ -423,6 +423,24 @@ def test_usage_errors_exit_two() -> None:
     assert "No such option '--bogus'" in proc.stderr
 
 
+def test_a_mistyped_command_suggests_the_commands_it_is_close_to() -> None:
+    proc = run_presets("lis")
+    assert proc.returncode == 2
+    assert "No such command 'lis'. (Did you mean one of: 'list', 'plugins'?)" in proc.stderr
+
+
+def test_every_command_loads_on_first_use_under_its_own_name() -> None:
+    import click
+
+    from agent_presets.cli import COMMANDS
+
+    ctx = click.Context(main)
+    assert main.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name
+
+
 def test_help_teaches_every_command() -> None:
     proc = run_presets("--help")
     assert proc.returncode == 0

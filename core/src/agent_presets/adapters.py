@@ -351,7 +351,9 @@ class ToolAdapterRegistry:
                 "provides it or remove it from the preset"
             )
         target = self.app if app is None else app
-        validator = self._validator(adapter)
+        # The argument validator (and jsonschema) is made by the first call, not here:
+        # `presets serve` resolves every active tool before it can answer anything.
+        validators: list[Validator] = []
         handler = adapter.handler
         name = self.mcp_name(adapter)
         call = ToolCall(name, adapter.id)
@@ -360,7 +362,9 @@ class ToolAdapterRegistry:
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             # context: the server's per-call context; handlers see it as ToolCall.context.
             args = dict(arguments or {})
-            check_arguments(name, validator, args)
+            if not validators:
+                validators.append(self._validator(adapter))
+            check_arguments(name, validators[0], args)
             if not with_call:
                 return handler(target, args)
             return handler(

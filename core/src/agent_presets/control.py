@@ -339,13 +339,15 @@ class Controller:
             "required": ["preset", "state", "reason"],
             "additionalProperties": False,
         }
-        import jsonschema
-
-        validator = jsonschema.Draft202012Validator(schema)
+        validators: list[Any] = []  # built on the first call: serve starts without jsonschema
 
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             args = dict(arguments or {})
-            check_arguments(name, validator, args)
+            if not validators:
+                import jsonschema
+
+                validators.append(jsonschema.Draft202012Validator(schema))
+            check_arguments(name, validators[0], args)
             return self.ask(args["preset"], args["state"], args["reason"])
 
         return ToolDef(

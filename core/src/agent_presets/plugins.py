@@ -37,12 +37,15 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
 
 import agent_presets.hookspecs as hookspecs
 from agent_presets.model import PresetError, PresetValidationError
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution, EntryPoint
 
 ENTRY_POINT_GROUP: Final = "agent_presets"
 BUILTIN_DISTRIBUTIONS: Final = frozenset(
@@ -293,7 +296,14 @@ class _Candidate:
     """Where its code lives, asked only when loading fails (to say where)."""
 
 
-def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]]:
+def _entry_points() -> list[tuple[EntryPoint, Distribution]]:
+    """Every ``agent_presets`` entry point with its distribution, from one scan of sys.path.
+
+    The one scan is reused for loading (pluggy's ``load_setuptools_entrypoints``
+    scans every installed distribution again on each call: once per plugin).
+    """
+    import importlib.metadata
+
     found = []
     seen: set[tuple[str, str]] = set()
     for dist in importlib.metadata.distributions():
@@ -348,9 +358,10 @@ def load_plugins(
             candidates.append(_Candidate(name, register, "plugin object"))
     else:
         for ep, dist in _entry_points():
-
-            def load(name: str = ep.name) -> None:
-                pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+            # Loaded from the one scan: pluggy's load_setuptools_entrypoints would scan
+            # every installed distribution again, once per plugin.
+            def load(ep: EntryPoint = ep) -> None:
+                pm.register(ep.load(), name=ep.name)
 
             dist_name = dist.metadata["name"]
             candidates.append(

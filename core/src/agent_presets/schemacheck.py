@@ -5,7 +5,8 @@ test). ``compile_check`` turns the schema into plain Python checks that say
 only "certainly valid" or "not certain"; ``agent_presets.schema`` sends every
 "not certain" to jsonschema, which has the last word and writes the messages.
 The rules stay the schema's: this reads the same document, and knows only the
-keywords the preset schema uses.
+keywords the preset schema and the flattened JSON Schema metaschema use
+(``agent_presets.metaschema`` checks tools' input schemas with it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any, Final
 Check = Callable[[Any], bool]
 
 # Keywords that describe and never constrain.
-_ANNOTATIONS: Final = frozenset({"$schema", "$id", "$defs", "$comment", "title", "description"})
+_ANNOTATIONS: Final = frozenset(
+    {"$schema", "$id", "$defs", "$comment", "title", "description", "default", "deprecated"}
+)
 
 
 def compile_check(root: Mapping[str, Any], node: Any) -> Check:
@@ -116,6 +119,18 @@ class _Compiler:
         inner = self.compile(items)
         return lambda instance: not isinstance(instance, list) or all(map(inner, instance))
 
+    def k_minimum(self, n: Any, node: Any) -> Check:
+        # As jsonschema compares: NaN is not below anything.
+        return lambda instance: not _is_number(instance) or not instance < n
+
+    def k_exclusiveMinimum(self, n: Any, node: Any) -> Check:
+        return lambda instance: not _is_number(instance) or not instance <= n
+
+    def k_format(self, name: Any, node: Any) -> Check:
+        if name != "regex":
+            return _never  # a format this reader cannot check: not certain
+        return lambda instance: not isinstance(instance, str) or _is_regex(instance)
+
     def k_minItems(self, n: Any, node: Any) -> Check:
         return lambda instance: not isinstance(instance, list) or len(instance) >= n
 
@@ -157,15 +172,22 @@ class _Compiler:
 
     def k_dollar_ref(self, ref: Any, node: Any) -> Check:
         prefix = "#/$defs/"
-        if not isinstance(ref, str) or not ref.startswith(prefix):
+        if ref == "#":
+            target = self.root
+        elif isinstance(ref, str) and ref.startswith(prefix):
+            target = self.root.get("$defs", {}).get(ref[len(prefix) :])
+            if target is None:
+                return _never
+        else:
             return _never
-        name = ref[len(prefix) :]
-        if name not in self.root.get("$defs", {}):
-            return _never
-        if name not in self.refs:
-            self.refs[name] = _never  # a definition that refers to itself: not certain
-            self.refs[name] = self.compile(self.root["$defs"][name])
-        return self.refs[name]
+        if ref not in self.refs:
+            # A schema that refers to itself (the metaschema does, through "#")
+            # reaches its own check through this cell, filled once it is compiled.
+            cell: list[Check] = []
+            self.refs[ref] = lambda instance: cell[0](instance)
+            cell.append(self.compile(target))
+            self.refs[ref] = cell[0]
+        return self.refs[ref]
 
 
 def _all(checks: list[Check]) -> Check:
@@ -227,6 +249,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
+def _is_regex(text: str) -> bool:
+    try:
+        re.compile(text)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
 _TYPES: Final[dict[str, Check]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -234,5 +264,6 @@ _TYPES: Final[dict[str, Check]] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "number": _is_number,
-    # "integer" is not used by the preset schema: not certain, so jsonschema decides.
+    # An integral float (1.0) is an integer to jsonschema too, but rare: not certain.
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
 }

@@ -6,32 +6,74 @@ arguments. Exit codes: 0 ok, 1 problems found (invalid input), 2 usage error.
 
 The commands live by job: ``validate``, ``inspect`` (list, show, tools,
 plugins, schema, resolve, explain) and ``serve`` (serve, opencode), with the
-flags and helpers they share in ``options``.
+flags and helpers they share in ``options``. A command's module is imported
+when that command is looked up, so ``presets serve`` never imports the
+inspection commands (nor what they import) and ``presets validate`` never
+imports the server's.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from importlib import import_module
+from typing import Any, Final
 
 import click
 
 from agent_presets._version import __version__
-from agent_presets.cli.control import COMMANDS as CONTROL_COMMANDS
-from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
-from agent_presets.cli.newplugin import new_plugin
-from agent_presets.cli.serve import opencode, serve
-from agent_presets.cli.validate import validate
 from agent_presets.model import PresetError
 
-__all__ = ["PresetsGroup", "main"]
+__all__ = ["COMMANDS", "PresetsGroup", "main"]
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+COMMANDS: Final = {
+    "validate": "validate:validate",
+    "list": "inspect:list_presets",
+    "show": "inspect:show",
+    "tools": "inspect:tools",
+    "plugins": "inspect:plugins",
+    "schema": "inspect:schema",
+    "resolve": "inspect:resolve",
+    "explain": "inspect:explain",
+    "opencode": "serve:opencode",
+    "serve": "serve:serve",
+    "on": "control:turn_on",
+    "off": "control:turn_off",
+    "auto": "control:turn_auto",
+    "status": "control:status",
+    "requests": "control:requests",
+    "approve": "control:approve",
+    "deny": "control:deny",
+    "new-plugin": "newplugin:new_plugin",
+}
+"""Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
+
 
 class PresetsGroup(click.Group):
-    """Maps domain errors to one-line click errors (exit 1)."""
+    """Maps domain errors to one-line click errors (exit 1); loads each command on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attribute = COMMANDS[cmd_name].partition(":")
+            command = getattr(import_module(f"agent_presets.cli.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # Click suggests from the loaded commands only: suggest from all of them.
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -71,20 +113,3 @@ def main() -> None:
       PRESETS_STRICT=1      plugin and definition problems are fatal
       PRESETS_TRACE_PLUGINS=1  one line per hook call on stderr
     """
-
-
-for _command in (
-    validate,
-    list_presets,
-    show,
-    tools,
-    plugins,
-    schema,
-    resolve,
-    explain,
-    opencode,
-    serve,
-    *CONTROL_COMMANDS,
-    new_plugin,
-):
-    main.add_command(_command)

@@ -26,7 +26,6 @@ from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
 from agent_presets.control import Controller
-from agent_presets.explain import explain_tool
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
@@ -282,6 +281,8 @@ class PresetServer(Server[Any]):
 
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
+        from agent_presets.explain import explain_tool  # only on this rare path, not at start
+
         explanation = explain_tool(self.presets.manager, name)
         if not explanation.known:
             known = sorted(

@@ -24,6 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -34,6 +35,7 @@ from agent_presets_general.sandbox import (
     root_problem,
     sandbox_env,
     sandbox_status,
+    start_sandbox_trial,
 )
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -50,11 +52,11 @@ TEARDOWN_GRACE: Final = 2.0
 class BashRunner:
     """The runtime behind ``space_app_run_bash``.
 
-    Whether commands run sandboxed is settled once, when the runner is made
-    (a cached trial run of bubblewrap), and never changes afterwards: a
-    runner either sandboxes every command, refuses every command, or (only
-    with ``unsafe_shell`` and a sandbox that does not work) runs them all
-    unconfined.
+    Whether commands run sandboxed is settled once, by a cached trial run of
+    bubblewrap started when the runner is made and awaited when first needed,
+    and never changes afterwards: a runner either sandboxes every command,
+    refuses every command, or (only with ``unsafe_shell`` and a sandbox that
+    does not work) runs them all unconfined.
     """
 
     def __init__(
@@ -77,12 +79,30 @@ class BashRunner:
         self.shell_network = shell_network
         self.unsafe_shell = unsafe_shell
         self.bwrap = bwrap or find_bwrap()
-        ok, why = sandbox_status(self.bwrap, network=shell_network)
-        self.sandboxed = ok
-        self._refusal = None if ok or unsafe_shell else why
-        if ok and (problem := root_problem(self.root)):
-            self._refusal = problem
-        self._env = sandbox_env(self.root, self.shell_env) if ok else None
+        # The trial runs while the server starts; `_settled` waits for it.
+        start_sandbox_trial(self.bwrap, network=shell_network)
+        self._root_problem = root_problem(self.root)
+        self._sandbox_env = sandbox_env(self.root, self.shell_env)
+
+    @cached_property
+    def _settled(self) -> tuple[bool, str | None]:
+        """``(sandboxed, why every command is refused or None)``, from the trial run."""
+        ok, why = sandbox_status(self.bwrap, network=self.shell_network)
+        if ok and self._root_problem:
+            return ok, self._root_problem
+        return ok, None if ok or self.unsafe_shell else why
+
+    @property
+    def sandboxed(self) -> bool:
+        return self._settled[0]
+
+    @property
+    def _refusal(self) -> str | None:
+        return self._settled[1]
+
+    @property
+    def _env(self) -> dict[str, str] | None:
+        return self._sandbox_env if self.sandboxed else None
 
     def status(self) -> tuple[bool, str]:
         """``(True, how commands run)`` or ``(False, why every command is refused)``."""

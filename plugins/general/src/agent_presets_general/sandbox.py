@@ -183,22 +183,62 @@ def sandbox_env(
     return env
 
 
-_trials: dict[tuple[str | None, bool], tuple[bool, str]] = {}
+class _Trial:
+    """One trial run, in a thread of its own so it overlaps the server's start-up.
+
+    Not a daemon thread: an interpreter that exits first still waits for it
+    (at most ``TRIAL_TIMEOUT``), so its temporary folder is always removed.
+    """
+
+    def __init__(self, bwrap: str | None, network: bool) -> None:
+        self._done = threading.Event()
+        self._result = (False, "the shell sandbox's trial run did not finish")
+        self._thread = threading.Thread(
+            target=self._run, args=(bwrap, network), name="presets-sandbox-trial"
+        )
+        self._thread.start()
+
+    def _run(self, bwrap: str | None, network: bool) -> None:
+        try:
+            self._result = _trial(bwrap, network)
+        finally:
+            self._done.set()
+
+    def result(self) -> tuple[bool, str]:
+        self._done.wait()
+        return self._result
+
+
+_trials: dict[tuple[str | None, bool], _Trial] = {}
 _trials_lock = threading.Lock()
+
+
+def start_sandbox_trial(bwrap: str | None = None, *, network: bool = False) -> None:
+    """Start the trial run ``sandbox_status`` answers from, without waiting for it.
+
+    A runtime made at start-up calls this, so the trial (a bubblewrap process,
+    tens of milliseconds) runs while the server goes on starting, and the
+    first command that needs the answer waits only for what is left of it.
+    """
+    _trial_for(bwrap or find_bwrap(), network)
 
 
 def sandbox_status(bwrap: str | None = None, *, network: bool = False) -> tuple[bool, str]:
     """Whether a sandbox can be made here: ``(True, "")`` or ``(False, why)``.
 
     The answer comes from a trial run with the very flags a command gets, made
-    once per process and bubblewrap path. ``why`` is one sentence ending with
+    once per process and bubblewrap path (started by ``start_sandbox_trial``
+    or by this call, which waits for it). ``why`` is one sentence ending with
     what the operator can do.
     """
-    bwrap = bwrap or find_bwrap()
+    return _trial_for(bwrap or find_bwrap(), network).result()
+
+
+def _trial_for(bwrap: str | None, network: bool) -> _Trial:
     key = (bwrap, network)
     with _trials_lock:
         if key not in _trials:
-            _trials[key] = _trial(bwrap, network)
+            _trials[key] = _Trial(bwrap, network)
         return _trials[key]
 
 

@@ -1,0 +1,76 @@
+"""What a cheap import or command pulls in, read from ``python -X importtime``.
+
+The package docstring promises a cheap ``import agent_presets``, and
+``presets validate PATH`` needs no server. These tests check which modules
+load, not how long they take: a figure would fail on a busy machine, a module
+list does not.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = frozenset({"jsonschema", "mcp", "yaml", "pluggy", "click"})
+
+VALID_FILE = """\
+presets:
+  - name: my-tools
+    default_state: auto
+    risk: normal
+    contexts: [{surface: any}]
+    tool_ids: [my.tool]
+"""
+
+
+def modules(*args: str) -> set[str]:
+    """The modules a fresh ``python -X importtime ARGS`` imported (stdin closed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRESETS_")}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def imported(*args: str) -> set[str]:
+    """The top-level packages a fresh ``python -X importtime ARGS`` imported."""
+    return {name.split(".")[0] for name in modules(*args)}
+
+
+def test_importing_agent_presets_imports_none_of_the_heavy_dependencies() -> None:
+    packages = imported("-c", "import agent_presets")
+    assert "agent_presets" in packages
+    assert not packages & HEAVY, sorted(packages & HEAVY)
+
+
+def test_validating_a_valid_file_does_not_import_the_server_or_jsonschema(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "presets.yaml"
+    path.write_text(VALID_FILE, encoding="utf-8")
+    packages = imported("-m", "agent_presets", "validate", str(path))
+    assert "yaml" in packages  # the file was read
+    assert "mcp" not in packages
+    assert "jsonschema" not in packages  # a valid file needs only the fast check
+
+
+def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -> None:
+    # stdin is closed, so the server stops as soon as it has started.
+    names = modules("-m", "agent_presets", "serve", "--state-dir", str(tmp_path))
+    assert "mcp" in names  # it did start the server
+    assert "agent_presets.bootstrap" in names
+    assert not {n for n in names if n.split(".")[0] == "jsonschema"}
+    assert "agent_presets.cli.inspect" not in names
+    assert "agent_presets.cli.validate" not in names
