@@ -20,6 +20,7 @@ import click
 from agent_presets import __version__
 from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
 from agent_presets.cli.serve import opencode, serve
+from agent_presets.cli.tokens import tokens
 from agent_presets.cli.validate import validate
 from agent_presets.model import PresetError
 
@@ -81,5 +82,6 @@ for _command in (
     explain,
     opencode,
     serve,
+    tokens,
 ):
     main.add_command(_command)

@@ -26,10 +26,12 @@ from mcp.shared.exceptions import MCPError
 
 from agent_presets import __version__
 from agent_presets.explain import explain_tool
+from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.invalid_params import name_invalid_params
+from agent_presets.mcpserver.telemetry import CallSpan, Telemetry
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -68,7 +70,12 @@ class PresetServer(Server[Any]):
     """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
 
     def __init__(
-        self, presets: Presets, *, name: str = SERVER_NAME, policy: ToolPolicy | None = None
+        self,
+        presets: Presets,
+        *,
+        name: str = SERVER_NAME,
+        policy: ToolPolicy | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.presets = presets
         self.tool_registry = presets.tool_registry
@@ -77,6 +84,8 @@ class PresetServer(Server[Any]):
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
         self.calls = ToolCalls()
+        self.telemetry = telemetry if telemetry is not None else Telemetry()
+        self._resolution: Resolution | None = presets.manager.resolve()
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         super().__init__(
@@ -131,7 +140,9 @@ class PresetServer(Server[Any]):
     def _tools_changed(self, _change: ToolRegistryChange) -> None:
         self.fanout.changed("tools")
 
-    def _context_changed(self, _resolution: Resolution) -> None:
+    def _context_changed(self, resolution: Resolution) -> None:
+        self.telemetry.context_switch(self._resolution, resolution)
+        self._resolution = resolution
         self.fanout.changed("context")
 
     # -- tools -------------------------------------------------------------
@@ -154,7 +165,16 @@ class PresetServer(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        return {"tools": self.tool_entries(), "resultType": "complete"}
+        return {
+            "tools": self._visible(self.tool_entries(), token_of(ctx.request)),
+            "resultType": "complete",
+        }
+
+    def _visible(self, entries: list[dict[str, Any]], token: str | None) -> list[dict[str, Any]]:
+        """The entries a session authenticated with ``token`` may see (all without one)."""
+        if token is None:
+            return entries
+        return [e for e in entries if self.policy.allows(e["name"], token)]
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.tool_registry.get(name)
@@ -163,18 +183,28 @@ class PresetServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
+        token = token_of(ctx.request)
+        with self.telemetry.tool_call(params.name, token) as span:
+            return await self._run_call(params, token, span)
+
+    async def _run_call(
+        self, params: types.CallToolRequestParams, token: str | None, span: CallSpan
+    ) -> dict[str, Any]:
         name = params.name
         start = time.perf_counter()
         tool = self.tool_registry.get(name)
         try:
-            if tool is None and self.policy.allows(name):
+            if tool is None and self.policy.allows(name, token):
                 message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, layer="preset")
+                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
+                span.refused("preset")
                 return error_result(message)
-            self.policy.admit(name)
+            self.policy.admit(name, token)
             assert tool is not None  # admit() refuses every name the allow-list leaves out
         except GateError as exc:
-            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer)
+            preset = tool.preset if tool is not None else None
+            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
+            span.refused(exc.layer, preset)
             return error_result(str(exc))
         error: str | None = None
         failure: BaseException | None = None
@@ -191,15 +221,18 @@ class PresetServer(Server[Any]):
                 f"{name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
             )
+        seconds = time.perf_counter() - start
         self.policy.record(
             name,
             ok=error is None,
-            seconds=time.perf_counter() - start,
+            seconds=seconds,
             error=error,
             exc=failure,
             arguments=params.arguments,
             preset=tool.preset,
+            token=token,
         )
+        span.ran(ok=error is None, preset=tool.preset, risk=tool.risk, seconds=seconds)
         if self.fanout.pending:
             await self.fanout.settle()
         return result

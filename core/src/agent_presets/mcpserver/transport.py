@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import functools
-import ipaddress
 import logging
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
 from agent_presets.mcpserver.server import PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
+from agent_presets.tokens import TokenTable
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
@@ -34,8 +35,14 @@ def serve(
     port: int = DEFAULT_PORT,
     banner: Callable[[str], None] | None = None,
     policy: ToolPolicy | None = None,
+    tokens: TokenTable | None = None,
+    insecure: bool = False,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
+
+    With ``tokens`` (HTTP only), every request needs a bearer token of that
+    table, and each token's profile narrows what its sessions see and call.
+    A non-loopback ``host`` without ``tokens`` is refused unless ``insecure``.
 
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
@@ -44,13 +51,20 @@ def serve(
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
+    if tokens is not None:
+        if transport != "http":
+            raise PresetError("token authentication needs --transport http; stdio has no tokens")
+        policy = policy if policy is not None else ToolPolicy()
+        policy.profiles = TokenProfiles(presets, tokens)
+    if transport == "http":
+        check_exposure(host, auth="tokens" if tokens is not None else None, insecure=insecure)
     server = build_server(presets, policy=policy)
     try:
         if transport == "stdio":
             anyio.run(_serve_stdio, server, banner)
         else:
             sock = _bind(host, port)
-            anyio.run(_serve_http, server, sock, banner)
+            anyio.run(_serve_http, server, sock, banner, tokens)
     except KeyboardInterrupt:
         pass
     finally:
@@ -82,17 +96,11 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 async def _serve_http(
-    server: PresetServer, sock: socket.socket, banner: Callable[[str], None] | None
+    server: PresetServer,
+    sock: socket.socket,
+    banner: Callable[[str], None] | None,
+    tokens: TokenTable | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -100,7 +108,7 @@ async def _serve_http(
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     security = None
-    if not _is_loopback(host):
+    if not is_loopback(host):
         # The SDK protects loopback hosts by itself; elsewhere accept only the
         # address given (and loopback), so a rebinding name is still refused.
         names = [shown, "127.0.0.1", "localhost", "[::1]"]
@@ -109,18 +117,23 @@ async def _serve_http(
             allowed_hosts=[f"{n}:*" for n in names],
             allowed_origins=[f"http://{n}:*" for n in names],
         )
-        log.warning(
-            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
-        )
+        if tokens is None:
+            log.warning(
+                "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
+                host,
+            )
     from agent_presets.mcpserver.http import EnvelopeCheck
 
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
-    app = EnvelopeCheck(
+    app: Any = EnvelopeCheck(
         server.streamable_http_app(
             streamable_http_path=HTTP_PATH, host=host, transport_security=security
         ),
         path=HTTP_PATH,
     )
+    if tokens is not None:
+        # Outermost: nothing, not even a body check, answers a caller without a token.
+        app = TokenAuth(app, tokens)
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
     )
