@@ -18,8 +18,10 @@ token file is *not* server-owned state: the server only ever reads it, and
 writers (``presets tokens create|revoke``) serialise among themselves with a
 separate lock, ``STATE/tokens.lock``, held (``flock``, blocking) only for one
 read-modify-write. The server notices a change by the file's identity
-(inode, mtime, size): a rename gives a new inode, so a revocation is seen on
-the next request after it, well within a second.
+(inode, mtime, size), checked on every request: a rename gives a new inode,
+so a revocation is seen on the next request after it. Because inode numbers
+are reused and mtimes are coarse, the server also reads the file afresh at
+least every ``RELOAD_SECONDS`` (0.5 s), which bounds the worst case.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ FILE_VERSION: Final = 1
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _DURATION_RE: Final = re.compile(r"^\s*(\d+)\s*([mhd])\s*$")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
+RELOAD_SECONDS: Final = 0.5
+"""The longest a running server goes without reading the token file afresh."""
 
 
 class TokenError(PresetError):
@@ -144,6 +148,10 @@ def read_tokens(path: Path) -> dict[str, TokenRecord]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    return parse_tokens(text, path)
+
+
+def parse_tokens(text: str, path: Path) -> dict[str, TokenRecord]:
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -265,48 +273,56 @@ class Verdict:
 class TokenTable:
     """The server's read-only view of the token file, re-read when the file changes.
 
-    ``verify`` stats the file at most every ``recheck`` seconds (0 means on
-    every call), so a revocation or a new token is honoured within that
-    time; a stat costs about a microsecond, far below one HTTP request.
+    Every check stats the file (about a microsecond, far below one HTTP
+    request) and re-reads it when its identity (inode, mtime, size) changed,
+    so a revocation or a new token counts from the next request on. Since an
+    inode number can be reused and mtimes are coarse, the file is also read
+    again at least every ``reload`` seconds whatever its identity, which
+    bounds how long a change can go unseen in the worst case.
+
     Comparison runs over every record with ``hmac.compare_digest`` and no
     early exit, so the time taken does not depend on which hash matched.
     """
 
-    def __init__(self, state_dir: str | Path, *, recheck: float = 0.0) -> None:
+    def __init__(self, state_dir: str | Path, *, reload: float = RELOAD_SECONDS) -> None:
         self.path = Path(state_dir) / TOKENS_FILE
-        self.recheck = recheck
+        self.reload = reload
         self._lock = threading.Lock()
         self._identity: tuple[int, int, int] | None = None
+        self._text: str | None = None
+        self._read_at = float("-inf")
         self._records: tuple[TokenRecord, ...] = ()
         self._by_name: dict[str, TokenRecord] = {}
-        self._checked = float("-inf")
         self.version = 0
-        """Bumped each time the file's contents are read anew."""
-        self.refresh(force=True)
+        """Bumped each time the file's contents change."""
+        self.refresh()
 
-    def refresh(self, *, force: bool = False) -> None:
+    def refresh(self) -> None:
         now = time.monotonic()
-        if not force and now - self._checked < self.recheck:
-            return
-        self._checked = now
         try:
             info = os.stat(self.path)
             identity: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
         except FileNotFoundError:
             identity = None
-        if identity == self._identity and not force:
+        if identity == self._identity and now - self._read_at < self.reload:
             return
         with self._lock:
-            if identity == self._identity and not force:
+            try:
+                text: str | None = self.path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = None
+            self._identity = identity
+            self._read_at = now
+            if text == self._text and self.version:
                 return
             try:
-                records = read_tokens(self.path)
+                records = parse_tokens(text, self.path) if text is not None else {}
             except TokenError:
                 # A broken file refuses every token rather than keeping stale ones.
                 records = {}
+            self._text = text
             self._records = tuple(records.values())
             self._by_name = dict(records)
-            self._identity = identity
             self.version += 1
 
     def names(self) -> list[str]:
