@@ -314,11 +314,16 @@ def test_non_loopback_serves_with_insecure_or_tokens(tmp_path: Path, flag: str) 
     address = _non_loopback_address()
     if address is None:
         pytest.skip("this machine has no non-loopback address (the check is tested directly)")
-    extra = ["--insecure"] if flag == "--insecure" else ["--auth", "tokens"]
+    state = tmp_path / "state"
+    extra = ["--insecure"]
+    token = None
+    if flag == "--auth":
+        extra = ["--auth", "tokens"]
+        token = create(state, "remote")
     process = subprocess.Popen(
         serve_command(
             "--transport", "http", "--host", address, "--port", "0",
-            "--state-dir", str(tmp_path / "state"), *extra,
+            "--state-dir", str(state), *extra,
         ),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, env=server_env(),
@@ -326,15 +331,28 @@ def test_non_loopback_serves_with_insecure_or_tokens(tmp_path: Path, flag: str) 
     try:
         assert process.stderr is not None
         deadline = time.monotonic() + 60
-        seen = ""
-        while time.monotonic() < deadline:
+        url = None
+        while url is None and time.monotonic() < deadline:
             line = process.stderr.readline()
             if not line:
                 break
-            seen += line
-            if f"http://{address}:" in line:
-                break
-        assert f"http://{address}:" in seen, seen
+            match = re.search(rf"http://{re.escape(address)}:\d+/mcp", line)
+            url = match.group(0) if match else None
+        assert url is not None, "the server did not start"
+        if token is not None:
+            # A remote client names the server as it knows it; the token is the check.
+            parts = urlsplit(url)
+            conn = http.client.HTTPConnection(address, parts.port, timeout=30)
+            headers = {
+                "Host": f"tools.example:{parts.port}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {token}",
+            }
+            conn.request("POST", parts.path, json.dumps(INITIALIZE), headers)
+            assert conn.getresponse().status == 200
+            conn.close()
+            assert refused_as(url, None) == "missing"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -108,7 +108,13 @@ async def _serve_http(
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     security = None
-    if not is_loopback(host):
+    if tokens is not None and not is_loopback(host):
+        # A page that rebinds a name to this address cannot present a bearer
+        # token, so the token check is the protection; a Host check would only
+        # refuse the names remote clients legitimately use (and every name,
+        # for a wildcard address such as 0.0.0.0).
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    elif not is_loopback(host):
         # The SDK protects loopback hosts by itself; elsewhere accept only the
         # address given (and loopback), so a rebinding name is still refused.
         names = [shown, "127.0.0.1", "localhost", "[::1]"]
@@ -117,11 +123,10 @@ async def _serve_http(
             allowed_hosts=[f"{n}:*" for n in names],
             allowed_origins=[f"http://{n}:*" for n in names],
         )
-        if tokens is None:
-            log.warning(
-                "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
-                host,
-            )
+        log.warning(
+            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
+            host,
+        )
     from agent_presets.mcpserver.http import EnvelopeCheck
 
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
