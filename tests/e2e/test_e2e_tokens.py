@@ -236,6 +236,9 @@ async def test_a_tokens_profile_narrows_tools_counts_budgets_and_names_events(
     async with client_with(server.url, tokens["narrow"]) as narrow:
         listed = sorted(t.name for t in (await narrow.list_tools()).tools)
         assert listed == ["space_app_set_theme", "space_unit_list"]
+        status = await narrow.read_resource("presets://active/status")
+        shown = json.loads(status.contents[0].text)  # type: ignore[union-attr]
+        assert sorted(shown["tools"]) == listed
         outside = await narrow.call_tool(
             "space_scene_add_cuboid", {"position": [0, 0, 0], "size": [1, 1, 1]}
         )

@@ -226,7 +226,7 @@ class TokenStore:
     @contextlib.contextmanager
     def _writing(self) -> Iterator[dict[str, TokenRecord]]:
         """The records under ``tokens.lock``; written back if the block ends without error."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -321,7 +321,10 @@ class PresetServer(Server[Any]):
         if uri == PROMPT_URI:
             text, mime = prompt_text(self._fragments()), "text/markdown"
         elif uri == STATUS_URI:
-            text, mime = json.dumps(self.status(), indent=1, default=str), "application/json"
+            text, mime = (
+                json.dumps(self.status(token_of(ctx.request)), indent=1, default=str),
+                "application/json",
+            )
         else:
             raise MCPError(
                 code=types.INVALID_PARAMS,
@@ -344,7 +347,7 @@ class PresetServer(Server[Any]):
         self.fanout.subscribe(ctx, str(params.uri), False)
         return {}
 
-    def status(self) -> dict[str, Any]:
+    def status(self, token: str | None = None) -> dict[str, Any]:
         manager = self.presets.manager
         return {
             "context": manager.get_context(),
@@ -353,7 +356,7 @@ class PresetServer(Server[Any]):
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
                 for a in manager.get_active_presets()
             ],
-            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n)],
+            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n, token)],
             "policy": self.policy.status(),
         }
 
