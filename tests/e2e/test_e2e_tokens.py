@@ -165,6 +165,21 @@ def test_create_rejects_an_unknown_allow_name_with_a_suggestion(tmp_path: Path) 
     assert not (tmp_path / "tokens.json").exists()
 
 
+def test_token_commands_do_not_import_mcp(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    code = (
+        "import sys\nfrom agent_presets.cli import main\n"
+        f"for args in (['create', 'ci', '--allow', 'general-theme-tools'], ['list'],"
+        " ['revoke', 'ci']):\n"
+        f"    try:\n        main(['tokens', *args, '--state-dir', {state!r}])\n"
+        "    except SystemExit as exc:\n        assert exc.code in (0, None), exc.code\n"
+        "print('mcp' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout
+
+
 def test_create_rejects_a_bad_expiry(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["tokens", "create", "ci", "--expires", "3 weeks", "--state-dir", str(tmp_path)]
