@@ -329,8 +329,10 @@ class TokenTable:
         self.refresh()
         return sorted(self._by_name)
 
-    def get(self, name: str) -> TokenRecord | None:
-        self.refresh()
+    def get(self, name: str, *, refresh: bool = True) -> TokenRecord | None:
+        """The record named ``name``; ``refresh=False`` trusts the last check (one per request)."""
+        if refresh:
+            self.refresh()
         return self._by_name.get(name)
 
     def verify(self, presented: str | None) -> Verdict:

@@ -163,7 +163,9 @@ class TokenProfiles:
         self._profiles: dict[str, Profile] = {}
 
     def __call__(self, name: str) -> Profile | None:
-        record = self.table.get(name)
+        # The middleware refreshed the table for this request; a call's several
+        # policy checks need not stat the file again.
+        record = self.table.get(name, refresh=False)
         if record is None or record.expired():
             return None
         if self._version != self.table.version:
