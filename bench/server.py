@@ -18,7 +18,9 @@ Targets (ratio presets / bare): every figure <= 1.15.
 One more row compares agent-presets with itself over streamable HTTP:
 - auth_calls: 1,000 sequential ``tools/call`` against ``--auth tokens``
   (a bearer token on every request) over the same calls without
-  authentication; target <= 1.10. ``--only auth`` runs this row alone.
+  authentication, in blocks of 50 that alternate between the two servers
+  (both clients connected throughout); judged on the median of the
+  per-block ratios, target <= 1.10. ``--only auth`` runs this row alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -223,49 +226,76 @@ class _HttpServer:
         self.process.wait(timeout=30)
 
 
-async def measure_http_calls(server: _HttpServer, calls: int) -> float:
+BLOCK = 50
+"""Calls per block of the HTTP row: the two servers take turns block by block."""
+
+
+async def measure_http_blocks(
+    servers: dict[str, _HttpServer], calls: int
+) -> dict[str, list[float]]:
+    """``calls`` calls to each server, in blocks that alternate between them.
+
+    Both clients stay connected, and a block of one follows a block of the
+    other, so a change in the machine's load (it is shared) hits both alike.
+    """
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    headers = {"Authorization": f"Bearer {server.token}"} if server.token else {}
-    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
-    transport = streamable_http_client(server.url, http_client=http)
-    async with http, Client(transport, mode="legacy") as client:
-        for _ in range(20):  # warm up
-            await client.call_tool("space_noop_000", {"value": 1})
-        start = time.perf_counter()
-        for _ in range(calls):
-            result = await client.call_tool("space_noop_000", {"value": 1})
-        elapsed = time.perf_counter() - start
-    assert not result.is_error, result
-    return elapsed
+    times: dict[str, list[float]] = {kind: [] for kind in servers}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for kind, server in servers.items():
+            headers = {"Authorization": f"Bearer {server.token}"} if server.token else {}
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+            )
+            transport = streamable_http_client(server.url, http_client=http)
+            clients[kind] = await stack.enter_async_context(Client(transport, mode="legacy"))
+        for client in clients.values():
+            for _ in range(20):  # warm up
+                await client.call_tool("space_noop_000", {"value": 1})
+        kinds = list(clients)
+        for block in range(max(1, calls // BLOCK)):
+            for kind in kinds if block % 2 == 0 else reversed(kinds):
+                start = time.perf_counter()
+                for _ in range(BLOCK):
+                    result = await clients[kind].call_tool("space_noop_000", {"value": 1})
+                times[kind].append(time.perf_counter() - start)
+                assert not result.is_error, result
+    return times
 
 
 def run_auth(rounds: int, calls: int) -> dict[str, Any]:
-    """Authenticated against unauthenticated HTTP calls: both servers up, order alternating."""
+    """Authenticated against unauthenticated HTTP calls: both servers up, blocks alternating."""
     import anyio
 
     servers = {"open": _HttpServer(auth=False), "auth": _HttpServer(auth=True)}
-    samples: dict[str, list[float]] = {"open": [], "auth": []}
+    totals: dict[str, list[float]] = {"open": [], "auth": []}
+    block_ratios: list[float] = []
     try:
         for r in range(rounds):
-            for kind in ("open", "auth") if r % 2 == 0 else ("auth", "open"):
-                samples[kind].append(anyio.run(measure_http_calls, servers[kind], calls))
+            times = anyio.run(measure_http_blocks, servers, calls)
+            for kind, blocks in times.items():
+                totals[kind].append(sum(blocks))
+            block_ratios += [a / o for a, o in zip(times["auth"], times["open"], strict=True)]
             print(f"auth round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
     finally:
         for server in servers.values():
             server.stop()
-    bare = statistics.median(samples["open"])
-    ours = statistics.median(samples["auth"])
-    ratios = [a / o for a, o in zip(samples["auth"], samples["open"], strict=True)]
+    bare = statistics.median(totals["open"])
+    ours = statistics.median(totals["auth"])
+    ratios = [a / o for a, o in zip(totals["auth"], totals["open"], strict=True)]
+    block_ratio = statistics.median(block_ratios)
     return {
         "bare_s": bare,
         "presets_s": ours,
         "ratio_of_medians": ours / bare,
         "median_ratio": statistics.median(ratios),
+        "median_block_ratio": block_ratio,
         "target": AUTH_TARGET,
-        "ok": ours / bare <= AUTH_TARGET,
+        # Judged on the blocks: the figure least moved by the shared machine's load.
+        "ok": block_ratio <= AUTH_TARGET,
     }
 
 
@@ -349,7 +379,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"  {labels[name]:<38} {base} {fig['bare_s'] * 1000:9.2f} ms   {ours} "
             f"{fig['presets_s'] * 1000:9.2f} ms   ratio {fig['ratio_of_medians']:.3f} "
-            f"(median of per-round ratios {fig['median_ratio']:.3f})  "
+            f"(median of per-round ratios {fig['median_ratio']:.3f}"
+            + (
+                f", of per-block ratios {fig['median_block_ratio']:.3f}"
+                if "median_block_ratio" in fig
+                else ""
+            )
+            + ")  "
             f"target <= {fig.get('target', TARGET)}  {'ok' if fig['ok'] else 'OVER'}"
         )
     return 0 if ok else 1
