@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,30 @@ class Allowed:
     """The preset and tool names it was built from, as given."""
 
 
+@dataclass(frozen=True)
+class Profile:
+    """What one token may do on top of the server's own gates (``tokens.py`` stores them).
+
+    Narrowing only: a profile never opens a tool the server's allow-list
+    closes, and its budgets count alongside the server's.
+    """
+
+    name: str
+    allow: Allowed | None = None
+    max_calls: int | None = None
+    max_calls_per_tool: int | None = None
+
+
+ProfileSource = Callable[[str], "Profile | None"]
+"""Token name -> its profile now, or None once the token is gone (revoked)."""
+
+
+@dataclass
+class _Counts:
+    calls: int = 0
+    by_tool: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
 @dataclass
 class _Tally:
     """Refusals by one spent budget: the latest, and how many since the last line."""
@@ -79,6 +103,7 @@ class ToolPolicy:
         event_log_max_bytes: int = DEFAULT_MAX_BYTES,
         event_log_backups: int = DEFAULT_BACKUPS,
         summary_seconds: float = SUMMARY_SECONDS,
+        profiles: ProfileSource | None = None,
     ) -> None:
         for label, value in (("max_calls", max_calls), ("max_calls_per_tool", max_calls_per_tool)):
             if value is not None and value < 1:
@@ -97,6 +122,8 @@ class ToolPolicy:
         self.calls = 0
         self.calls_by_tool: dict[str, int] = {}
         self._tallies: dict[str, _Tally] = {}
+        self.profiles = profiles
+        self._token_counts: dict[str, _Counts] = {}
 
     @staticmethod
     def allow_list(presets: Presets, names: Iterable[str]) -> Allowed:
@@ -129,18 +156,46 @@ class ToolPolicy:
 
     # -- gates ---------------------------------------------------------------
 
-    def allows(self, tool: str) -> bool:
-        return self.allow is None or tool in self.allow.tools
+    def allows(self, tool: str, token: str | None = None) -> bool:
+        if self.allow is not None and tool not in self.allow.tools:
+            return False
+        if token is None:
+            return True
+        profile = self.profile(token)
+        return profile is not None and (profile.allow is None or tool in profile.allow.tools)
 
-    def admit(self, tool: str) -> None:
-        """Count a call to ``tool`` or raise the ``GateError`` of the first closed layer."""
-        if not self.allows(tool):
+    def profile(self, token: str) -> Profile | None:
+        """The token's profile now; None when no source knows it (then it may do nothing)."""
+        return self.profiles(token) if self.profiles is not None else None
+
+    def admit(self, tool: str, token: str | None = None) -> None:
+        """Count a call to ``tool`` or raise the ``GateError`` of the first closed layer.
+
+        With a ``token``, its profile's allow-list and budgets apply too; a
+        refused call counts against no budget.
+        """
+        if self.allow is not None and tool not in self.allow.tools:
             raise GateError(
                 "allow-list",
                 f"Tool {tool!r} is not allowed on this server: it was started with an "
                 "allow-list that does not include it. Only the user can change that, by "
                 "restarting the server with --allow for the tool or its preset.",
             )
+        profile = self.profile(token) if token is not None else None
+        if token is not None:
+            if profile is None:
+                raise GateError(
+                    "token",
+                    f"The token {token!r} this session uses is no longer valid (revoked). "
+                    "Tell the user; they can create a new one with `presets tokens create`.",
+                )
+            if profile.allow is not None and tool not in profile.allow.tools:
+                raise GateError(
+                    "allow-list",
+                    f"Tool {tool!r} is not allowed for the token {token!r}: its allow-list "
+                    "does not include it. Only the user can change that, with "
+                    "`presets tokens create --replace` and a wider --allow.",
+                )
         with self._lock:
             if self.max_calls is not None and self.calls >= self.max_calls:
                 raise GateError(
@@ -155,8 +210,30 @@ class ToolPolicy:
                     f"Tool {tool!r} has used its budget of {self.max_calls_per_tool} calls on "
                     "this server. Use other tools, or tell the user.",
                 )
+            counts = None
+            if profile is not None:
+                counts = self._token_counts.setdefault(profile.name, _Counts())
+                if profile.max_calls is not None and counts.calls >= profile.max_calls:
+                    raise GateError(
+                        "budget",
+                        f"The call budget of the token {profile.name!r} ({profile.max_calls} "
+                        "tool calls) is used up for this server's run. Tell the user.",
+                    )
+                token_used = counts.by_tool.get(tool, 0)
+                if (
+                    profile.max_calls_per_tool is not None
+                    and token_used >= profile.max_calls_per_tool
+                ):
+                    raise GateError(
+                        "budget",
+                        f"Tool {tool!r} has used the token {profile.name!r}'s budget of "
+                        f"{profile.max_calls_per_tool} calls. Use other tools, or tell the user.",
+                    )
             self.calls += 1
             self.calls_by_tool[tool] = used + 1
+            if counts is not None:
+                counts.calls += 1
+                counts.by_tool[tool] = counts.by_tool.get(tool, 0) + 1
 
     # -- event log -----------------------------------------------------------
 
@@ -228,7 +305,20 @@ class ToolPolicy:
             # (summarised as tool "*"); a tool's own budget is a tally per tool,
             # and only tools that exist have one.
             server_spent = self.max_calls is not None and self.calls >= self.max_calls
-            key = "*" if server_spent else refusal.tool
+            token_spent = False
+            if not server_spent and refusal.token is not None:
+                profile = self.profile(refusal.token)
+                counts = self._token_counts.get(refusal.token)
+                token_spent = (
+                    profile is not None
+                    and profile.max_calls is not None
+                    and counts is not None
+                    and counts.calls >= profile.max_calls
+                )
+            key = "*" if server_spent or token_spent else refusal.tool
+            if refusal.token is not None and not server_spent:
+                # A token's budgets are its own: its tallies never merge with another's.
+                key = f"{refusal.token}\0{key}"
             tally = self._tallies.get(key)
             if tally is None:
                 self._tallies[key] = _Tally(refusal, since=time.monotonic())
@@ -252,7 +342,7 @@ class ToolPolicy:
         for key, tally in self._tallies.items():
             if tally.count and (everything or now - tally.since >= self.summary_seconds):
                 last = tally.last
-                tool = "*" if key == "*" else last.tool
+                tool = "*" if key.rpartition("\0")[2] == "*" else last.tool
                 due.append(dataclasses.replace(last, tool=tool, count=tally.count))
                 tally.count = 0
                 tally.since = now
@@ -268,10 +358,14 @@ class ToolPolicy:
         self.events.close()
 
     def status(self) -> dict[str, Any]:
-        return {
+        status: dict[str, Any] = {
             "allow": list(self.allow.names) if self.allow else None,
             "calls": self.calls,
             "max_calls": self.max_calls,
             "max_calls_per_tool": self.max_calls_per_tool,
             "event_log": str(self.event_log) if self.event_log else None,
         }
+        if self.profiles is not None:
+            with self._lock:
+                status["tokens"] = {n: {"calls": c.calls} for n, c in self._token_counts.items()}
+        return status

@@ -47,6 +47,7 @@ COMMANDS: Final = {
     "approve": "control:approve",
     "deny": "control:deny",
     "new-plugin": "newplugin:new_plugin",
+    "tokens": "tokens:tokens",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
 

@@ -48,15 +48,45 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
     type=click.Path(file_okay=False, path_type=Path),
     help="File root the server's file tools are confined to.",
 )
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: opencode starts the server; http: opencode connects to a running one (--url).",
+)
+@click.option("--url", help="The remote server's MCP endpoint, e.g. https://host:8765/mcp.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="A file holding the bearer token (from `presets tokens create`) to send to --url.",
+)
 @plugins_dir_option
-def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Path | None) -> None:
+def opencode(
+    write_dir: Path | None,
+    name: str,
+    state_dir: Path | None,
+    root: Path | None,
+    transport: str,
+    url: str | None,
+    token_file: Path | None,
+) -> None:
     """Print the opencode.json snippet that runs this MCP server over stdio.
 
     With --write DIR, write a complete isolated config to DIR/opencode.json
     and print `OPENCODE_CONFIG=<path>` to export before starting opencode. Its
     server keeps its state in DIR/state unless --state-dir says otherwise, so
     two configs never share a state directory (one server may use each).
+
+    With --transport http --url URL [--token-file FILE], the config points
+    opencode at a running remote server instead, sending the token as
+    `Authorization: Bearer` (read from FILE now; the written file is 0600).
     """
+    if transport == "http":
+        _opencode_remote(write_dir, name, url, token_file, state_dir, root)
+        return
+    if url is not None or token_file is not None:
+        raise click.UsageError("--url and --token-file need --transport http")
     command = [sys.executable, "-m", "agent_presets", "serve"]
     if state_dir is None and write_dir is not None:
         # Each written config gets its own state, so two opencode windows never share one.
@@ -80,6 +110,43 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     write_dir.mkdir(parents=True, exist_ok=True)
     path = (write_dir / "opencode.json").resolve()
     write_json_atomic(path, config)
+    click.echo(f"OPENCODE_CONFIG={path}")
+
+
+def _opencode_remote(
+    write_dir: Path | None,
+    name: str,
+    url: str | None,
+    token_file: Path | None,
+    state_dir: Path | None,
+    root: Path | None,
+) -> None:
+    if url is None:
+        raise click.UsageError("--transport http needs --url, the server's MCP endpoint")
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise click.BadParameter("use an http:// or https:// URL", param_hint="'--url'")
+    if state_dir is not None or root is not None:
+        raise click.UsageError("--state-dir and --root belong to the remote server's own flags")
+    entry: dict[str, Any] = {"type": "remote", "url": url, "enabled": True}
+    if token_file is not None:
+        token = token_file.read_text(encoding="utf-8").strip()
+        if not token or any(c.isspace() for c in token):
+            raise click.BadParameter(
+                f"{token_file} does not hold one token (the line `presets tokens create` prints)",
+                param_hint="'--token-file'",
+            )
+        entry["headers"] = {"Authorization": f"Bearer {token}"}
+    config = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
+    if write_dir is None:
+        emit_json(config)
+        return
+    from agent_presets.host.store import write_json_atomic
+
+    write_dir.mkdir(parents=True, exist_ok=True)
+    path = (write_dir / "opencode.json").resolve()
+    write_json_atomic(path, config)
+    if token_file is not None:
+        path.chmod(0o600)  # it holds the token
     click.echo(f"OPENCODE_CONFIG={path}")
 
 
@@ -155,6 +222,17 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
     "the plugins give.",
 )
+@click.option(
+    "--auth",
+    type=click.Choice(["tokens"]),
+    help="HTTP only: accept only bearer tokens made with `presets tokens create` for this "
+    "state folder; each token's profile narrows its tools and budgets.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow serving HTTP on a non-loopback address without --auth (a trusted network).",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -172,6 +250,8 @@ def serve(
     shell_network: bool,
     unsafe_shell: bool,
     namespace: str,
+    auth: str | None,
+    insecure: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -214,6 +294,12 @@ def serve(
         )
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
+    if auth is not None and transport != "http":
+        raise click.UsageError("--auth tokens needs --transport http")
+    from agent_presets.mcpserver.auth import check_exposure
+
+    if transport == "http":
+        check_exposure(host, auth=auth, insecure=insecure)
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or default_state_dir()
     folder = plugins_dir()
@@ -257,6 +343,14 @@ def serve(
             raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
     from agent_presets.control import SOCKET_NAME
     from agent_presets.mcpserver import serve as run_server
+    from agent_presets.tokens import TokenTable
+
+    tokens = TokenTable(app.state_dir) if auth == "tokens" else None
+    if tokens is not None and not tokens.names():
+        warn(
+            f"no tokens in {tokens.path} yet: every request is refused until one is made "
+            "with `presets tokens create NAME`"
+        )
 
     def banner(where: str) -> None:
         click.echo(
@@ -264,7 +358,9 @@ def serve(
             f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools"
             + (f" ({len(policy.allow.tools)} allowed)" if policy.allow else "")
             + ", "
-            f"{where}, state in {app.state_dir}",
+            f"{where}"
+            + (f", {len(tokens.names())} tokens" if tokens is not None else "")
+            + f", state in {app.state_dir}",
             err=True,
         )
 
@@ -276,4 +372,6 @@ def serve(
         banner=banner,
         policy=policy,
         control_socket=app.state_dir / SOCKET_NAME,
+        tokens=tokens,
+        insecure=insecure,
     )

@@ -26,10 +26,12 @@ from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
 from agent_presets.control import Controller
+from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.invalid_params import name_invalid_params
+from agent_presets.mcpserver.telemetry import CallSpan, Telemetry
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -80,6 +82,7 @@ class PresetServer(Server[Any]):
         policy: ToolPolicy | None = None,
         control: Controller | None = None,
         page_size: int = TOOLS_PAGE_SIZE,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -96,6 +99,8 @@ class PresetServer(Server[Any]):
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
         self.calls = ToolCalls()
+        self.telemetry = telemetry if telemetry is not None else Telemetry()
+        self._resolution: Resolution | None = presets.manager.resolve()
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         super().__init__(
@@ -158,7 +163,9 @@ class PresetServer(Server[Any]):
     def _tools_changed(self, _change: ToolRegistryChange) -> None:
         self.fanout.changed("tools")
 
-    def _context_changed(self, _resolution: Resolution) -> None:
+    def _context_changed(self, resolution: Resolution) -> None:
+        self.telemetry.context_switch(self._resolution, resolution)
+        self._resolution = resolution
         self.fanout.changed("context")
 
     # -- tools -------------------------------------------------------------
@@ -181,7 +188,7 @@ class PresetServer(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = self.tool_entries()
+        entries = self._visible(self.tool_entries(), token_of(ctx.request))
         size = self.page_size
         if params.cursor is None:
             if len(entries) <= size:  # the common case: the cached list itself, no copy
@@ -222,6 +229,12 @@ class PresetServer(Server[Any]):
             },
         )
 
+    def _visible(self, entries: list[dict[str, Any]], token: str | None) -> list[dict[str, Any]]:
+        """The entries a session authenticated with ``token`` may see (all without one)."""
+        if token is None:
+            return entries
+        return [e for e in entries if self.policy.allows(e["name"], token)]
+
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.tool_registry.get(name)
         return plain(tool.input_schema) if tool is not None else None
@@ -229,18 +242,28 @@ class PresetServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
+        token = token_of(ctx.request)
+        with self.telemetry.tool_call(params.name, token) as span:
+            return await self._run_call(params, token, span)
+
+    async def _run_call(
+        self, params: types.CallToolRequestParams, token: str | None, span: CallSpan
+    ) -> dict[str, Any]:
         name = params.name
         start = time.perf_counter()
         tool = self.tool_registry.get(name)
         try:
-            if tool is None and self.policy.allows(name):
+            if tool is None and self.policy.allows(name, token):
                 message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, layer="preset")
+                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
+                span.refused("preset")
                 return error_result(message)
-            self.policy.admit(name)
+            self.policy.admit(name, token)
             assert tool is not None  # admit() refuses every name the allow-list leaves out
         except GateError as exc:
-            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer)
+            preset = tool.preset if tool is not None else None
+            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
+            span.refused(exc.layer, preset)
             return error_result(str(exc))
         error: str | None = None
         failure: BaseException | None = None
@@ -257,15 +280,18 @@ class PresetServer(Server[Any]):
                 f"{name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
             )
+        seconds = time.perf_counter() - start
         self.policy.record(
             name,
             ok=error is None,
-            seconds=time.perf_counter() - start,
+            seconds=seconds,
             error=error,
             exc=failure,
             arguments=params.arguments,
             preset=tool.preset,
+            token=token,
         )
+        span.ran(ok=error is None, preset=tool.preset, risk=tool.risk, seconds=seconds)
         if self.fanout.pending:
             await self.fanout.settle()
         return result
@@ -362,7 +388,10 @@ class PresetServer(Server[Any]):
         if uri == PROMPT_URI:
             text, mime = prompt_text(self._fragments()), "text/markdown"
         elif uri == STATUS_URI:
-            text, mime = json.dumps(self.status(), indent=1, default=str), "application/json"
+            text, mime = (
+                json.dumps(self.status(token_of(ctx.request)), indent=1, default=str),
+                "application/json",
+            )
         else:
             raise MCPError(
                 code=types.INVALID_PARAMS,
@@ -385,7 +414,7 @@ class PresetServer(Server[Any]):
         self.fanout.subscribe(ctx, str(params.uri), False)
         return {}
 
-    def status(self) -> dict[str, Any]:
+    def status(self, token: str | None = None) -> dict[str, Any]:
         manager = self.presets.manager
         return {
             "context": manager.get_context(),
@@ -394,7 +423,7 @@ class PresetServer(Server[Any]):
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
                 for a in manager.get_active_presets()
             ],
-            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n)],
+            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n, token)],
             "policy": self.policy.status(),
         }
 

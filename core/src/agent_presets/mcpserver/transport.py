@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -11,14 +10,16 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
 from agent_presets.control import ControlListener
+from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
 from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
+from agent_presets.tokens import TokenTable
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
@@ -41,8 +42,14 @@ def serve(
     policy: ToolPolicy | None = None,
     control_socket: Path | None = None,
     page_size: int = TOOLS_PAGE_SIZE,
+    tokens: TokenTable | None = None,
+    insecure: bool = False,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
+
+    With ``tokens`` (HTTP only), every request needs a bearer token of that
+    table, and each token's profile narrows what its sessions see and call.
+    A non-loopback ``host`` without ``tokens`` is refused unless ``insecure``.
 
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
@@ -53,13 +60,20 @@ def serve(
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
+    if tokens is not None:
+        if transport != "http":
+            raise PresetError("token authentication needs --transport http; stdio has no tokens")
+        policy = policy if policy is not None else ToolPolicy()
+        policy.profiles = TokenProfiles(presets, tokens)
+    if transport == "http":
+        check_exposure(host, auth="tokens" if tokens is not None else None, insecure=insecure)
     server = build_server(presets, policy=policy, page_size=page_size)
     listener: ControlListener | None = None
     try:
         if control_socket is not None:
             listener = ControlListener(control_socket)
         with _socket_removed_on_sigterm(listener):
-            _run(transport, server, host, port, banner, listener)
+            _run(transport, server, host, port, banner, listener, tokens)
     except KeyboardInterrupt:
         pass
     finally:
@@ -75,12 +89,13 @@ def _run(
     port: int,
     banner: Callable[[str], None] | None,
     listener: ControlListener | None,
+    tokens: TokenTable | None = None,
 ) -> None:
     if transport == "stdio":
         anyio.run(_serve_stdio, server, banner, listener)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, listener)
+        anyio.run(_serve_http, server, sock, banner, listener, tokens)
 
 
 @contextlib.contextmanager
@@ -140,20 +155,12 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 async def _serve_http(
     server: PresetServer,
     sock: socket.socket,
     banner: Callable[[str], None] | None,
     listener: ControlListener | None = None,
+    tokens: TokenTable | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -161,7 +168,13 @@ async def _serve_http(
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     security = None
-    if not _is_loopback(host):
+    if tokens is not None and not is_loopback(host):
+        # A page that rebinds a name to this address cannot present a bearer
+        # token, so the token check is the protection; a Host check would only
+        # refuse the names remote clients legitimately use (and every name,
+        # for a wildcard address such as 0.0.0.0).
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    elif not is_loopback(host):
         # The SDK protects loopback hosts by itself; elsewhere accept only the
         # address given (and loopback), so a rebinding name is still refused.
         names = [shown, "127.0.0.1", "localhost", "[::1]"]
@@ -171,7 +184,8 @@ async def _serve_http(
             allowed_origins=[f"http://{n}:*" for n in names],
         )
         log.warning(
-            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools", host
+            "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
+            host,
         )
     from agent_presets.mcpserver.eventstore import MemoryEventStore
     from agent_presets.mcpserver.http import EnvelopeCheck
@@ -192,7 +206,10 @@ async def _serve_http(
     # Outermost of ours: each session's events are its own, and the fan-out
     # learns which sessions have their GET stream open.
     server.fanout.tracks_streams = True
-    app = HttpSessions(checked, store=store, listener=server.fanout)
+    app: Any = HttpSessions(checked, store=store, listener=server.fanout)
+    if tokens is not None:
+        # Outermost: nothing, not even a body check, answers a caller without a token.
+        app = TokenAuth(app, tokens)
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
     )

@@ -1,0 +1,146 @@
+"""OpenTelemetry spans and metrics for tool calls and context switches.
+
+``mcp`` depends on the OpenTelemetry API and its low-level server opens a
+SERVER span per request; the spans here are made while that span is
+current, so a tool call's span is its child. Only the API is imported: with
+no SDK configured every call below is a no-op costing well under a
+microsecond, and a host that wants the data installs ``agent-presets[otel]``
+(the SDK) and sets a tracer and meter provider, as any OpenTelemetry app does.
+
+Nothing here writes an argument value, a message or a token's secret: the
+attributes are names (tool, preset, gate, token name), the risk, the
+outcome and the latency.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Final
+
+from opentelemetry import metrics, trace
+
+from agent_presets import __version__
+from agent_presets.model import ActivePreset, Resolution
+
+SCOPE: Final = "agent_presets"
+
+TOOL: Final = "presets.tool"
+PRESET: Final = "presets.preset"
+RISK: Final = "presets.risk"
+OUTCOME: Final = "presets.outcome"
+"""``ok``, ``error`` (the tool ran and failed) or ``refused`` (a gate stopped it)."""
+GATE: Final = "presets.gate"
+LATENCY: Final = "presets.latency_ms"
+TOKEN: Final = "presets.token"
+
+
+class CallSpan:
+    """What one tool call tells its span and the metrics once it is decided."""
+
+    def __init__(self, telemetry: Telemetry, span: trace.Span, tool: str, token: str | None):
+        self._telemetry = telemetry
+        self._span = span
+        self._tool = tool
+        self._token = token
+        self._start = time.perf_counter()
+
+    def refused(self, gate: str, preset: str | None = None) -> None:
+        span = self._span
+        if span.is_recording():
+            span.set_attributes({OUTCOME: "refused", GATE: gate})
+            if preset is not None:
+                span.set_attribute(PRESET, preset)
+            span.set_status(trace.StatusCode.ERROR, f"refused by {gate}")
+        self._telemetry.refusals.add(1, {TOOL: self._tool, GATE: gate})
+
+    def ran(self, *, ok: bool, preset: str | None, risk: str | None, seconds: float) -> None:
+        outcome = "ok" if ok else "error"
+        span = self._span
+        if span.is_recording():
+            span.set_attributes({OUTCOME: outcome, LATENCY: round(seconds * 1000, 3)})
+            if preset is not None:
+                span.set_attribute(PRESET, preset)
+            if risk is not None:
+                span.set_attribute(RISK, risk)
+            if not ok:
+                span.set_status(trace.StatusCode.ERROR)
+        attributes = {TOOL: self._tool, OUTCOME: outcome}
+        self._telemetry.calls.add(1, attributes)
+        self._telemetry.latency.record(seconds, attributes)
+
+
+class Telemetry:
+    """The server's tracer, meter and instruments (the global providers unless given)."""
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+    ) -> None:
+        self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
+        meter = metrics.get_meter(SCOPE, __version__, meter_provider)
+        self.calls = meter.create_counter(
+            "presets.tool.calls", unit="{call}", description="Tool calls that ran, by outcome."
+        )
+        self.refusals = meter.create_counter(
+            "presets.tool.refusals", unit="{call}", description="Tool calls a gate refused."
+        )
+        self.latency = meter.create_histogram(
+            "presets.tool.duration", unit="s", description="Time from a tool call to its result."
+        )
+        self.switches = meter.create_counter(
+            "presets.context.switches",
+            unit="{switch}",
+            description="Changes of the active presets, tools or prompts.",
+        )
+
+    @contextmanager
+    def tool_call(self, tool: str, token: str | None) -> Iterator[CallSpan]:
+        """A span for one ``tools/call``, current while the call runs.
+
+        Made only when the SDK's request span around it records: a child of
+        an unsampled parent is dropped by the default (parent-based) sampler
+        anyway, and skipping it keeps an untraced call free of a span's cost
+        (tens of microseconds on a busy machine). Metrics are always counted.
+        """
+        if not trace.get_current_span().is_recording():
+            yield CallSpan(self, trace.INVALID_SPAN, tool, token)
+            return
+        attributes = {TOOL: tool} if token is None else {TOOL: tool, TOKEN: token}
+        with self.tracer.start_as_current_span(
+            f"presets.tool_call {tool}", kind=trace.SpanKind.INTERNAL, attributes=attributes
+        ) as span:
+            yield CallSpan(self, span, tool, token)
+
+    def context_switch(self, before: Resolution | None, after: Resolution) -> None:
+        """A span for one change of what is active: presets and tool ids in and out.
+
+        Made where the change is announced: inside a tool call that switched
+        the context it is that call's child; from the host, a root span.
+        """
+        old_presets = _names(before.active_presets) if before is not None else ()
+        new_presets = _names(after.active_presets)
+        old_tools = before.tool_ids if before is not None else ()
+        attributes = {
+            "presets.presets.added": _gone(new_presets, old_presets),
+            "presets.presets.removed": _gone(old_presets, new_presets),
+            "presets.tools.added": _gone(after.tool_ids, old_tools),
+            "presets.tools.removed": _gone(old_tools, after.tool_ids),
+        }
+        with self.tracer.start_as_current_span(
+            "presets.context_switch", kind=trace.SpanKind.INTERNAL, attributes=attributes
+        ):
+            pass
+        self.switches.add(1)
+
+
+def _names(active: Sequence[ActivePreset]) -> tuple[str, ...]:
+    return tuple(a.name for a in active)
+
+
+def _gone(left: Sequence[str], right: Sequence[str]) -> list[str]:
+    """Items of ``left`` not in ``right``, in ``left``'s order."""
+    others = set(right)
+    return [x for x in left if x not in others]
