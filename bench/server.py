@@ -80,6 +80,16 @@ def serve_bare(count: int) -> None:
         )
         for i in range(count)
     ]
+    # agent-presets also serves its own space_presets_request tool: the bare server
+    # serves one more no-op so both lists are the same length.
+    tools.append(
+        types.Tool(
+            name="space_presets_request",
+            description="Stands in for the request tool.",
+            input_schema=_schema(count),
+            annotations=hints,
+        )
+    )
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         # Pages of 100, as agent-presets serves them (the offset is the cursor).
@@ -176,7 +186,7 @@ async def measure_startup(kind: str) -> float:
     async with Client(_params(kind, SMALL), mode="legacy") as client:
         tools = await client.list_tools()
         elapsed = time.perf_counter() - start
-    assert len(tools.tools) == SMALL, (kind, len(tools.tools))
+    assert len(tools.tools) == SMALL + 1, (kind, len(tools.tools))  # + the request tool
     return elapsed
 
 
@@ -237,7 +247,7 @@ async def measure_list(kind: str, repeat: int) -> float:
             start = time.perf_counter()
             names = await _list_all(client)
             samples.append(time.perf_counter() - start)
-    assert len(names) == LARGE
+    assert len(names) == LARGE + 1  # + the request tool
     return statistics.median(samples)
 
 
