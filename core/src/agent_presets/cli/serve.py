@@ -155,6 +155,23 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
     "the plugins give.",
 )
+@click.option(
+    "--confirm",
+    type=click.Choice(["none", "risky", "destructive"]),
+    default="none",
+    show_default=True,
+    help="Ask the user before a tool of this effective risk runs: risky = filesystem-write, "
+    "destructive or shell; destructive = destructive or shell. Asked through MCP elicitation "
+    "when the client supports it, else the call waits for `presets approve ID`.",
+)
+@click.option(
+    "--confirm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=50.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a call waits for confirmation before it is refused.",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -172,6 +189,8 @@ def serve(
     shell_network: bool,
     unsafe_shell: bool,
     namespace: str,
+    confirm: str,
+    confirm_timeout: float,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -276,4 +295,6 @@ def serve(
         banner=banner,
         policy=policy,
         control_socket=app.state_dir / SOCKET_NAME,
+        confirm=cast(Any, confirm),
+        confirm_timeout=confirm_timeout,
     )
