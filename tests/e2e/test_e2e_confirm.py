@@ -147,6 +147,36 @@ async def test_a_client_with_elicitation_is_asked_and_its_answer_decides(tmp_pat
     assert len(calls_of(state, WRITE_TOOL)) == 1
 
 
+async def test_when_the_client_fails_to_elicit_the_call_waits_for_presets_approve(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+
+    async def broken(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="no UI here")
+
+    command = confirming(state, "--confirm", "risky")
+    async with Client(command, mode="legacy", elicitation_callback=broken) as client:
+        results: list[Any] = []
+
+        async def write() -> None:
+            results.append(
+                await client.call_tool(
+                    WRITE_TOOL, {"path": "later.txt", "content": "x"}, read_timeout_seconds=120
+                )
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            request = await pending_call(state)
+            await anyio.sleep(1)  # the failed elicitation has left it waiting
+            done = await cli(state, "approve", request["id"])
+            assert done.returncode == 0, done.stderr
+        assert not results[0].is_error, text(results[0])
+    assert (state / "files" / "later.txt").exists()
+    assert decisions(state) == [("approved", "cli")]
+
+
 async def test_a_cancelled_call_is_withdrawn_and_a_later_approval_runs_nothing(
     tmp_path: Path,
 ) -> None:
@@ -195,3 +225,17 @@ def test_serve_refuses_an_unknown_confirm_mode(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 2 and "'always' is not one of" in done.stderr
+
+
+def test_the_argument_summary_names_each_argument_with_a_short_value() -> None:
+    from agent_presets.mcpserver.confirm import summarize
+
+    assert summarize({}) == "no arguments"
+    assert summarize({"path": "a.txt", "n": 3, "tags": ["x"]}) == (
+        "path='a.txt', n=3, tags=[\"x\"]"
+    )
+    long = summarize({"content": "y" * 500})
+    assert long.startswith("content='yyy") and long.endswith("… (500 chars)")
+    assert len(long) < 80
+    many = summarize({f"a{i}": i for i in range(10)})
+    assert many.endswith("a7=7, and 2 more")

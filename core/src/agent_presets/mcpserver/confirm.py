@@ -28,7 +28,6 @@ from typing import Any, Final, Literal
 
 import anyio
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
 
 from agent_presets.events import Outcome
 from agent_presets.model import DANGEROUS_RISKS, ToolDef
@@ -160,7 +159,7 @@ class CallConfirmation:
             result = await ctx.session.elicit_form(
                 message, _NO_FIELDS, related_request_id=ctx.request_id
             )
-        except (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        except Exception as exc:  # an error answer, no back-channel, a malformed result
             # The request stays pending: the CLI or the console may still decide it.
             log.warning("elicitation for %s failed (%s); it waits for approval", tool.name, exc)
             return
