@@ -147,6 +147,29 @@ async def test_a_client_with_elicitation_is_asked_and_its_answer_decides(tmp_pat
     assert len(calls_of(state, WRITE_TOOL)) == 1
 
 
+async def test_over_http_the_client_is_asked_on_the_calls_own_stream(tmp_path: Path) -> None:
+    from e2e.conftest import HttpServer
+
+    http = HttpServer(tmp_path / "state", "--on", WRITE, "--confirm", "risky")
+    asked: list[str] = []
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    try:
+        async with Client(http.url, mode="legacy", elicitation_callback=accept) as client:
+            result = await client.call_tool(
+                WRITE_TOOL, {"path": "web.txt", "content": "x"}, read_timeout_seconds=120
+            )
+            assert not result.is_error, text(result)
+    finally:
+        http.stop()
+    assert len(asked) == 1 and WRITE_TOOL in asked[0]
+    assert (tmp_path / "state" / "files" / "web.txt").exists()
+    assert decisions(tmp_path / "state") == [("approved", "elicitation")]
+
+
 async def test_when_the_client_fails_to_elicit_the_call_waits_for_presets_approve(
     tmp_path: Path,
 ) -> None:
@@ -174,6 +197,37 @@ async def test_when_the_client_fails_to_elicit_the_call_waits_for_presets_approv
             assert done.returncode == 0, done.stderr
         assert not results[0].is_error, text(results[0])
     assert (state / "files" / "later.txt").exists()
+    assert decisions(state) == [("approved", "cli")]
+
+
+async def test_a_2026_client_is_not_elicited_and_its_call_waits_for_presets_approve(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    asked: list[str] = []
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    command = confirming(state, "--confirm", "risky")
+    async with Client(command, elicitation_callback=accept) as client:  # mode auto: 2026-07-28
+        results: list[Any] = []
+
+        async def write() -> None:
+            results.append(
+                await client.call_tool(
+                    WRITE_TOOL, {"path": "new.txt", "content": "x"}, read_timeout_seconds=120
+                )
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            request = await pending_call(state)
+            done = await cli(state, "approve", request["id"])
+            assert done.returncode == 0, done.stderr
+        assert not results[0].is_error, text(results[0])
+    assert asked == []
     assert decisions(state) == [("approved", "cli")]
 
 

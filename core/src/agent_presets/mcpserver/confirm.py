@@ -172,11 +172,15 @@ class CallConfirmation:
 
 
 def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the client advertised form elicitation in ``initialize``.
+    """Whether the client advertised form elicitation, and the server may ask it now.
 
     ``elicitation: {}`` means form mode (the spec's default); a client that
-    lists modes must list ``form``.
+    lists modes must list ``form``. A 2026-07-28 connection has no channel for
+    a request from the server (it would need a multi-round-trip result, not
+    done here), so such a call waits for ``presets approve`` instead.
     """
+    if not ctx.session.can_send_request:
+        return False
     capabilities = ctx.session.client_capabilities
     if capabilities is None or capabilities.elicitation is None:
         return False
