@@ -364,7 +364,7 @@ def test_opencode_prints_local_mcp_config(runner: CliRunner) -> None:
     code, out, _ = invoke(runner, "opencode")
     assert code == 0
     config = json.loads(out)
-    server = config["mcp"]["space"]
+    server = config["mcp"]["presets"]
     assert server["type"] == "local"
     assert server["command"][-3:] == ["-m", "agent_presets", "serve"] or server["command"][1:4] == [
         "-m",
@@ -381,13 +381,60 @@ def test_opencode_write_makes_isolated_config(runner: CliRunner, tmp_path: Path)
     key, _, value = out.strip().partition("=")
     assert key == "OPENCODE_CONFIG"
     config = json.loads(Path(value).read_text())
-    command = config["mcp"]["space"]["command"]
+    command = config["mcp"]["presets"]["command"]
     assert "--state-dir" in command
     # The written command really starts a server that answers --help.
     proc = subprocess.run(
         [*command[:-1], "serve", "--help"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and "--transport" in proc.stdout
+
+
+def test_opencode_asks_before_every_risky_tool_by_the_name_opencode_gives_it(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    code, out, _ = invoke(runner, "opencode", "--write", str(tmp_path / "oc"))
+    assert code == 0
+    config = json.loads(Path(out.strip().partition("=")[2]).read_text())
+    assert list(config["mcp"]) == ["presets"]
+    rules = config["permission"]
+    assert set(rules.values()) == {"ask"}
+    # opencode prefixes the server key: presets_space_..., never space_space_...
+    assert all(name.startswith("presets_space_") for name in rules), rules
+    for risky in (
+        "space_app_write_file",  # filesystem-write
+        "space_app_run_bash",  # shell
+        "space_drawing_delete_layer",  # destructive
+        "space_app_delete_world",
+    ):
+        assert f"presets_{risky}" in rules
+    for safe in (
+        "space_app_read_file",  # filesystem-read
+        "space_app_list_files",
+        "space_app_set_theme",  # normal
+        "space_drawing_insert_shape",
+        "space_presets_request",  # the server's own tool
+    ):
+        assert f"presets_{safe}" not in rules
+
+
+def test_opencode_rules_follow_the_server_key_and_refuse_one_opencode_would_rewrite(
+    runner: CliRunner,
+) -> None:
+    code, out, _ = invoke(runner, "opencode", "--name", "my-space")
+    assert code == 0
+    config = json.loads(out)
+    assert "my-space_space_app_write_file" in config["permission"]
+    code, _, err = invoke(runner, "opencode", "--name", "my space")
+    assert code == 2 and "letters, digits" in err
+
+
+def test_a_read_only_tool_of_a_risky_preset_has_no_effective_risk() -> None:
+    from agent_presets.model import effective_risk
+
+    assert effective_risk("shell", {"readOnlyHint": True}) is None
+    assert effective_risk("shell", {"readOnlyHint": False}) == "shell"
+    assert effective_risk("destructive", None) == "destructive"
 
 
 # ---------------------------------------------------------------- the real executable

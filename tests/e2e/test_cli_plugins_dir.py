@@ -220,14 +220,14 @@ def test_opencode_passes_the_folder_on_to_the_server(
 ) -> None:
     code, out, _ = invoke(runner, "opencode", "--plugins-dir", str(greet))
     assert code == 0
-    command = json.loads(out)["mcp"]["space"]["command"]
+    command = json.loads(out)["mcp"]["presets"]["command"]
     assert command[-2:] == ["--plugins-dir", str(greet.resolve())]
     monkeypatch.setenv("PRESETS_PLUGINS_DIR", str(greet))
     code, out, _ = invoke(runner, "opencode")
-    assert json.loads(out)["mcp"]["space"]["command"][-2:] == ["--plugins-dir", str(greet)]
+    assert json.loads(out)["mcp"]["presets"]["command"][-2:] == ["--plugins-dir", str(greet)]
     monkeypatch.delenv("PRESETS_PLUGINS_DIR")
     code, out, _ = invoke(runner, "opencode")
-    assert "--plugins-dir" not in json.loads(out)["mcp"]["space"]["command"]
+    assert "--plugins-dir" not in json.loads(out)["mcp"]["presets"]["command"]
 
 
 # ------------------------------------------------------------------ presets validate

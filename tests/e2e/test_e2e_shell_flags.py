@@ -113,7 +113,7 @@ def test_opencode_write_gives_each_config_its_own_state_dir(tmp_path: Path) -> N
         )
         assert proc.returncode == 0, proc.stderr
         config = json.loads((tmp_path / window / "opencode.json").read_text())
-        command = config["mcp"]["space"]["command"]
+        command = config["mcp"]["presets"]["command"]
         configs.append(Path(command[command.index("--state-dir") + 1]))
     assert configs == [
         (tmp_path / "one" / "state").resolve(),

@@ -395,7 +395,7 @@ def test_opencode_remote_config_sends_the_token(tmp_path: Path) -> None:
     assert result.stdout.strip() == f"OPENCODE_CONFIG={path.resolve()}"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     config = json.loads(path.read_text())
-    assert config["mcp"]["space"] == {
+    assert config["mcp"]["presets"] == {
         "type": "remote",
         "url": "https://tools.example:8765/mcp",
         "enabled": True,

@@ -22,6 +22,7 @@ from agent_presets.model import (
     Resolution,
     ToolDef,
     UnknownPresetError,
+    effective_risk,
 )
 from agent_presets.prompts import fill_placeholders
 from agent_presets.registry import PresetRegistry
@@ -255,7 +256,7 @@ class PresetManager:
             cached = self._tool_def_cache.get(tool_id)
             base = cached or self.tool_adapters.resolve(tool_id, self.app)
             # A read-only tool changes nothing, whatever its preset may do.
-            risk = None if base.annotations.get("readOnlyHint") is True else active.risk
+            risk = effective_risk(active.risk, base.annotations)
             if cached is not None and (cached.preset, cached.risk) == (active.name, risk):
                 tool_def = cached
             else:

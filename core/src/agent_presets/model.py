@@ -297,6 +297,15 @@ class Resolution:
 ToolRun = Callable[[Mapping[str, Any]], Any]
 
 
+def effective_risk(risk: Risk, annotations: Mapping[str, Any] | None) -> Risk | None:
+    """What calling a tool may do: its preset's ``risk``, or None for a tool marked read-only.
+
+    The one place the rule lives: the manager stamps it on each ``ToolDef``,
+    and ``presets opencode`` computes it for tools no server has resolved yet.
+    """
+    return None if (annotations or {}).get("readOnlyHint") is True else risk
+
+
 @dataclass(frozen=True)
 class ToolDef:
     """An MCP-facing tool: what the tool registry holds and the server serves.

@@ -25,9 +25,19 @@ from agent_presets.cli.options import (
     plugins_dir_option,
     warn,
 )
-from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
+from agent_presets.model import (
+    DANGEROUS_RISKS,
+    DEFAULT_NAMESPACE,
+    PresetValidationError,
+    effective_risk,
+)
+from agent_presets.plugins import PluginSet
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+OPENCODE_KEY = "presets"
+"""The opencode server key: its tools read ``presets_space_...``, not ``space_space_...``."""
+OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+"""Characters opencode keeps in a tool name; it would rewrite others, and the rules miss."""
 
 
 @click.command()
@@ -37,7 +47,13 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
     type=click.Path(file_okay=False, path_type=Path),
     help="Write an isolated opencode.json into this folder and print OPENCODE_CONFIG.",
 )
-@click.option("--name", default="space", show_default=True, help="The MCP server's key.")
+@click.option(
+    "--name",
+    default=OPENCODE_KEY,
+    show_default=True,
+    help="The MCP server's key. opencode names each tool KEY_TOOL "
+    "(presets_space_app_write_file), so the default does not double the tools' space_ prefix.",
+)
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -81,7 +97,17 @@ def opencode(
     With --transport http --url URL [--token-file FILE], the config points
     opencode at a running remote server instead, sending the token as
     `Authorization: Bearer` (read from FILE now; the written file is 0600).
+
+    The config also has `permission` rules that make opencode ask before every
+    tool whose effective risk is filesystem-write, destructive or shell, among
+    all installed presets' tools, under the names opencode gives them.
     """
+    if not OPENCODE_KEY_RE.match(name):
+        raise click.BadParameter(
+            f"{name!r}: use letters, digits, '_' and '-' only; opencode rewrites other "
+            "characters in tool names, and the permission rules would not match",
+            param_hint="'--name'",
+        )
     if transport == "http":
         _opencode_remote(write_dir, name, url, token_file, state_dir, root)
         return
@@ -98,10 +124,14 @@ def opencode(
     folder = plugins_dir()
     if folder is not None:  # the server loads the same one-off plugins as this command
         command += ["--plugins-dir", str(folder.resolve())]
-    config = {
+    config: dict[str, Any] = {
         "$schema": "https://opencode.ai/config.json",
         "mcp": {name: {"type": "local", "command": command, "enabled": True}},
     }
+    # opencode names an MCP tool `<server key>_<tool>`; "ask" makes it ask the user first.
+    rules = {f"{name}_{tool}": "ask" for tool in risky_tools(installed_plugins())}
+    if rules:
+        config["permission"] = rules
     if write_dir is None:
         emit_json(config)
         return
@@ -148,6 +178,29 @@ def _opencode_remote(
     if token_file is not None:
         path.chmod(0o600)  # it holds the token
     click.echo(f"OPENCODE_CONFIG={path}")
+
+
+def risky_tools(plugin_set: PluginSet) -> list[str]:
+    """The MCP names of the tools some installed preset makes risky, sorted.
+
+    Computed from the presets and the adapters (``effective_risk``), without
+    starting a server: a tool is risky if any preset that lists it gives it
+    a risky effective risk, as the manager stamps the highest one.
+    """
+    from agent_presets.adapters import mcp_name_for
+    from agent_presets.catalog import collect
+
+    catalog = collect(plugin_set)
+    adapters = {adapter.id: adapter for adapter in catalog.adapters}
+    names: set[str] = set()
+    for preset in catalog.presets:
+        for tool_id in preset.tool_ids:
+            adapter = adapters.get(tool_id)
+            if adapter is None:
+                continue
+            if effective_risk(preset.risk, adapter.annotations) in DANGEROUS_RISKS:
+                names.add(mcp_name_for(adapter, DEFAULT_NAMESPACE))
+    return sorted(names)
 
 
 @click.command()
@@ -233,6 +286,23 @@ def _opencode_remote(
     is_flag=True,
     help="Allow serving HTTP on a non-loopback address without --auth (a trusted network).",
 )
+@click.option(
+    "--confirm",
+    type=click.Choice(["none", "risky", "destructive"]),
+    default="none",
+    show_default=True,
+    help="Ask the user before a tool of this effective risk runs: risky = filesystem-write, "
+    "destructive or shell; destructive = destructive or shell. Asked through MCP elicitation "
+    "when the client supports it, else the call waits for `presets approve ID`.",
+)
+@click.option(
+    "--confirm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=50.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a call waits for confirmation before it is refused.",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -252,6 +322,8 @@ def serve(
     namespace: str,
     auth: str | None,
     insecure: bool,
+    confirm: str,
+    confirm_timeout: float,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -374,4 +446,6 @@ def serve(
         control_socket=app.state_dir / SOCKET_NAME,
         tokens=tokens,
         insecure=insecure,
+        confirm=cast(Any, confirm),
+        confirm_timeout=confirm_timeout,
     )

@@ -5,7 +5,8 @@
 calls on or off the event loop; ``fanout`` carries change notices to every
 client; ``sessions`` tells it which HTTP sessions are listening, and the
 event store (``eventstore``) which session each stored event belongs to;
-``hints`` turns a tool's risk into MCP annotations; ``wire`` builds
+``hints`` turns a tool's risk into MCP annotations; ``confirm`` makes risky
+calls wait for a person (``serve --confirm``); ``wire`` builds
 the dicts that go on the wire. Importing ``mcp`` costs about a second, so
 ``presets serve`` imports this package inside the command only.
 """

@@ -28,6 +28,7 @@ from agent_presets._version import __version__
 from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
+from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, CallConfirmation, ConfirmMode
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.invalid_params import name_invalid_params
@@ -83,6 +84,8 @@ class PresetServer(Server[Any]):
         control: Controller | None = None,
         page_size: int = TOOLS_PAGE_SIZE,
         telemetry: Telemetry | None = None,
+        confirm: ConfirmMode = "none",
+        confirm_timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -95,6 +98,8 @@ class PresetServer(Server[Any]):
             control if control is not None else Controller(presets.manager, emit=self.policy.emit)
         )
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
+        # Risky calls wait for a person (--confirm), as requests in the controller's store.
+        self.confirmation = CallConfirmation(self.control.requests, confirm, confirm_timeout)
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
@@ -244,10 +249,14 @@ class PresetServer(Server[Any]):
     ) -> dict[str, Any]:
         token = token_of(ctx.request)
         with self.telemetry.tool_call(params.name, token) as span:
-            return await self._run_call(params, token, span)
+            return await self._run_call(ctx, params, token, span)
 
     async def _run_call(
-        self, params: types.CallToolRequestParams, token: str | None, span: CallSpan
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        token: str | None,
+        span: CallSpan,
     ) -> dict[str, Any]:
         name = params.name
         start = time.perf_counter()
@@ -265,6 +274,9 @@ class PresetServer(Server[Any]):
             self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
             span.refused(exc.layer, preset)
             return error_result(str(exc))
+        refused = await self._confirm(ctx, tool, params.arguments or {})
+        if refused is not None:
+            return refused
         error: str | None = None
         failure: BaseException | None = None
         try:
@@ -295,6 +307,22 @@ class PresetServer(Server[Any]):
         if self.fanout.pending:
             await self.fanout.settle()
         return result
+
+    async def _confirm(
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The refusal when ``tool`` needs a person's yes (``--confirm``) and did not get it.
+
+        Called after every gate, so a call the policy refuses never bothers
+        anyone; a refusal is logged with the gate ``confirm``.
+        """
+        if not self.confirmation.needed(tool):
+            return None
+        refusal = await self.confirmation.ask(ctx, tool, arguments)
+        if refusal is None:
+            return None
+        self.policy.record(tool.name, ok=False, seconds=0.0, layer="confirm", preset=tool.preset)
+        return error_result(refusal)
 
     def _does_io(self, tool: ToolDef) -> bool:
         """Whether ``tool`` may block on files or processes, so it runs on the thread pool.
@@ -446,6 +474,15 @@ def build_server(
     policy: ToolPolicy | None = None,
     control: Controller | None = None,
     page_size: int = TOOLS_PAGE_SIZE,
+    confirm: ConfirmMode = "none",
+    confirm_timeout: float = DEFAULT_TIMEOUT,
 ) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
-    return PresetServer(presets, policy=policy, control=control, page_size=page_size)
+    return PresetServer(
+        presets,
+        policy=policy,
+        control=control,
+        page_size=page_size,
+        confirm=confirm,
+        confirm_timeout=confirm_timeout,
+    )

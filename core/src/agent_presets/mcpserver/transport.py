@@ -16,6 +16,7 @@ import anyio
 
 from agent_presets.control import ControlListener
 from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
+from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode
 from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
@@ -44,6 +45,8 @@ def serve(
     page_size: int = TOOLS_PAGE_SIZE,
     tokens: TokenTable | None = None,
     insecure: bool = False,
+    confirm: ConfirmMode = "none",
+    confirm_timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -54,9 +57,11 @@ def serve(
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
     to stdout, which is the stdio transport's wire. ``page_size`` is the number
-    of tools in one ``tools/list`` page. Raises ``PresetError`` when the HTTP
-    port cannot be bound. With ``control_socket`` (bind it only while holding
-    the state lock) the live-control channel listens there meanwhile.
+    of tools in one ``tools/list`` page; ``confirm`` and ``confirm_timeout``
+    choose which calls wait for a person (``mcpserver/confirm.py``). Raises
+    ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
+    (bind it only while holding the state lock) the live-control channel
+    listens there meanwhile.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
@@ -67,7 +72,13 @@ def serve(
         policy.profiles = TokenProfiles(presets, tokens)
     if transport == "http":
         check_exposure(host, auth="tokens" if tokens is not None else None, insecure=insecure)
-    server = build_server(presets, policy=policy, page_size=page_size)
+    server = build_server(
+        presets,
+        policy=policy,
+        page_size=page_size,
+        confirm=confirm,
+        confirm_timeout=confirm_timeout,
+    )
     listener: ControlListener | None = None
     try:
         if control_socket is not None:

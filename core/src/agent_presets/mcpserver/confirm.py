@@ -1,0 +1,194 @@
+"""Confirmation before risky calls: ``presets serve --confirm risky|destructive``.
+
+A call of a tool whose effective risk (``ToolDef.risk``, stamped by the
+manager) is in the chosen set runs only once a person said yes. Every such
+call is a pending request of kind ``call`` in the server's ``RequestStore``,
+whichever way the person answers, so one rule decides it once:
+
+- The request's ``outcome`` is the only truth. ``presets approve``/``deny``
+  (and the console) decide it; so does the person's answer to an
+  ``elicitation/create`` when the client advertised ``elicitation``; so does
+  the timeout (``expired``) and a cancelled or abandoned call (``withdrawn``).
+  Whoever decides first wins; the store decides a request once, so a later
+  approval of a withdrawn call finds nothing and runs nothing.
+- The call runs only when the outcome is ``approved``, and then once: the
+  waiting call runs it, an approval itself runs nothing.
+- Every decision is a ``decision`` event (the store writes it); the argument
+  summary the person reads is the request's reason, never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import anyio
+from mcp.server.context import ServerRequestContext
+
+from agent_presets.events import Outcome
+from agent_presets.model import DANGEROUS_RISKS, ToolDef
+from agent_presets.requests import (
+    PendingRequest,
+    RequestLimitError,
+    RequestStore,
+    UnknownRequestError,
+)
+
+log = logging.getLogger("agent_presets.server")
+
+ConfirmMode = Literal["none", "risky", "destructive"]
+CONFIRM_MODES: Final[tuple[ConfirmMode, ...]] = ("none", "risky", "destructive")
+CONFIRM_RISKS: Final[Mapping[str, frozenset[str]]] = {
+    "none": frozenset(),
+    "risky": DANGEROUS_RISKS,  # filesystem-write, destructive, shell
+    "destructive": frozenset({"destructive", "shell"}),
+}
+DEFAULT_TIMEOUT: Final = 50.0
+"""Seconds a call waits for a person: below the 60 s request timeout of the
+TypeScript MCP SDK (opencode), so the model reads our refusal, not a timeout."""
+
+MAX_SHOWN_ARGS: Final = 8
+MAX_VALUE: Final = 40
+
+# An empty form: accepting it is the answer. A field to tick would make the
+# person say yes twice.
+_NO_FIELDS: Final[dict[str, Any]] = {"type": "object", "properties": {}}
+
+
+def summarize(arguments: Mapping[str, Any]) -> str:
+    """``path='notes.txt', content='hello wor…' (52 chars)``: names and short values."""
+    parts = []
+    for name, value in list(arguments.items())[:MAX_SHOWN_ARGS]:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        shown = repr(text) if isinstance(value, str) else text
+        if len(shown) > MAX_VALUE:
+            shown = f"{shown[: MAX_VALUE - 1]}… ({len(text)} chars)"
+        parts.append(f"{name}={shown}")
+    more = len(arguments) - MAX_SHOWN_ARGS
+    if more > 0:
+        parts.append(f"and {more} more")
+    return ", ".join(parts) if parts else "no arguments"
+
+
+class CallConfirmation:
+    """Asks a person before a call of a tool in ``risks`` runs (module docstring)."""
+
+    def __init__(
+        self, requests: RequestStore, mode: ConfirmMode = "none", timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        if mode not in CONFIRM_RISKS:
+            raise ValueError(f"confirm mode {mode!r} is not one of: {', '.join(CONFIRM_MODES)}")
+        if not timeout > 0:
+            raise ValueError(f"the confirmation timeout must be positive, got {timeout}")
+        self.requests = requests
+        self.mode = mode
+        self.risks = CONFIRM_RISKS[mode]
+        self.timeout = timeout
+
+    def needed(self, tool: ToolDef) -> bool:
+        return tool.risk is not None and tool.risk in self.risks
+
+    async def ask(
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
+    ) -> str | None:
+        """None when the call may run now; else the refusal the model reads.
+
+        Raises the loop's cancellation when the call is cancelled meanwhile,
+        after withdrawing its request.
+        """
+        summary = summarize(arguments)
+        try:
+            # The reason is what `presets requests` shows the person deciding.
+            request, _ = self.requests.file(
+                "call",
+                tool=tool.name,
+                preset=tool.preset,
+                reason=f"{tool.name}({summary})",
+                ttl=self.timeout,
+            )
+        except RequestLimitError as exc:
+            return f"{tool.name} did not run: it needs the user's confirmation, and {exc}"
+        try:
+            outcome = await self._outcome(ctx, tool, request, summary)
+        except anyio.get_cancelled_exc_class():
+            self._decide(request, "withdrawn", "client")
+            raise
+        if outcome == "approved":
+            return None
+        if outcome == "denied":
+            return (
+                f"The user refused to run {tool.name} (request {request.id}); it did not run "
+                "and nothing changed. Do not call it again with these arguments: ask the user "
+                "what to do instead."
+            )
+        return (
+            f"{tool.name} did not run: it needs the user's confirmation (its risk is "
+            f"{tool.risk}) and nobody confirmed request {request.id} within "
+            f"{self.timeout:g} seconds. Ask the user to watch for it (`presets requests`, "
+            "then `presets approve ID`, or the console), then call it again."
+        )
+
+    async def _outcome(
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest, summary: str
+    ) -> Outcome:
+        async with anyio.create_task_group() as tg:
+            if _can_elicit(ctx):
+                tg.start_soon(self._elicit, ctx, tool, request, summary)
+            with anyio.move_on_after(self.timeout):
+                await _decided(request)
+            tg.cancel_scope.cancel()
+        if not request.outcome.done():
+            self._decide(request, "expired", "timeout")
+        # Decided by now, or being decided on another thread this very moment.
+        return await _decided(request)
+
+    async def _elicit(
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest, summary: str
+    ) -> None:
+        message = (
+            f"Allow the agent to run {tool.name}? Preset {tool.preset}, risk {tool.risk}. "
+            f"Arguments: {summary}. Accept runs it once; "
+            f"decline refuses it. (Request {request.id}; `presets approve {request.id}` works "
+            "too.)"
+        )
+        try:
+            result = await ctx.session.elicit_form(
+                message, _NO_FIELDS, related_request_id=ctx.request_id
+            )
+        except Exception as exc:  # an error answer, no back-channel, a malformed result
+            # The request stays pending: the CLI or the console may still decide it.
+            log.warning("elicitation for %s failed (%s); it waits for approval", tool.name, exc)
+            return
+        self._decide(request, "approved" if result.action == "accept" else "denied", "elicitation")
+
+    def _decide(self, request: PendingRequest, outcome: Outcome, by: str) -> None:
+        # Decided already (approved, denied, expired): that outcome stands.
+        with contextlib.suppress(UnknownRequestError):
+            self.requests.decide(request.id, outcome, by=by)
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client advertised form elicitation, and the server may ask it now.
+
+    ``elicitation: {}`` means form mode (the spec's default); a client that
+    lists modes must list ``form``. A 2026-07-28 connection has no channel for
+    a request from the server (it would need a multi-round-trip result, not
+    done here), so such a call waits for ``presets approve`` instead.
+    """
+    if not ctx.session.can_send_request:
+        return False
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.elicitation is None:
+        return False
+    elicitation = capabilities.elicitation
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def _decided(request: PendingRequest) -> Outcome:
+    # Shielded: cancelling this wait must not cancel the request's own future.
+    outcome: Outcome = await asyncio.shield(asyncio.wrap_future(request.outcome))
+    return outcome
