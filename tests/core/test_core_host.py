@@ -395,7 +395,7 @@ def test_write_atomic_cleans_up_its_temp_file_when_writing_fails(tmp_path, monke
 # ------------------------------------------------------------------ one writer per state directory
 
 HOLDER = """
-import os, sys, time
+import os, subprocess, sys, time
 import agent_presets_drawing
 from agent_presets.host import HeadlessHost
 
@@ -404,7 +404,9 @@ presets = host.start([agent_presets_drawing])
 host.shell.set_surface("canvas")
 host.shell.set_activity("drawing")
 if len(sys.argv) > 2:
-    os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "30")  # inherits every fd not close-on-exec
+    # Inherits every fd not close-on-exec. Popen returns once the child has exec'd: a
+    # forked child holds every fd until its exec, so "ready" must not come before it.
+    subprocess.Popen(["sleep", "30"], close_fds=False)
 insert = presets.tool_registry.get("space_drawing_insert_shape")
 print("ready", flush=True)
 for i in range(20):

@@ -21,7 +21,7 @@ from typing import Final
 
 from opentelemetry import metrics, trace
 
-from agent_presets import __version__
+from agent_presets._version import __version__
 from agent_presets.model import ActivePreset, Resolution
 
 SCOPE: Final = "agent_presets"
