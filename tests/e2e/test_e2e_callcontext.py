@@ -1,0 +1,315 @@
+"""The call context and rich results, through the SDK's in-memory client in both eras."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from agent_presets import ToolAdapter, ToolCall, ToolResult, bootstrap, hookimpl, results
+from agent_presets.bootstrap import Presets
+from agent_presets.mcpserver import build_server
+from agent_presets.mcpserver.server import PresetServer
+
+pytestmark = pytest.mark.anyio
+
+OBJECT = {"type": "object", "properties": {"steps": {"type": "integer"}}}
+PNG = b"\x89PNG\r\n\x1a\nfake"
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"count": {"type": "integer"}},
+    "required": ["count"],
+}
+
+
+def _slow_progress(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
+    assert call.context is not None
+    steps = arguments.get("steps", 3)
+    for done in range(1, steps + 1):
+        time.sleep(0.001)
+        call.context.progress(done, steps, f"step {done}")
+    return "done"
+
+
+def _loud(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
+    assert call.context is not None
+    call.context.log("debug", "a detail")
+    call.context.log("warning", "careful", tool=call.name)
+    return "logged"
+
+
+def _ask(app: Any, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    assert call.context is not None
+    answer = call.context.elicit(
+        "Name the shape", {"type": "object", "properties": {"name": {"type": "string"}}}
+    )
+    return {"action": answer.action, "content": dict(answer.content or {})}
+
+
+def _sample(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
+    assert call.context is not None
+    return call.context.sample("Say hi", 20, system_prompt="be brief")
+
+
+def _caps(app: Any, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    assert call.context is not None
+    return {"caps": sorted(call.context.client_capabilities)}
+
+
+def _image(app: Any, arguments: dict[str, Any]) -> Any:
+    return results.image(PNG, "image/png")
+
+
+def _mixed(app: Any, arguments: dict[str, Any]) -> ToolResult:
+    return ToolResult(
+        [
+            results.text("three blocks"),
+            results.audio(b"RIFF", "audio/wav"),
+            results.resource("file:///notes.txt", "hello", mime="text/plain"),
+        ]
+    )
+
+
+def _count(app: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"count": 2}
+
+
+def _bad_count(app: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"count": "two"}
+
+
+class RichPlugin:
+    """One preset, on everywhere, of tools that use the call context and rich results."""
+
+    __name__ = "rich"
+
+    def __init__(self, folder: Path) -> None:
+        self.adapters = [
+            ToolAdapter(
+                "rich.progress", "", "Counts slowly.", OBJECT, _slow_progress, name="rich_progress"
+            ),
+            ToolAdapter("rich.log", "", "Logs.", OBJECT, _loud, name="rich_log"),
+            ToolAdapter("rich.ask", "", "Asks.", OBJECT, _ask, name="rich_ask"),
+            ToolAdapter("rich.sample", "", "Samples.", OBJECT, _sample, name="rich_sample"),
+            ToolAdapter("rich.caps", "", "Capabilities.", OBJECT, _caps, name="rich_caps"),
+            ToolAdapter("rich.image", "", "An image.", OBJECT, _image, name="rich_image"),
+            ToolAdapter("rich.mixed", "", "Blocks.", OBJECT, _mixed, name="rich_mixed"),
+            ToolAdapter(
+                "rich.count",
+                "",
+                "Counts.",
+                OBJECT,
+                _count,
+                name="rich_count",
+                title="Count things",
+                output_schema=COUNT_SCHEMA,
+            ),
+            ToolAdapter(
+                "rich.bad-count",
+                "",
+                "Counts wrongly.",
+                OBJECT,
+                _bad_count,
+                name="rich_bad_count",
+                output_schema=COUNT_SCHEMA,
+            ),
+        ]
+        self.preset_file = folder / "rich.yaml"
+        ids = ", ".join(a.id for a in self.adapters)
+        self.preset_file.write_text(
+            "presets:\n  - name: rich-tools\n    default_state: auto\n    risk: normal\n"
+            f"    contexts: [{{surface: any}}]\n    tool_ids: [{ids}]\n"
+        )
+
+    @hookimpl
+    def presets_preset_files(self) -> list[Path]:
+        return [self.preset_file]
+
+    @hookimpl
+    def presets_tool_adapters(self) -> list[ToolAdapter]:
+        return list(self.adapters)
+
+
+@pytest.fixture
+def presets(tmp_path: Path) -> Presets:
+    return bootstrap(
+        None, plugins=[RichPlugin(tmp_path)], context={"surface": "scene", "canvas_visible": False}
+    )
+
+
+@pytest.fixture
+async def server(presets: Presets) -> AsyncIterator[PresetServer]:
+    built = build_server(presets)
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+MODES = ["legacy", "2026-07-28"]
+
+
+def _text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_reaches_the_client_with_its_token(server: PresetServer, mode: str) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool(
+            "space_rich_progress", {"steps": 3}, progress_callback=on_progress
+        )
+    assert _text(result) == "done"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_progress_from_a_worker_thread_arrives_before_the_result(
+    server: PresetServer,
+) -> None:
+    server.calls.slow.add("space_rich_progress")  # run it on the pool
+    seen: list[float] = []
+    threads: list[str] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(done)
+        threads.append(threading.current_thread().name)
+
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool(
+            "space_rich_progress", {"steps": 4}, progress_callback=on_progress
+        )
+    assert _text(result) == "done" and seen == [1, 2, 3, 4]
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_logging_arrives_and_set_level_filters(server: PresetServer) -> None:
+    logged: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+        assert client.server_capabilities.logging is not None
+        await client.call_tool("space_rich_log", {})
+        assert [p.level for p in logged] == ["debug", "warning"]
+        assert logged[1].logger == "space_rich_log"
+        assert logged[1].data == {"message": "careful", "tool": "space_rich_log"}
+        logged.clear()
+        await client.set_logging_level("info")
+        await client.call_tool("space_rich_log", {})
+    assert [p.level for p in logged] == ["warning"]
+
+
+async def test_logging_in_the_modern_era_follows_the_request_opt_in(server: PresetServer) -> None:
+    logged: list[str] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append(params.level)
+
+    async with Client(
+        server, mode="2026-07-28", logging_callback=on_log, log_level="info"
+    ) as client:
+        await client.call_tool("space_rich_log", {})
+    assert logged == ["warning"]
+
+
+def _elicitation_answer() -> Callable[..., Any]:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.message == "Name the shape"
+        return types.ElicitResult(action="accept", content={"name": "star"})
+
+    return answer
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_elicitation_round_trips(server: PresetServer, mode: str) -> None:
+    async with Client(server, mode=mode, elicitation_callback=_elicitation_answer()) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("space_rich_ask", {})
+    assert not result.is_error, _text(result)
+    assert result.structured_content == {"action": "accept", "content": {"name": "star"}}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_elicitation_without_client_support_is_a_clear_error(
+    server: PresetServer, mode: str
+) -> None:
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("space_rich_ask", {})
+    assert result.is_error
+    assert "the client does not support elicitation" in _text(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_sampling_returns_the_client_models_text(server: PresetServer, mode: str) -> None:
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        assert params.system_prompt == "be brief"
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="hi!"), model="test"
+        )
+
+    async with Client(server, mode=mode, sampling_callback=sample) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("space_rich_sample", {})
+        assert _text(result) == "hi!"
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("space_rich_sample", {})
+    assert result.is_error and "does not support sampling" in _text(result)
+
+
+async def test_client_capabilities_are_readable(server: PresetServer) -> None:
+    async with Client(server, mode="legacy", elicitation_callback=_elicitation_answer()) as client:
+        result = await client.call_tool("space_rich_caps", {})
+    assert "elicitation" in (result.structured_content or {})["caps"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_image_audio_and_resources_arrive_as_content_blocks(
+    server: PresetServer, mode: str
+) -> None:
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        image = await client.call_tool("space_rich_image", {})
+        mixed = await client.call_tool("space_rich_mixed", {})
+    block = image.content[0]
+    assert isinstance(block, types.ImageContent) and block.mime_type == "image/png"
+    assert [type(b).__name__ for b in mixed.content] == [
+        "TextContent",
+        "AudioContent",
+        "EmbeddedResource",
+    ]
+    embedded = mixed.content[2]
+    assert isinstance(embedded, types.EmbeddedResource)
+    assert isinstance(embedded.resource, types.TextResourceContents)
+    assert embedded.resource.text == "hello"
+
+
+async def test_structured_content_is_checked_against_the_output_schema(
+    server: PresetServer,
+) -> None:
+    async with Client(server, mode="legacy") as client:
+        good = await client.call_tool("space_rich_count", {})
+        bad = await client.call_tool("space_rich_bad_count", {})
+    assert good.structured_content == {"count": 2} and not good.is_error
+    assert bad.is_error
+    assert "does not match its output schema" in _text(bad)
+    assert "'count'" in _text(bad)
+
+
+async def test_titles_and_output_schemas_are_listed(server: PresetServer) -> None:
+    async with Client(server, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert tools["space_rich_count"].title == "Count things"
+    assert tools["space_rich_count"].output_schema == COUNT_SCHEMA
+    assert tools["space_rich_log"].output_schema is None
+    assert tools["space_rich_log"].title is None
