@@ -240,6 +240,8 @@ async def test_elicitation_round_trips(server: PresetServer, mode: str) -> None:
         result = await client.call_tool("space_rich_ask", {})
     assert not result.is_error, _text(result)
     assert result.structured_content == {"action": "accept", "content": {"name": "star"}}
+    if mode == "legacy":  # it asked on the loop first: it runs on a worker thread from then on
+        assert "space_rich_ask" in server.calls.slow
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -313,3 +315,77 @@ async def test_titles_and_output_schemas_are_listed(server: PresetServer) -> Non
     assert tools["space_rich_count"].output_schema == COUNT_SCHEMA
     assert tools["space_rich_log"].output_schema is None
     assert tools["space_rich_log"].title is None
+
+
+# -- the built-ins ------------------------------------------------------------
+
+
+@pytest.fixture
+async def host_server(tmp_path: Path) -> AsyncIterator[PresetServer]:
+    from agent_presets.host import HeadlessHost
+
+    root = tmp_path / "root"
+    root.mkdir()
+    host = HeadlessHost(tmp_path / "state", root=root)
+    presets = host.start(overrides={"general-shell-tools": "on", "general-file-read-tools": "on"})
+    host.shell.set_surface("canvas")
+    host.shell.set_activity("drawing")
+    built = build_server(presets)
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+async def test_a_bash_call_with_a_progress_token_hears_progress_while_it_waits(
+    host_server: PresetServer,
+) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async with Client(host_server, mode="legacy") as client:
+        result = await client.call_tool(
+            "space_app_run_bash", {"command": "sleep 2.5"}, progress_callback=on_progress
+        )
+    assert not result.is_error, _text(result)
+    assert (result.structured_content or {})["exit_code"] == 0
+    assert len(seen) >= 2
+    assert all(total == 30 for _, total, _ in seen)
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+    assert seen[0][2] is not None and seen[0][2].startswith("running for")
+
+
+async def test_every_built_in_tool_has_a_title_and_the_read_tools_an_output_schema(
+    host_server: PresetServer,
+) -> None:
+    tools = {tool.name: tool for tool in host_server.tool_registry.list()}
+    presets = host_server.presets
+    every = [presets.tool_adapters.mcp_name(a) for a in presets.tool_adapters.list()]
+    untitled = [a.id for a in presets.tool_adapters.list() if a.title is None]
+    assert untitled == []
+    with_schema = {
+        presets.tool_adapters.mcp_name(a)
+        for a in presets.tool_adapters.list()
+        if a.output_schema is not None
+    }
+    assert {
+        "space_drawing_inspect",
+        "space_graph_get_state",
+        "space_graph_search_nodes",
+        "space_scene_get_state",
+        "space_app_list_files",
+        "space_app_read_file",
+    } <= with_schema
+    assert len(every) > 50
+    async with Client(host_server, mode="legacy") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        inspect = await client.call_tool("space_drawing_inspect", {})
+    assert set(listed) <= set(tools)
+    assert listed["space_drawing_inspect"].title == "Inspect the drawing"
+    assert listed["space_drawing_inspect"].output_schema is not None
+    assert inspect.structured_content is not None and not inspect.is_error
+    assert listed["space_app_read_file"].annotations is not None
+    assert listed["space_app_read_file"].annotations.read_only_hint is True
+    assert listed["space_app_read_file"].annotations.destructive_hint is False
