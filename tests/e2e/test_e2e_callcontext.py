@@ -389,3 +389,71 @@ async def test_every_built_in_tool_has_a_title_and_the_read_tools_an_output_sche
     assert listed["space_app_read_file"].annotations is not None
     assert listed["space_app_read_file"].annotations.read_only_hint is True
     assert listed["space_app_read_file"].annotations.destructive_hint is False
+
+
+# -- the documented example -------------------------------------------------
+
+DOC = Path(__file__).parents[2] / "docs" / "plugins.md"
+
+
+class Notebook:
+    def all(self) -> list[str]:
+        return ["buy milk", "call mum"]
+
+
+async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Path) -> None:
+    import re
+    from types import SimpleNamespace
+
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## The call context and rich results", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(DOC), "exec"), namespace)
+    adapter = namespace["export_adapter"]
+
+    class Docs:
+        __name__ = "docs-example"
+
+        @hookimpl
+        def presets_preset_files(self) -> list[Path]:
+            path = tmp_path / "docs.yaml"
+            path.write_text(
+                "presets:\n  - name: notes-export\n    default_state: auto\n    risk: normal\n"
+                "    contexts: [{surface: any}]\n    tool_ids: [notes.export]\n"
+            )
+            return [path]
+
+        @hookimpl
+        def presets_tool_adapters(self) -> list[ToolAdapter]:
+            return [adapter]
+
+    presets = bootstrap(
+        SimpleNamespace(notes=Notebook()),
+        plugins=[Docs()],
+        context={"surface": "notes", "canvas_visible": False},
+    )
+    server = build_server(presets)
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async def confirm(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    try:
+        for mode in MODES:
+            progress.clear()
+            async with Client(server, mode=mode, elicitation_callback=confirm) as client:  # type: ignore[arg-type]
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                result = await client.call_tool(
+                    "space_notes_export", {}, progress_callback=on_progress
+                )
+            assert listed["space_notes_export"].title == "Export the notes"
+            assert not result.is_error, _text(result)
+            assert result.structured_content == {"count": 2, "first": "buy milk"}
+            assert isinstance(result.content[1], types.EmbeddedResource)
+            assert progress == [1, 2]
+    finally:
+        server.close()
