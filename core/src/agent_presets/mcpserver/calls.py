@@ -128,8 +128,18 @@ class ToolCalls:
         run: Callable[[dict[str, Any]], Any] = (
             tool.run if context is None else partial(tool.run, context=context)  # type: ignore[call-arg]
         )
+        pooled = offload or tool.name in self.slow
         try:
-            return await self._run(tool, run, arguments, offload)
+            if not self._turns and not pooled:
+                # The fast path, written out: only the loop adds turns, so none can
+                # appear while this runs; a call through _inline costs measurably more.
+                start = time.perf_counter()
+                try:
+                    return run(arguments)
+                finally:
+                    if time.perf_counter() - start > SLOW_CALL:
+                        self._mark_slow(tool)
+            return await self._run(tool, run, arguments, pooled)
         except NeedsThread:
             # Asked on the loop for something it must wait for: the pool from now on.
             self.slow.add(tool.name)
@@ -140,18 +150,9 @@ class ToolCalls:
         tool: ToolDef,
         run: Callable[[dict[str, Any]], Any],
         arguments: dict[str, Any],
-        offload: bool,
+        pooled: bool,
     ) -> Any:
-        pooled = offload or tool.name in self.slow
-        if not self._turns and not pooled:
-            # The fast path, written out: only the loop adds turns, so none can
-            # appear while this runs; a call through _inline costs measurably more.
-            start = time.perf_counter()
-            try:
-                return run(arguments)
-            finally:
-                if time.perf_counter() - start > SLOW_CALL:
-                    self._mark_slow(tool)
+        """The call in its turn: inline once nothing conflicts, or on the pool."""
         runtime, writes = call_scope(tool, self.exclusive)
         turn = _Turn(runtime, writes)
         with self._lock:
