@@ -52,6 +52,16 @@ def _ask(app: Any, arguments: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     return {"action": answer.action, "content": dict(answer.content or {})}
 
 
+def _progress_then_ask(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
+    assert call.context is not None
+    call.context.progress(1, 2, "before asking")
+    answer = call.context.elicit(
+        "Go on?", {"type": "object", "properties": {"go": {"type": "boolean"}}}
+    )
+    call.context.progress(2, 2, "after asking")
+    return answer.action
+
+
 def _sample(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
     assert call.context is not None
     return call.context.sample("Say hi", 20, system_prompt="be brief")
@@ -96,6 +106,14 @@ class RichPlugin:
             ),
             ToolAdapter("rich.log", "", "Logs.", OBJECT, _loud, name="rich_log"),
             ToolAdapter("rich.ask", "", "Asks.", OBJECT, _ask, name="rich_ask"),
+            ToolAdapter(
+                "rich.progress-ask",
+                "",
+                "Asks midway.",
+                OBJECT,
+                _progress_then_ask,
+                name="rich_progress_ask",
+            ),
             ToolAdapter("rich.sample", "", "Samples.", OBJECT, _sample, name="rich_sample"),
             ToolAdapter("rich.caps", "", "Capabilities.", OBJECT, _caps, name="rich_caps"),
             ToolAdapter("rich.image", "", "An image.", OBJECT, _image, name="rich_image"),
@@ -242,6 +260,25 @@ async def test_elicitation_round_trips(server: PresetServer, mode: str) -> None:
     assert result.structured_content == {"action": "accept", "content": {"name": "star"}}
     if mode == "legacy":  # it asked on the loop first: it runs on a worker thread from then on
         assert "space_rich_ask" in server.calls.slow
+
+
+async def test_progress_queued_on_the_loop_before_an_elicitation_is_not_sent_twice(
+    server: PresetServer,
+) -> None:
+    seen: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(done)
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with Client(server, mode="legacy", elicitation_callback=answer) as client:
+        result = await client.call_tool(
+            "space_rich_progress_ask", {}, progress_callback=on_progress
+        )
+    assert _text(result) == "decline"
+    assert seen == [1, 2]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -27,11 +27,19 @@ from typing import Any, Final
 import mcp_types as types
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.callcontext import LOG_LEVELS, Elicitation, LogLevel, unsupported
+from agent_presets.callcontext import (
+    LOG_LEVELS,
+    CallContext,
+    Elicitation,
+    LogLevel,
+    unsupported,
+)
 from agent_presets.mcpserver.calls import NeedsThread
+from agent_presets.model import ToolCallError
 
 LOG_LEVEL_KEY: Final = "agent_presets.log_level"
 """Where ``logging/setLevel`` keeps a legacy connection's level (``Connection.state``)."""
@@ -154,7 +162,9 @@ class McpCallContext:
         if "elicitation" not in self.client_capabilities:
             raise unsupported("elicitation", self.tool)
         params = {"mode": "form", "message": message, "requestedSchema": dict(schema)}
-        answer = self._ask("elicitation/create", params, self._elicit_legacy(message, schema))
+        answer = self._ask(
+            "elicitation/create", params, self._elicit_legacy(message, schema), "elicitation"
+        )
         result = types.ElicitResult.model_validate(answer)
         return Elicitation(result.action, result.content)
 
@@ -173,7 +183,9 @@ class McpCallContext:
             params["systemPrompt"] = system_prompt
         if temperature is not None:
             params["temperature"] = temperature
-        answer = self._ask("sampling/createMessage", params, self._sample_legacy(params))
+        answer = self._ask(
+            "sampling/createMessage", params, self._sample_legacy(params), "sampling"
+        )
         content = answer.get("content")
         blocks = content if isinstance(content, list) else [content]
         return "".join(
@@ -181,11 +193,23 @@ class McpCallContext:
         )
 
     def _ask(
-        self, method: str, params: dict[str, Any], legacy: Coroutine[Any, Any, dict[str, Any]]
+        self,
+        method: str,
+        params: dict[str, Any],
+        legacy: Coroutine[Any, Any, dict[str, Any]],
+        feature: str,
     ) -> dict[str, Any]:
         self._asked += 1
         if not self.modern:
-            return self._send(legacy, wait=True)  # type: ignore[no-any-return]
+            try:
+                return self._send(legacy, wait=True)  # type: ignore[no-any-return]
+            except NoBackChannelError:  # a transport with no way to ask (stateless HTTP)
+                raise unsupported(f"{feature} on this connection", self.tool) from None
+            except MCPError as exc:
+                raise ToolCallError(
+                    f"{self.tool}: the client refused the {feature} request ({exc}); "
+                    "continue without it or ask the user in the conversation"
+                ) from None
         legacy.close()
         key = f"{method.split('/')[0]}-{self._asked}"
         if key in self._answers:
@@ -215,7 +239,11 @@ class McpCallContext:
         if threading.get_ident() != self._loop_thread:
             return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
         if wait:
+            # This run is abandoned and runs again on a thread: what it queued would repeat.
             coro.close()
+            for queued in self._queued:
+                queued.close()
+            self._queued.clear()
             raise NeedsThread
         self._queued.append(coro)
         return None
@@ -253,3 +281,7 @@ def set_level_handler() -> Any:
         return {}
 
     return set_level
+
+
+def _satisfies_the_protocol(context: McpCallContext) -> CallContext:
+    return context  # mypy checks here that McpCallContext is a CallContext
