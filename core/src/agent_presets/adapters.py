@@ -57,7 +57,8 @@ class ToolCall:
     name, the one the client called: the registry decides it (it is where the
     host's namespace is applied), so a handler names its tool from here and
     never from a literal of its own. ``context`` is the client's call context
-    (progress, logging, elicitation) when the server provides one, else None;
+    (``agent_presets.CallContext``: progress, logging, elicitation, sampling,
+    the client's capabilities) when the server provides one, else None;
     later fields are added with defaults, so a handler that takes a
     ``ToolCall`` today keeps working.
     """
@@ -92,6 +93,12 @@ class ToolAdapter:
     ``readOnlyHint`` handler must change nothing, not even a cache. A
     hand-written adapter may declare ``runtime``; left None, the server runs
     the tool as if it touched every runtime.
+
+    ``title`` (keyword-only) is the human name clients show (``tools/list``'s
+    ``title``). ``output_schema`` (keyword-only) is the JSON Schema of the
+    tool's structured results (``outputSchema``): a dict result, or a
+    ``results.ToolResult``'s ``structured`` part, is checked against it after
+    the handler returns, and a mismatch is a ``ToolResultError``.
     """
 
     id: str
