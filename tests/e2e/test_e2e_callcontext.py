@@ -494,3 +494,46 @@ async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Pat
             assert progress == [1, 2]
     finally:
         server.close()
+
+
+# -- over real transports -----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_terrain_generation_reports_progress_over_http(http_server: Any, mode: str) -> None:
+    seen: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(done)
+
+    async with Client(http_server.url, mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool(
+            "space_scene_add_terrain",
+            {"seed": 7, "rows": 16, "cols": 16},
+            progress_callback=on_progress,
+        )
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert not result.is_error, _text(result)
+    assert seen == [0, 1, 2]
+    assert listed["space_scene_add_terrain"].title == "Generate terrain"
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_set_level_and_progress_over_stdio(stdio_server_params: Any) -> None:
+    seen: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(done)
+
+    async with Client(stdio_server_params(), mode="legacy") as client:
+        assert client.server_capabilities.logging is not None
+        await client.set_logging_level("error")
+        result = await client.call_tool(
+            "space_scene_add_terrain",
+            {"seed": 3, "rows": 8, "cols": 8},
+            progress_callback=on_progress,
+        )
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert not result.is_error, _text(result)
+    assert seen == [0, 1, 2]
+    assert all(tool.title for tool in tools.values())
