@@ -62,6 +62,14 @@ def _progress_then_ask(app: Any, arguments: dict[str, Any], call: ToolCall) -> s
     return answer.action
 
 
+def _ask_twice(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
+    assert call.context is not None
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    first = call.context.elicit("first", schema)
+    second = call.context.elicit("second", schema)
+    return f"{(first.content or {}).get('name')} {(second.content or {}).get('name')}"
+
+
 def _sample(app: Any, arguments: dict[str, Any], call: ToolCall) -> str:
     assert call.context is not None
     return call.context.sample("Say hi", 20, system_prompt="be brief")
@@ -113,6 +121,9 @@ class RichPlugin:
                 OBJECT,
                 _progress_then_ask,
                 name="rich_progress_ask",
+            ),
+            ToolAdapter(
+                "rich.ask-twice", "", "Asks twice.", OBJECT, _ask_twice, name="rich_ask_twice"
             ),
             ToolAdapter("rich.sample", "", "Samples.", OBJECT, _sample, name="rich_sample"),
             ToolAdapter("rich.caps", "", "Capabilities.", OBJECT, _caps, name="rich_caps"),
@@ -279,6 +290,20 @@ async def test_progress_queued_on_the_loop_before_an_elicitation_is_not_sent_twi
         )
     assert _text(result) == "decline"
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_questions_get_their_own_answers(server: PresetServer, mode: str) -> None:
+    asked: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": params.message.upper()})
+
+    async with Client(server, mode=mode, elicitation_callback=answer) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("space_rich_ask_twice", {})
+    assert _text(result) == "FIRST SECOND"
+    assert asked == ["first", "second"]  # each question asked once, in both eras
 
 
 @pytest.mark.parametrize("mode", MODES)
