@@ -306,6 +306,17 @@ async def test_two_questions_get_their_own_answers(server: PresetServer, mode: s
     assert asked == ["first", "second"]  # each question asked once, in both eras
 
 
+async def test_a_client_error_answer_is_a_clear_tool_error(server: PresetServer) -> None:
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="no forms today")
+
+    async with Client(server, mode="legacy", elicitation_callback=refuse) as client:
+        result = await client.call_tool("space_rich_ask", {})
+    assert result.is_error
+    assert "did not answer the elicitation request" in _text(result)
+    assert "no forms today" in _text(result)
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_elicitation_without_client_support_is_a_clear_error(
     server: PresetServer, mode: str

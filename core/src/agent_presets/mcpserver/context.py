@@ -41,6 +41,11 @@ from agent_presets.callcontext import (
 from agent_presets.mcpserver.calls import NeedsThread
 from agent_presets.model import ToolCallError
 
+ANSWER_TIMEOUT: Final = 600.0
+"""Seconds a legacy-era elicitation or sampling request waits for the client's answer.
+
+A bound, so a call whose client went away does not hold a worker thread forever."""
+
 LOG_LEVEL_KEY: Final = "agent_presets.log_level"
 """Where ``logging/setLevel`` keeps a legacy connection's level (``Connection.state``)."""
 
@@ -207,7 +212,7 @@ class McpCallContext:
                 raise unsupported(f"{feature} on this connection", self.tool) from None
             except MCPError as exc:
                 raise ToolCallError(
-                    f"{self.tool}: the client refused the {feature} request ({exc}); "
+                    f"{self.tool}: the client did not answer the {feature} request ({exc}); "
                     "continue without it or ask the user in the conversation"
                 ) from None
         legacy.close()
@@ -217,8 +222,14 @@ class McpCallContext:
         raise InputRequired(key, {"method": method, "params": params}, self._answers)
 
     async def _elicit_legacy(self, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-        result = await self._ctx.session.elicit_form(
-            message, dict(schema), related_request_id=self._ctx.request_id
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        )
+        result = await self._ctx.session.send_request(
+            request,
+            types.ElicitResult,
+            request_read_timeout_seconds=ANSWER_TIMEOUT,
+            metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
         )
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -229,6 +240,7 @@ class McpCallContext:
         result = await self._ctx.session.send_request(
             request,
             types.CreateMessageResult,
+            request_read_timeout_seconds=ANSWER_TIMEOUT,
             metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
         )
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
