@@ -71,14 +71,22 @@ _EXPORTS = {
     "PresetServer": "mcpserver",
     "build_server": "mcpserver",
     "serve": "mcpserver",
+    "CallContext": "callcontext",
+    "Elicitation": "callcontext",
+    "UnsupportedByClientError": "callcontext",
+    "ToolCall": "adapters",
+    "ToolResult": "results",
+    "ToolResultError": "model",
 }
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "ActivePreset",
+    "CallContext",
     "ContextField",
     "DuplicatePresetError",
     "DuplicateToolError",
+    "Elicitation",
     "MissingRuntimeError",
     "OwnershipError",
     "PluginSet",
@@ -96,10 +104,14 @@ __all__ = [
     "ToolAdapter",
     "ToolAdapterRegistry",
     "ToolArgumentError",
+    "ToolCall",
     "ToolCallError",
     "ToolDef",
     "ToolRegistry",
+    "ToolResult",
+    "ToolResultError",
     "UnknownPresetError",
+    "UnsupportedByClientError",
     "__version__",
     "bootstrap",
     "build_server",
@@ -127,11 +139,13 @@ if TYPE_CHECKING:
     from agent_presets.adapters import (
         ToolAdapter,
         ToolAdapterRegistry,
+        ToolCall,
         object_schema,
         require_runtime,
         runtime_handler,
     )
     from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
@@ -151,10 +165,12 @@ if TYPE_CHECKING:
         ToolArgumentError,
         ToolCallError,
         ToolDef,
+        ToolResultError,
         UnknownPresetError,
     )
     from agent_presets.plugins import PluginSet, load_plugins
     from agent_presets.registry import PresetRegistry
+    from agent_presets.results import ToolResult
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
     from agent_presets.vocabulary import ContextField

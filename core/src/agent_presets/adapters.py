@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from agent_presets.callcontext import CallContext
 from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
     DEFAULT_NAMESPACE,
@@ -29,6 +30,7 @@ from agent_presets.model import (
     ToolArgumentError,
     ToolCallError,
     ToolDef,
+    ToolResultError,
 )
 from agent_presets.prompts import fill_placeholders
 
@@ -55,14 +57,15 @@ class ToolCall:
     name, the one the client called: the registry decides it (it is where the
     host's namespace is applied), so a handler names its tool from here and
     never from a literal of its own. ``context`` is the client's call context
-    (progress, logging, elicitation) when the server provides one, else None;
+    (``agent_presets.CallContext``: progress, logging, elicitation, sampling,
+    the client's capabilities) when the server provides one, else None;
     later fields are added with defaults, so a handler that takes a
     ``ToolCall`` today keeps working.
     """
 
     name: str
     tool_id: str
-    context: Any = None
+    context: CallContext | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,12 @@ class ToolAdapter:
     ``readOnlyHint`` handler must change nothing, not even a cache. A
     hand-written adapter may declare ``runtime``; left None, the server runs
     the tool as if it touched every runtime.
+
+    ``title`` (keyword-only) is the human name clients show (``tools/list``'s
+    ``title``). ``output_schema`` (keyword-only) is the JSON Schema of the
+    tool's structured results (``outputSchema``): a dict result, or a
+    ``results.ToolResult``'s ``structured`` part, is checked against it after
+    the handler returns, and a mismatch is a ``ToolResultError``.
     """
 
     id: str
@@ -101,6 +110,8 @@ class ToolAdapter:
     source: str | None = field(default=None, compare=False)
     runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
     name: str | None = None
+    title: str | None = field(default=None, kw_only=True)
+    output_schema: Mapping[str, Any] | None = field(default=None, kw_only=True)
 
     @classmethod
     def for_runtime(
@@ -116,6 +127,8 @@ class ToolAdapter:
         annotations: Mapping[str, Any] | None = None,
         errors: Sequence[type[Exception]] = (),
         source: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> ToolAdapter:
         """An adapter whose handler runs ``action(app.<runtime>, arguments)``.
 
@@ -161,6 +174,8 @@ class ToolAdapter:
             source=source,
             runtime=runtime,
             name=name,
+            title=title,
+            output_schema=output_schema,
         )
 
     def __post_init__(self) -> None:
@@ -220,6 +235,28 @@ class ToolAdapter:
                 f"({self.handler.runtime!r}); leave runtime out to take the handler's",
                 source=self.source,
             )
+        if self.title is not None and (not isinstance(self.title, str) or not self.title.strip()):
+            raise PresetValidationError(
+                f"{where}: title must be a non-empty string, like 'Insert a shape'",
+                source=self.source,
+            )
+        if self.output_schema is not None:
+            if (
+                not isinstance(self.output_schema, Mapping)
+                or self.output_schema.get("type") != "object"
+            ):
+                raise PresetValidationError(
+                    f"{where}: output_schema must be a JSON Schema with type: object "
+                    "(structured content is an object)",
+                    source=self.source,
+                )
+            problem = _schema_problem(self.output_schema)
+            if problem is not None:
+                raise PresetValidationError(
+                    f"{where}: output_schema is not a valid JSON Schema: {problem}",
+                    source=self.source,
+                )
+            object.__setattr__(self, "output_schema", MappingProxyType(dict(self.output_schema)))
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -358,6 +395,7 @@ class ToolAdapterRegistry:
         name = self.mcp_name(adapter)
         call = ToolCall(name, adapter.id)
         with_call = takes_call(handler)
+        output = None if adapter.output_schema is None else self._output_validator(adapter)
 
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             # context: the server's per-call context; handlers see it as ToolCall.context.
@@ -366,10 +404,14 @@ class ToolAdapterRegistry:
                 validators.append(self._validator(adapter))
             check_arguments(name, validators[0], args)
             if not with_call:
-                return handler(target, args)
-            return handler(
-                target, args, call if context is None else replace(call, context=context)
-            )
+                result = handler(target, args)
+            else:
+                result = handler(
+                    target, args, call if context is None else replace(call, context=context)
+                )
+            if output is not None:
+                check_output(name, output, result)
+            return result
 
         return ToolDef(
             name=name,
@@ -379,6 +421,9 @@ class ToolAdapterRegistry:
             annotations=adapter.annotations or MappingProxyType({}),
             managed_source=adapter.id,
             runtime=adapter.runtime,
+            title=adapter.title,
+            output_schema=adapter.output_schema,
+            accepts_context=with_call and getattr(handler, "_action_takes_call", True),
         )
 
     def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:
@@ -405,6 +450,16 @@ class ToolAdapterRegistry:
         if answer is None or answer[0]:
             return None
         return str(answer[1])
+
+    def _output_validator(self, adapter: ToolAdapter) -> Validator:
+        key = f"{adapter.id}\0output"
+        validator = self._validators.get(key)
+        if validator is None:
+            import jsonschema
+
+            validator = jsonschema.Draft202012Validator(dict(adapter.output_schema or {}))
+            self._validators[key] = validator
+        return validator
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)
@@ -445,6 +500,42 @@ def check_arguments(tool: str, validator: Validator, arguments: dict[str, Any]) 
             f" with {', '.join(required)} required" if required else ""
         )
     raise ToolArgumentError(f"{tool}: {_argument(path)}: {error.message}{expected}")
+
+
+def check_output(tool: str, validator: Validator, result: Any) -> None:
+    """Raise ``ToolResultError`` when ``result``'s structured content breaks the output schema.
+
+    A plain dict is the structured content, and so is a ``ToolResult``'s
+    ``structured``; a result without structured content (text, an image) is
+    not checked. A mismatch is the plugin's bug, not the model's: the message
+    says so, so the model does not retry with other arguments.
+    """
+    from agent_presets.results import ToolResult
+
+    structured = result.structured if isinstance(result, ToolResult) else result
+    if not isinstance(structured, Mapping):
+        return
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator.iter_errors(plain_mapping(structured)))
+    if error is None:
+        return
+    path = ".".join(str(p) for p in error.absolute_path)
+    where = f"result field {path!r}" if path else "result"
+    raise ToolResultError(
+        f"{tool} returned a result that does not match its output schema ({where}: "
+        f"{error.message}); this is a bug in the tool's plugin. Do not retry it; tell the "
+        "user it failed."
+    )
+
+
+def plain_mapping(value: Any) -> Any:
+    """Frozen mappings and tuples to dicts and lists, for a schema check."""
+    if isinstance(value, Mapping):
+        return {k: plain_mapping(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_mapping(v) for v in value]
+    return value
 
 
 def _argument(path: str) -> str:

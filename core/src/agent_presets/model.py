@@ -136,6 +136,10 @@ class ToolCallError(PresetError):
     """
 
 
+class ToolResultError(ToolCallError):
+    """A tool's result breaks its own output schema: the plugin's bug, told to the model."""
+
+
 class ToolArgumentError(ToolCallError, ValueError):
     """The arguments do not match the tool's input schema."""
 
@@ -318,6 +322,9 @@ class ToolDef:
     ``runtime`` is the app attribute the tool acts on (its adapter's
     ``runtime``), or None when that is not known; the server serializes calls
     by it, and a call of unknown runtime as if it touched every runtime.
+    ``output_schema`` is the JSON Schema its structured results follow (served
+    as ``outputSchema``); ``accepts_context`` says ``run`` takes ``context=``
+    and its handler can use it, so the server builds a call context only then.
     """
 
     name: str
@@ -331,3 +338,5 @@ class ToolDef:
     preset: str | None = None
     risk: Risk | None = None
     runtime: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    accepts_context: bool = False

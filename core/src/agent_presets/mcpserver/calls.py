@@ -29,9 +29,10 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from agent_presets.model import ToolDef
@@ -48,6 +49,14 @@ OFFLOAD_RISKS: Final = frozenset({"filesystem-read", "filesystem-write", "shell"
 
 EXCLUSIVE_RUNTIMES: Final = frozenset({"shell"})
 """Runtimes whose calls change what other runtimes are, so they touch every runtime."""
+
+
+class NeedsThread(Exception):
+    """A handler running on the loop asked for something it must wait for (an elicitation).
+
+    The call context raises it before anything is sent; ``ToolCalls.run``
+    runs the call again on the pool, and that tool there from then on.
+    """
 
 
 def call_scope(
@@ -107,17 +116,43 @@ class ToolCalls:
         with self._lock:
             return sum(not turn.started for turn in self._turns)
 
-    async def run(self, tool: ToolDef, arguments: dict[str, Any], *, offload: bool = False) -> Any:
+    async def run(
+        self,
+        tool: ToolDef,
+        arguments: dict[str, Any],
+        *,
+        offload: bool = False,
+        context: Any = None,
+    ) -> Any:
+        """Run ``tool``; ``context`` (a call context) reaches a handler that accepts one."""
+        run: Callable[[dict[str, Any]], Any] = (
+            tool.run if context is None else partial(tool.run, context=context)  # type: ignore[call-arg]
+        )
         pooled = offload or tool.name in self.slow
-        if not self._turns and not pooled:
-            # The fast path, written out: only the loop adds turns, so none can
-            # appear while this runs; a call through _inline costs measurably more.
-            start = time.perf_counter()
-            try:
-                return tool.run(arguments)
-            finally:
-                if time.perf_counter() - start > SLOW_CALL:
-                    self._mark_slow(tool)
+        try:
+            if not self._turns and not pooled:
+                # The fast path, written out: only the loop adds turns, so none can
+                # appear while this runs; a call through _inline costs measurably more.
+                start = time.perf_counter()
+                try:
+                    return run(arguments)
+                finally:
+                    if time.perf_counter() - start > SLOW_CALL:
+                        self._mark_slow(tool)
+            return await self._run(tool, run, arguments, pooled)
+        except NeedsThread:
+            # Asked on the loop for something it must wait for: the pool from now on.
+            self.slow.add(tool.name)
+            return await self._run(tool, run, arguments, True)
+
+    async def _run(
+        self,
+        tool: ToolDef,
+        run: Callable[[dict[str, Any]], Any],
+        arguments: dict[str, Any],
+        pooled: bool,
+    ) -> Any:
+        """The call in its turn: inline once nothing conflicts, or on the pool."""
         runtime, writes = call_scope(tool, self.exclusive)
         turn = _Turn(runtime, writes)
         with self._lock:
@@ -129,7 +164,7 @@ class ToolCalls:
                 self._turns.append(turn)
         if turn.started and not pooled:
             # Nothing in flight conflicts, and nothing can be added before this returns.
-            return self._inline(tool, arguments)
+            return self._inline(tool, run, arguments)
         if turn.ready is not None:
             try:
                 await turn.ready
@@ -138,11 +173,11 @@ class ToolCalls:
                 raise
         if not pooled:
             try:
-                return self._inline(tool, arguments)
+                return self._inline(tool, run, arguments)
             finally:
                 self._release(turn)
         try:
-            future = self._pool().submit(tool.run, arguments)
+            future = self._pool().submit(run, arguments)
         except BaseException:
             self._release(turn)
             raise
@@ -150,10 +185,12 @@ class ToolCalls:
         future.add_done_callback(lambda _f: self._release(turn))
         return await asyncio.wrap_future(future)
 
-    def _inline(self, tool: ToolDef, arguments: dict[str, Any]) -> Any:
+    def _inline(
+        self, tool: ToolDef, run: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]
+    ) -> Any:
         start = time.perf_counter()
         try:
-            return tool.run(arguments)
+            return run(arguments)
         finally:
             if time.perf_counter() - start > SLOW_CALL:
                 self._mark_slow(tool)

@@ -29,6 +29,7 @@ from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, CallConfirmation, ConfirmMode
+from agent_presets.mcpserver.context import InputRequired, McpCallContext, set_level_handler
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.invalid_params import name_invalid_params
@@ -130,6 +131,8 @@ class PresetServer(Server[Any]):
         add("resources/templates/list", types.PaginatedRequestParams, self._list_templates)
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        # Legacy-era clients set the floor for the call context's log messages.
+        add("logging/setLevel", types.SetLevelRequestParams, set_level_handler())
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
@@ -279,9 +282,19 @@ class PresetServer(Server[Any]):
             return refused
         error: str | None = None
         failure: BaseException | None = None
+        # Built only for a handler that can receive it: other calls pay nothing.
+        context = McpCallContext(ctx, name, params) if tool.accepts_context else None
         try:
-            value = await self.calls.run(tool, params.arguments or {}, offload=self._does_io(tool))
+            try:
+                value = await self.calls.run(
+                    tool, params.arguments or {}, offload=self._does_io(tool), context=context
+                )
+            finally:
+                if context is not None:
+                    await context.flush()
             result = success_result(value)
+        except InputRequired as asked:  # modern era: the client answers, then calls again
+            return asked.result()
         except PresetError as exc:
             error, failure = str(exc), exc
             result = error_result(error)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from agent_presets.model import PromptFragment, ToolDef
+from agent_presets.results import Content, ToolResult
 
 PROMPT_NAME: Final = "active-presets"
 PROMPT_URI: Final = "presets://active/prompt"
@@ -31,6 +32,8 @@ def tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
         entry["title"] = title
     if annotations:
         entry["annotations"] = annotations
+    if tool.output_schema is not None:
+        entry["outputSchema"] = plain(tool.output_schema)
     return entry
 
 
@@ -62,6 +65,8 @@ def plain(value: Any) -> Any:
 
 
 def success_result(value: Any) -> dict[str, Any]:
+    if isinstance(value, ToolResult | Content):
+        return rich_result(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": text}],
@@ -70,6 +75,22 @@ def success_result(value: Any) -> dict[str, Any]:
     }
     if isinstance(value, dict):
         result["structuredContent"] = value
+    return result
+
+
+def rich_result(value: ToolResult | Content) -> dict[str, Any]:
+    """The wire form of a ``results`` block or ``ToolResult``."""
+    if isinstance(value, Content):
+        value = ToolResult([value])
+    content = [plain(block.wire) for block in value.content]
+    result: dict[str, Any] = {"content": content, "isError": False, "resultType": "complete"}
+    if value.structured is not None:
+        structured = plain(value.structured)
+        result["structuredContent"] = structured
+        if not content:  # clients that read text only still see it
+            content.append({"type": "text", "text": json.dumps(structured, ensure_ascii=False)})
+    if value.meta:
+        result["_meta"] = plain(value.meta)
     return result
 
 

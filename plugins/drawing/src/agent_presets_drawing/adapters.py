@@ -112,6 +112,37 @@ def _transform(d: Drawing, a: dict[str, Any]) -> Any:
 
 
 READ_ONLY = {"readOnlyHint": True}
+
+INSPECT_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "width": {"type": "number"},
+        "height": {"type": "number"},
+        "background": {"type": ["string", "null"]},
+        "layers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "name": {"type": "string"},
+                    "objects": {"type": "array", "items": {"type": "object"}},
+                },
+                "required": ["id", "name", "objects"],
+            },
+        },
+        "active_layer": {"type": ["string", "null"]},
+        "selection": {"type": "array", "items": {"type": "string"}},
+        "tool": {"type": "string"},
+        "defaults": {"type": "object"},
+        "undo_depth": {"type": "integer"},
+        "redo_depth": {"type": "integer"},
+        "next_undo": {"type": ["string", "null"]},
+        "next_redo": {"type": ["string", "null"]},
+        "svg": {"type": "string"},
+    },
+    "required": ["width", "height", "layers", "active_layer", "selection", "undo_depth"],
+}
 DESTRUCTIVE = {"destructiveHint": True}
 
 
@@ -122,6 +153,8 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             _inspect,
             name="drawing_inspect",
+            title="Inspect the drawing",
+            output_schema=INSPECT_OUTPUT,
             description=(
                 "Read the whole drawing as JSON: layers bottom to top with their objects (id, "
                 "kind, geometry, style, bounding box), the active layer, the selected object ids, "
@@ -137,6 +170,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.set_tool(a["tool"]),
             name="drawing_set_tool",
+            title="Set the drawing tool",
             description="Switch the active drawing tool the user sees in the toolbar.",
             input_schema=object_schema(
                 {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
@@ -149,6 +183,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             _insert_shape,
             name="drawing_insert_shape",
+            title="Insert a shape",
             description=(
                 "Add a shape to the drawing and return its id and the stored object. A rect or "
                 "ellipse fills the box x, y (top-left), width, height, optionally turned clockwise "
@@ -200,6 +235,7 @@ def tool_adapters() -> list[ToolAdapter]:
                 a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
             ),
             name="drawing_insert_line",
+            title="Insert a line",
             description=(
                 "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored "
                 "object. Lines have a stroke colour and width but no fill."
@@ -222,6 +258,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
             name="drawing_insert_stroke",
+            title="Insert a stroke",
             description=(
                 "Add a freehand stroke: an open path through points in drawing order, with round "
                 "caps and joins. Returns its id and the stored object. Strokes have no fill."
@@ -246,6 +283,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.add_layer(a.get("name")),
             name="drawing_add_layer",
+            title="Add a layer",
             description=(
                 "Add an empty layer just above the active layer and make it active. Without a name "
                 "it is called 'Layer N'."
@@ -258,6 +296,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
             name="drawing_duplicate_layer",
+            title="Duplicate a layer",
             description=(
                 "Copy a layer (default: the active one) with all its objects, which get new ids. "
                 "The copy goes just above the original and becomes active; without a name it is "
@@ -271,6 +310,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
             name="drawing_rename_layer",
+            title="Rename a layer",
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
             errors=ERRORS,
@@ -280,6 +320,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.set_active_layer(a["layer"]),
             name="drawing_set_active_layer",
+            title="Set the active layer",
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
             errors=ERRORS,
@@ -289,6 +330,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.delete_layer(a["layer"]),
             name="drawing_delete_layer",
+            title="Delete a layer",
             description=(
                 "Delete a layer and every object on it. The last remaining layer cannot be "
                 "deleted. {{drawing.undo}} restores it."
@@ -302,6 +344,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
             name="drawing_set_defaults",
+            title="Set the default style",
             description=(
                 "Change the default style that new objects get: fill colour, stroke colour and "
                 "stroke width. Existing objects keep their style (use "
@@ -315,6 +358,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
             name="drawing_update_selection_style",
+            title="Restyle the selection",
             description=(
                 "Restyle the selected objects: set any of fill colour, stroke colour and stroke "
                 "width. Lines and strokes have no fill and keep none."
@@ -327,6 +371,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.sample_color(a["x"], a["y"]),
             name="drawing_sample_color",
+            title="Sample a color",
             description=(
                 "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill "
                 "of the topmost object covering that point (a stroke covers width/2 either side of "
@@ -341,6 +386,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.undo(),
             name="drawing_undo",
+            title="Undo",
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -350,6 +396,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.redo(),
             name="drawing_redo",
+            title="Redo",
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -359,6 +406,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             _select,
             name="drawing_select",
+            title="Select shapes",
             description=(
                 "Select objects: give either ids or rect (exactly one). A rectangle selects the "
                 "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
@@ -395,6 +443,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             _transform,
             name="drawing_transform_selection",
+            title="Transform the selection",
             description=(
                 "Transform the selected objects' geometry: first scale by sx/sy, then rotate by "
                 "degrees (clockwise on screen), both about origin (default: the centre of the "
@@ -424,6 +473,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.clear_selection(),
             name="drawing_clear_selection",
+            title="Clear the selection",
             description="Deselect everything.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -433,6 +483,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             lambda d, a: d.delete_selected(),
             name="drawing_delete_selected",
+            title="Delete the selection",
             description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
             errors=ERRORS,

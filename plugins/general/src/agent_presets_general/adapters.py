@@ -9,12 +9,95 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema
+from agent_presets import ToolAdapter, ToolCall, object_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
 
 READ_ONLY: Final = {"readOnlyHint": True}
+
+LARGE_FILE: Final = 64 * 1024
+"""Bytes: reading or writing a file this large reports progress."""
+
+LIST_OUTPUT: Final = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "type": {"enum": ["file", "directory", "symlink", "other", "unknown"]},
+                    "size": {"type": ["integer", "null"]},
+                },
+                "required": ["name", "type"],
+            },
+        },
+        "truncated": {"type": "boolean"},
+        "total": {"type": "integer"},
+    },
+    "required": ["path", "entries", "truncated", "total"],
+}
+READ_OUTPUT: Final = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "size": {"type": "integer"},
+        "content": {"type": "string"},
+    },
+    "required": ["path", "size", "content"],
+}
+WRITE_OUTPUT: Final = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "size": {"type": "integer"},
+        "created": {"type": "boolean"},
+    },
+    "required": ["path", "size", "created"],
+}
+BASH_OUTPUT: Final = {
+    "type": "object",
+    "properties": {
+        "exit_code": {"type": "integer"},
+        "timed_out": {"type": "boolean"},
+        "stdout": {"type": "string"},
+        "stderr": {"type": "string"},
+        "stdout_truncated": {"type": "boolean"},
+        "stderr_truncated": {"type": "boolean"},
+        "duration_seconds": {"type": "number"},
+        "timeout_seconds": {"type": "number"},
+    },
+    "required": ["exit_code", "timed_out", "stdout", "stderr"],
+}
+
+
+def _read_file(files: Any, args: dict[str, Any], call: ToolCall) -> Any:
+    result = files.read(args["path"])
+    if call.context is not None and result["size"] >= LARGE_FILE:
+        call.context.progress(result["size"], result["size"], f"read {result['size']} bytes")
+    return result
+
+
+def _write_file(files: Any, args: dict[str, Any], call: ToolCall) -> Any:
+    size = len(args["content"].encode("utf-8"))
+    large = call.context is not None and size >= LARGE_FILE
+    if large:
+        assert call.context is not None
+        call.context.progress(0, size, f"writing {size} bytes")
+    result = files.write(args["path"], args["content"])
+    if large:
+        assert call.context is not None
+        call.context.progress(size, size, f"wrote {size} bytes")
+    return result
+
+
+def _run_bash(bash: Any, args: dict[str, Any], call: ToolCall) -> Any:
+    progress = call.context.progress if call.context is not None else None
+    return bash.run(args["command"], args.get("timeout_seconds"), progress=progress)
+
 
 WORLD_NAME: Final = {
     "type": "string",
@@ -47,6 +130,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.set_theme(a["theme"]),
             name="app_set_theme",
+            title="Set the theme",
             description="Set the app's colour theme." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
@@ -58,6 +142,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.set_canvas_visible(a["visible"]),
             name="app_set_canvas_visible",
+            title="Show or hide the canvas",
             description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {
@@ -74,6 +159,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.set_activity(a["activity"]),
             name="app_set_activity",
+            title="Set the activity",
             description=(
                 "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on "
                 "the canvas; null clears it. The activity decides which drawing/graph tools are "
@@ -96,6 +182,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.set_surface(a["surface"]),
             name="app_switch_surface",
+            title="Switch surface",
             description=(
                 "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
                 "graph; switching to it also shows the canvas). The tool list changes to the "
@@ -111,6 +198,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.create_world(a["name"]),
             name="app_create_world",
+            title="Create a world",
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
             input_schema=_schema({"name": WORLD_NAME}),
         ),
@@ -119,6 +207,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.switch_world(a["name"]),
             name="app_switch_world",
+            title="Switch world",
             description=(
                 "Make an existing world the current one; world-specific tools (drawing, scene, "
                 "graph) then act on that world's content." + SHELL_STATE_NOTE
@@ -131,6 +220,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "shell",
             lambda s, a: s.delete_world(a["name"]),
             name="app_delete_world",
+            title="Delete a world",
             description=(
                 "Delete a world and all its content for good. The current world cannot be deleted: "
                 "switch to another one first." + SHELL_STATE_NOTE
@@ -143,6 +233,8 @@ def tool_adapters() -> list[ToolAdapter]:
             "files",
             lambda f, a: f.list(a.get("path", ".")),
             name="app_list_files",
+            title="List files",
+            output_schema=LIST_OUTPUT,
             description=(
                 "List a folder under the file root: each entry's name, type (file, directory, "
                 "symlink, other) and size in bytes for files. Without a path, lists the root."
@@ -161,8 +253,10 @@ def tool_adapters() -> list[ToolAdapter]:
         ToolAdapter.for_runtime(
             "app.read-file",
             "files",
-            lambda f, a: f.read(a["path"]),
+            _read_file,
             name="app_read_file",
+            title="Read a file",
+            output_schema=READ_OUTPUT,
             description=(
                 "Read a UTF-8 text file under the file root "
                 f"(at most {MAX_READ_BYTES // 1024} KiB). Binary and non-UTF-8 files are refused."
@@ -173,8 +267,10 @@ def tool_adapters() -> list[ToolAdapter]:
         ToolAdapter.for_runtime(
             "app.write-file",
             "files",
-            lambda f, a: f.write(a["path"], a["content"]),
+            _write_file,
             name="app_write_file",
+            title="Write a file",
+            output_schema=WRITE_OUTPUT,
             description=(
                 "Create or replace a UTF-8 text file under the file root with the given content "
                 f"(at most {MAX_WRITE_BYTES // 1024} KiB). Missing parent folders are created. "
@@ -191,8 +287,10 @@ def tool_adapters() -> list[ToolAdapter]:
         ToolAdapter.for_runtime(
             "app.run-bash",
             "bash",
-            lambda b, a: b.run(a["command"], a.get("timeout_seconds")),
+            _run_bash,
             name="app_run_bash",
+            title="Run a shell command",
+            output_schema=BASH_OUTPUT,
             description=(
                 "Run a command with `bash -c` in the file root folder, inside a sandbox: the file "
                 "root is the only writable folder (besides a private /tmp emptied after each "

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, Final
@@ -39,6 +39,11 @@ from agent_presets_general.sandbox import (
 )
 
 DEFAULT_TIMEOUT: Final = 30.0
+PROGRESS_EVERY: Final = 1.0
+"""Seconds between progress reports while a command runs."""
+
+Progress = Callable[[float, float | None, str | None], None]
+"""``progress(done, total, message)``: what ``CallContext.progress`` is."""
 MAX_TIMEOUT: Final = 120.0
 OUTPUT_CAP: Final = 64 * 1024
 MAX_COMMAND_BYTES: Final = 64 * 1024
@@ -132,7 +137,18 @@ class BashRunner:
         sandbox = bwrap_args(self.bwrap, self.root, network=self.shell_network)
         return [*sandbox, *info, "bash", "-c", command]
 
-    def run(self, command: str, timeout_seconds: float | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        command: str,
+        timeout_seconds: float | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Run ``command``; ``progress(seconds, timeout, message)`` is called while it runs.
+
+        Progress comes every ``PROGRESS_EVERY`` seconds, so a client that asked
+        for it hears the call is alive and does not time out on a long command.
+        """
         if self._refusal is not None:
             raise ToolCallError(
                 f"{self._refusal}. Commands are refused until then; tell the user, "
@@ -185,7 +201,7 @@ class BashRunner:
             if capture is not None:
                 capture.start()
         try:
-            timed_out = not _wait_unreaped(proc.pid, started + timeout)
+            timed_out = not _wait_unreaped(proc.pid, started + timeout, progress, timeout)
         finally:
             # The leader is still a zombie here, so its group id cannot have
             # been reused: killing the group hits only what the command started.
@@ -242,10 +258,23 @@ class _Capture(threading.Thread):
         return text
 
 
-def _wait_unreaped(pid: int, deadline: float) -> bool:
-    """Wait until ``pid`` exits without reaping it; False when the deadline passes first."""
+def _wait_unreaped(
+    pid: int, deadline: float, progress: Progress | None = None, timeout: float = 0.0
+) -> bool:
+    """Wait until ``pid`` exits without reaping it; False when the deadline passes first.
+
+    ``progress`` hears the seconds waited so far, every ``PROGRESS_EVERY`` seconds.
+    """
     delay = 0.002
+    started = deadline - timeout
+    next_report = started + PROGRESS_EVERY
     while True:
+        if progress is not None and time.monotonic() >= next_report:
+            waited = time.monotonic() - started
+            progress(
+                round(waited, 1), timeout, f"running for {waited:.0f}s of at most {timeout:g}s"
+            )
+            next_report += PROGRESS_EVERY
         try:
             result = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:  # someone else (a global child watcher) reaped it

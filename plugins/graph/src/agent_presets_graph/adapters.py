@@ -79,6 +79,28 @@ def restore_state(graph: Graph, args: dict[str, Any]) -> Any:
     return {"nodes": len(graph.nodes), "edges": len(graph.edges), "view": graph.view()}
 
 
+SEARCH_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "total": {"type": "integer"},
+        "results": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["query", "total", "results"],
+}
+STATE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "version": {"type": "integer"},
+        "nodes": {"type": "array", "items": {"type": "object"}},
+        "edges": {"type": "array", "items": {"type": "object"}},
+        "view": {"type": "object"},
+        "next_id": {"type": "integer"},
+    },
+    "required": ["version", "nodes", "edges", "view"],
+}
+
+
 def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_graph"
     return [
@@ -87,6 +109,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_node,
             name="graph_add_node",
+            title="Add a node",
             description=(
                 "Add a node to the graph. Returns the new node with its generated id "
                 "(use that id for edges, focus and open)."
@@ -103,6 +126,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             load_node,
             name="graph_load_node",
+            title="Load a node",
             description=(
                 "Load a node by id into the view: returns it with its edges and neighbours. "
                 "With 'data' the node's data is updated (merged key by key, or replaced when "
@@ -131,6 +155,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             remove_nodes,
             name="graph_remove_nodes",
+            title="Remove nodes",
             description=(
                 "Delete nodes and every edge touching them. All ids must exist, otherwise "
                 "nothing is deleted. This cannot be undone."
@@ -157,6 +182,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_edge,
             name="graph_add_edge",
+            title="Add an edge",
             description=(
                 "Add a directed edge from 'source' to 'target' (both existing node ids), with "
                 "an optional label such as 'knows'. Adding an edge that already exists returns "
@@ -179,6 +205,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             focus_node,
             name="graph_focus_node",
+            title="Focus a node",
             description=(
                 "Focus a node in the graph view (it is opened too). Returns the view and the "
                 "node with its edges and neighbours."
@@ -193,6 +220,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             open_node,
             name="graph_open_node",
+            title="Open a node",
             description=(
                 "Open a node in the graph view without changing the focus. Returns the view "
                 "and the node with its edges and neighbours."
@@ -207,6 +235,8 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             search_nodes,
             name="graph_search_nodes",
+            title="Search nodes",
+            output_schema=SEARCH_OUTPUT,
             description=(
                 "Search nodes by text, case-insensitively. Label matches come first (exact, "
                 "then prefix, then substring), then matches in node data (keys or values; "
@@ -232,6 +262,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             create_identity,
             name="graph_create_identity",
+            title="Create an identity",
             description=(
                 "Create an identity node: a node (kind 'identity') that stands for one person, "
                 "organisation or other entity. Names are unique among identities "
@@ -252,6 +283,8 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             get_state,
             name="graph_get_state",
+            title="View the graph",
+            output_schema=STATE_OUTPUT,
             description=(
                 "Return the whole graph as JSON (nodes, edges, view), suitable for "
                 "{{graph.restore-state}}."
@@ -266,6 +299,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             restore_state,
             name="graph_restore_state",
+            title="Restore the graph",
             description=(
                 "Replace the whole graph with a state from {{graph.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent_presets import ToolAdapter, object_schema
+from agent_presets import ToolAdapter, ToolCall, object_schema
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
 from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
@@ -75,7 +75,9 @@ def select_object(scene: Scene, args: dict[str, Any]) -> Any:
     }
 
 
-def add_terrain(scene: Scene, args: dict[str, Any]) -> Any:
+def add_terrain(scene: Scene, args: dict[str, Any], call: ToolCall) -> Any:
+    # Generating a large grid takes a while: the client hears each step (when it asked).
+    progress = call.context.progress if call.context is not None else _no_progress
     layout = {"cell_size": args.get("cell_size", 1.0), "origin": args.get("origin", [0, 0, 0])}
     generated = {k: args[k] for k in ("seed", "rows", "cols", "amplitude") if k in args}
     if "heights" in args:
@@ -86,13 +88,21 @@ def add_terrain(scene: Scene, args: dict[str, Any]) -> Any:
             )
         terrain = Heightfield(args["heights"], **layout)
     elif "seed" in args:
+        progress(0, 2, "generating the terrain")
         terrain = Heightfield.generate(**generated, **layout)
+        progress(1, 2, "adding the terrain")
     else:
         raise SceneError(
             "give 'heights' (a grid of numbers) or a 'seed' to generate hills; "
             "for flat ground use a seed with amplitude 0"
         )
-    return _terrain_summary(scene.add_terrain(terrain))
+    summary = _terrain_summary(scene.add_terrain(terrain))
+    progress(2, 2, "terrain added")
+    return summary
+
+
+def _no_progress(done: float, total: float | None = None, message: str | None = None) -> None:
+    return None
 
 
 def remove_terrain(scene: Scene, args: dict[str, Any]) -> Any:
@@ -158,6 +168,20 @@ def restore_state(scene: Scene, args: dict[str, Any]) -> Any:
     }
 
 
+STATE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "version": {"type": "integer"},
+        "objects": {"type": "array", "items": {"type": "object"}},
+        "terrain": {"type": ["object", "null"]},
+        "lights": {"type": "array", "items": {"type": "object"}},
+        "camera": {"type": "object"},
+        "next_id": {"type": "integer"},
+    },
+    "required": ["version", "objects", "terrain", "lights", "camera"],
+}
+
+
 def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_scene"
     samples = {"type": "integer", "minimum": MIN_SAMPLES, "maximum": MAX_SAMPLES, "default": 33}
@@ -167,6 +191,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_cuboid,
             name="scene_add_cuboid",
+            title="Add a cuboid",
             description=(
                 "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
                 "physics and selection tools take."
@@ -191,6 +216,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_physics_body,
             name="scene_add_physics_body",
+            title="Add a physics body",
             description=(
                 "Give a scene object a physics body (replacing any body it has). 'dynamic' "
                 "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
@@ -216,6 +242,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             select_object,
             name="scene_select_object",
+            title="Select an object",
             description="Select a scene object by id, or clear the selection with null.",
             input_schema=object_schema(
                 {
@@ -236,6 +263,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_terrain,
             name="scene_add_terrain",
+            title="Generate terrain",
             description=(
                 "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
                 "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
@@ -284,6 +312,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             raycast_terrain,
             name="scene_raycast_terrain",
+            title="Raycast the terrain",
             description=(
                 "Cast a ray against the terrain: returns the first hit point, its distance along "
                 "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
@@ -310,6 +339,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             remove_terrain,
             name="scene_remove_terrain",
+            title="Remove terrain",
             description="Delete the scene's terrain and its height data. This cannot be undone.",
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -321,6 +351,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             add_light,
             name="scene_add_light",
+            title="Add a light",
             description=(
                 "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
                 "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
@@ -351,6 +382,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             set_light_state,
             name="scene_set_light_state",
+            title="Set a light's state",
             description="Switch a light on or off by id.",
             input_schema=object_schema(
                 {
@@ -368,6 +400,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             set_skybox,
             name="scene_set_skybox",
+            title="Set the skybox",
             description="Set the sky. 'none' shows the plain background color instead.",
             input_schema=object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
             errors=ERRORS,
@@ -379,6 +412,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             set_background,
             name="scene_set_background",
+            title="Set the background",
             description=(
                 "Set the background color, visible where no skybox is drawn (skybox 'none')."
             ),
@@ -392,6 +426,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             set_camera,
             name="scene_set_camera",
+            title="Set the camera",
             description=(
                 "Place the perspective camera (y is up): it stands at 'position' and looks at "
                 "'target'. 'fov' is the vertical field of view in degrees (kept when omitted)."
@@ -413,6 +448,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             reset_camera,
             name="scene_reset_camera",
+            title="Reset the camera",
             description=(
                 "Put the camera back to its default view: at [0, 5, 10] looking at the origin, "
                 "fov 60."
@@ -427,6 +463,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             screen_ray,
             name="scene_screen_ray",
+            title="Cast a ray from the screen",
             description=(
                 "Turn a point on the screen into a world ray from the camera (origin and unit "
                 "direction), e.g. to find what the user clicked with {{scene.raycast-terrain}}. "
@@ -450,6 +487,8 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             get_state,
             name="scene_get_state",
+            title="Get the scene state",
+            output_schema=STATE_OUTPUT,
             description=(
                 "Return the whole scene as JSON (objects, terrain, lights, sky, camera), suitable "
                 "for {{scene.restore-state}}."
@@ -464,6 +503,7 @@ def tool_adapters() -> list[ToolAdapter]:
             RUNTIME,
             restore_state,
             name="scene_restore_state",
+            title="Restore the scene state",
             description=(
                 "Replace the whole scene with a state from {{scene.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."

@@ -37,6 +37,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.list(),
             name="unit_list",
+            title="List units",
             description="List the code units (Python files) with size and load status. "
             + STATUS_NOTE,
             input_schema=object_schema({}, []),
@@ -47,6 +48,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.inspect(a["name"]),
             name="unit_inspect",
+            title="Inspect a unit",
             description=(
                 "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
                 "its top-level functions (with signatures) and classes, or the syntax error that "
@@ -60,6 +62,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
             name="unit_create",
+            title="Create a unit",
             description=(
                 "Create a new unit with the given Python source. Refused when the unit already "
                 "exists or (unless check_syntax is false) the source has a syntax error. Creating "
@@ -82,6 +85,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
             name="unit_edit",
+            title="Edit a unit",
             description=(
                 "Replace an existing unit's whole source (atomically). For small changes prefer "
                 "{{unit.apply-patch}}. Editing does not reload the unit."
@@ -101,6 +105,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
             name="unit_apply_patch",
+            title="Apply a patch to a unit",
             description=(
                 "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
                 "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
@@ -124,6 +129,7 @@ def tool_adapters() -> list[ToolAdapter]:
             "units",
             lambda u, a: u.reload(a["name"]),
             name="unit_reload",
+            title="Reload units",
             description=(
                 "Load (or load again) a unit: run its current source fresh in the host process. "
                 "An exception while loading, a SyntaxError included, becomes the unit's error "

@@ -1,0 +1,299 @@
+"""The MCP-backed ``CallContext``: progress, logging, elicitation and sampling for a handler.
+
+Where the handler runs decides how a method reaches the client. On a worker
+thread it hands the coroutine to the server's loop and waits for it, so a
+notification is on its way before the handler goes on (and before the
+result). On the loop itself (the calls layer's fast path) it cannot wait:
+``progress`` and ``log`` are queued and flushed when the handler returns,
+before the result; ``elicit`` and ``sample`` raise ``NeedsThread``, and the
+calls layer runs the call again on a worker thread (and that tool there from
+then on). Handlers therefore ask before they change anything, which the
+modern era requires anyway: there ``elicit`` and ``sample`` end the run with
+an ``input_required`` result and the client's retry runs the handler again.
+
+A context is built only for a handler that can receive it (``ToolDef``'s
+``accepts_context``), and building one only stores references.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.connection import allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agent_presets.callcontext import (
+    LOG_LEVELS,
+    CallContext,
+    Elicitation,
+    LogLevel,
+    unsupported,
+)
+from agent_presets.mcpserver.calls import NeedsThread
+from agent_presets.model import ToolCallError
+
+ANSWER_TIMEOUT: Final = 600.0
+"""Seconds a legacy-era elicitation or sampling request waits for the client's answer.
+
+A bound, so a call whose client went away does not hold a worker thread forever."""
+
+LOG_LEVEL_KEY: Final = "agent_presets.log_level"
+"""Where ``logging/setLevel`` keeps a legacy connection's level (``Connection.state``)."""
+
+
+class InputRequired(BaseException):
+    """Raised out of a handler in the modern era: the client must answer before it can go on.
+
+    A ``BaseException`` so that a handler's broad ``except Exception`` does not
+    swallow it; the server turns it into an ``input_required`` result.
+    """
+
+    def __init__(self, key: str, request: dict[str, Any], answers: Mapping[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request
+        self.answers = dict(answers)
+
+    def result(self) -> dict[str, Any]:
+        state = base64.urlsafe_b64encode(json.dumps(self.answers).encode()).decode()
+        return {
+            "resultType": "input_required",
+            "inputRequests": {self.key: self.request},
+            "requestState": state,
+        }
+
+
+def read_state(state: str | None) -> dict[str, Any]:
+    """The earlier answers a ``requestState`` carries (``{}`` for none or a broken one)."""
+    if not state:
+        return {}
+    try:
+        value = json.loads(base64.urlsafe_b64decode(state.encode()))
+    except (ValueError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def connection_state(ctx: ServerRequestContext[Any]) -> dict[str, Any] | None:
+    # The SDK keeps the connection behind the per-request session (see fanout._key).
+    connection = getattr(ctx.session, "_connection", None)
+    state = getattr(connection, "state", None)
+    return state if isinstance(state, dict) else None
+
+
+class McpCallContext:
+    """A ``CallContext`` for one ``tools/call`` request (see the module docstring)."""
+
+    __slots__ = ("_answers", "_asked", "_ctx", "_loop", "_loop_thread", "_queued", "tool")
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any],
+        tool: str,
+        params: types.CallToolRequestParams | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self.tool = tool
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._queued: list[Coroutine[Any, Any, Any]] = []
+        self._asked = 0
+        answers = read_state(params.request_state) if params is not None else {}
+        if params is not None and params.input_responses:
+            answers.update(
+                {
+                    k: v if isinstance(v, dict) else v.model_dump(by_alias=True, mode="json")
+                    for k, v in params.input_responses.items()
+                }
+            )
+        self._answers = answers
+
+    # -- facts ----------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str:
+        return self._ctx.session.protocol_version
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def client_capabilities(self) -> Mapping[str, Any]:
+        caps = self._ctx.session.client_capabilities
+        return {} if caps is None else caps.model_dump(by_alias=True, exclude_none=True)
+
+    # -- notifications -----------------------------------------------------
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        self._send(self._ctx.session.report_progress(done, total, message), wait=False)
+
+    def log(self, level: LogLevel, message: str, **data: Any) -> None:
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        if not self._log_allowed(level):
+            return
+        payload: Any = {"message": message, **data} if data else message
+        notification = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(
+                level=level, data=payload, logger=self.tool
+            )
+        )
+        # Request-scoped: it rides this call's response stream, where the spec wants it.
+        self._send(
+            self._ctx.session.send_notification(notification, self._ctx.request_id), wait=False
+        )
+
+    def _log_allowed(self, level: LogLevel) -> bool:
+        if self.modern:  # a per-request opt-in in the request's _meta
+            allowed = allowed_log_levels(self.protocol_version, self._ctx.meta)
+            return level in allowed
+        state = connection_state(self._ctx)
+        floor = state.get(LOG_LEVEL_KEY) if state is not None else None
+        return floor is None or LOG_LEVELS.index(level) >= LOG_LEVELS.index(floor)
+
+    # -- requests to the client ------------------------------------------------
+
+    def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicitation:
+        if "elicitation" not in self.client_capabilities:
+            raise unsupported("elicitation", self.tool)
+        params = {"mode": "form", "message": message, "requestedSchema": dict(schema)}
+        answer = self._ask(
+            "elicitation/create", params, self._elicit_legacy(message, schema), "elicitation"
+        )
+        result = types.ElicitResult.model_validate(answer)
+        return Elicitation(result.action, result.content)
+
+    def sample(
+        self,
+        messages: str | Sequence[str | Mapping[str, Any]],
+        max_tokens: int,
+        *,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        if "sampling" not in self.client_capabilities:
+            raise unsupported("sampling", self.tool)
+        params: dict[str, Any] = {"messages": _sampling_messages(messages), "maxTokens": max_tokens}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            params["temperature"] = temperature
+        answer = self._ask(
+            "sampling/createMessage", params, self._sample_legacy(params), "sampling"
+        )
+        content = answer.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        return "".join(
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        )
+
+    def _ask(
+        self,
+        method: str,
+        params: dict[str, Any],
+        legacy: Coroutine[Any, Any, dict[str, Any]],
+        feature: str,
+    ) -> dict[str, Any]:
+        self._asked += 1
+        if not self.modern:
+            try:
+                return self._send(legacy, wait=True)  # type: ignore[no-any-return]
+            except NoBackChannelError:  # a transport with no way to ask (stateless HTTP)
+                raise unsupported(f"{feature} on this connection", self.tool) from None
+            except MCPError as exc:
+                raise ToolCallError(
+                    f"{self.tool}: the client did not answer the {feature} request ({exc}); "
+                    "continue without it or ask the user in the conversation"
+                ) from None
+        legacy.close()
+        key = f"{method.split('/')[0]}-{self._asked}"
+        if key in self._answers:
+            return dict(self._answers[key])
+        raise InputRequired(key, {"method": method, "params": params}, self._answers)
+
+    async def _elicit_legacy(self, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        )
+        result = await self._ctx.session.send_request(
+            request,
+            types.ElicitResult,
+            request_read_timeout_seconds=ANSWER_TIMEOUT,
+            metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
+        )
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def _sample_legacy(self, params: dict[str, Any]) -> dict[str, Any]:
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams.model_validate(params)
+        )
+        result = await self._ctx.session.send_request(
+            request,
+            types.CreateMessageResult,
+            request_read_timeout_seconds=ANSWER_TIMEOUT,
+            metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
+        )
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    # -- reaching the loop ----------------------------------------------------
+
+    def _send(self, coro: Coroutine[Any, Any, Any], *, wait: bool) -> Any:
+        if threading.get_ident() != self._loop_thread:
+            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        if wait:
+            # This run is abandoned and runs again on a thread: what it queued would repeat.
+            coro.close()
+            for queued in self._queued:
+                queued.close()
+            self._queued.clear()
+            raise NeedsThread
+        self._queued.append(coro)
+        return None
+
+    async def flush(self) -> None:
+        """Send what a handler on the loop queued (the server calls this before answering)."""
+        queued, self._queued = self._queued, []
+        for coro in queued:
+            await coro
+
+
+def _sampling_messages(messages: str | Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    items: Sequence[str | Mapping[str, Any]] = [messages] if isinstance(messages, str) else messages
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append({"role": "user", "content": {"type": "text", "text": item}})
+        else:
+            content = item.get("content")
+            if isinstance(content, str):
+                content = {"type": "text", "text": content}
+            out.append({"role": item.get("role", "user"), "content": content})
+    return out
+
+
+def set_level_handler() -> Any:
+    """The ``logging/setLevel`` handler: the connection's floor for ``CallContext.log``."""
+
+    async def set_level(
+        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> dict[str, Any]:
+        state = connection_state(ctx)
+        if state is not None:
+            state[LOG_LEVEL_KEY] = params.level
+        return {}
+
+    return set_level
+
+
+def _satisfies_the_protocol(context: McpCallContext) -> CallContext:
+    return context  # mypy checks here that McpCallContext is a CallContext
