@@ -50,6 +50,7 @@ class Elicitation:
 
     @property
     def accepted(self) -> bool:
+        """Whether the user accepted (declined and cancelled both mean no)."""
         return self.action == "accept"
 
 
