@@ -21,6 +21,7 @@ from agent_presets import __version__
 from agent_presets.cli.control import COMMANDS as CONTROL_COMMANDS
 from agent_presets.cli.inspect import explain, list_presets, plugins, resolve, schema, show, tools
 from agent_presets.cli.serve import opencode, serve
+from agent_presets.cli.stats import stats
 from agent_presets.cli.validate import validate
 from agent_presets.model import PresetError
 
@@ -83,6 +84,7 @@ for _command in (
     explain,
     opencode,
     serve,
+    stats,
     *CONTROL_COMMANDS,
 ):
     main.add_command(_command)

@@ -1,0 +1,1 @@
+"""The browser console of a running ``presets serve`` (``docs/console.md``)."""
