@@ -155,6 +155,19 @@ def opencode(write_dir: Path | None, name: str, state_dir: Path | None, root: Pa
     help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
     "the plugins give.",
 )
+@click.option(
+    "--console",
+    "console_address",
+    metavar="[HOST:]PORT",
+    help="Also serve the browser console here (0 picks a free port); its URL, with a "
+    "secret token, goes to stderr. See docs/console.md.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Let --console listen on a non-loopback address: anyone who learns the URL "
+    "may turn presets on.",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -172,6 +185,8 @@ def serve(
     shell_network: bool,
     unsafe_shell: bool,
     namespace: str,
+    console_address: str | None,
+    insecure: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -212,6 +227,20 @@ def serve(
             "use lowercase letters, digits and '_', starting with a letter, like myapp_",
             param_hint="'--namespace'",
         )
+    console_at: tuple[str, int] | None = None
+    if console_address is not None:
+        from agent_presets.console import is_loopback, parse_address
+
+        try:
+            console_at = parse_address(console_address)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--console'") from None
+        if not is_loopback(console_at[0]) and not insecure:
+            raise click.BadParameter(
+                f"{console_at[0]} is not a loopback address: anyone who reaches it could turn "
+                "presets on; use 127.0.0.1, or pass --insecure",
+                param_hint="'--console'",
+            )
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
@@ -276,4 +305,13 @@ def serve(
         banner=banner,
         policy=policy,
         control_socket=app.state_dir / SOCKET_NAME,
+        console=None if console_at is None else _console_options(console_at, app),
+    )
+
+
+def _console_options(address: tuple[str, int], app: Any) -> Any:
+    from agent_presets.console.app import ConsoleOptions
+
+    return ConsoleOptions(
+        host=address[0], port=address[1], app=app, announce=lambda line: click.echo(line, err=True)
     )

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from agent_presets.console import is_loopback as _is_loopback
 from agent_presets.control import ControlListener
 from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
@@ -22,6 +23,7 @@ from agent_presets.policy import ToolPolicy
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
+    from agent_presets.console.app import ConsoleOptions
 
 log = logging.getLogger("agent_presets.server")
 
@@ -29,6 +31,8 @@ DEFAULT_PORT: Final = 8765
 HTTP_PATH: Final = "/mcp"
 
 Transport = Literal["stdio", "http"]
+Task = Callable[[], Coroutine[Any, Any, None]]
+"""Something else the server runs in its task group: the control listener, the console."""
 
 
 def serve(
@@ -41,6 +45,7 @@ def serve(
     policy: ToolPolicy | None = None,
     control_socket: Path | None = None,
     page_size: int = TOOLS_PAGE_SIZE,
+    console: ConsoleOptions | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -49,17 +54,22 @@ def serve(
     to stdout, which is the stdio transport's wire. ``page_size`` is the number
     of tools in one ``tools/list`` page. Raises ``PresetError`` when the HTTP
     port cannot be bound. With ``control_socket`` (bind it only while holding
-    the state lock) the live-control channel listens there meanwhile.
+    the state lock) the live-control channel listens there meanwhile; with
+    ``console`` the browser console (``docs/console.md``) does too.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
     server = build_server(presets, policy=policy, page_size=page_size)
     listener: ControlListener | None = None
+    extra: list[Task] = []
     try:
         if control_socket is not None:
             listener = ControlListener(control_socket)
+            extra.append(partial(listener.serve, server.control))
+        if console is not None:
+            extra.append(_console_task(server, console))
         with _socket_removed_on_sigterm(listener):
-            _run(transport, server, host, port, banner, listener)
+            _run(transport, server, host, port, banner, extra)
     except KeyboardInterrupt:
         pass
     finally:
@@ -74,13 +84,22 @@ def _run(
     host: str,
     port: int,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None,
+    extra: list[Task],
 ) -> None:
     if transport == "stdio":
-        anyio.run(_serve_stdio, server, banner, listener)
+        anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, listener)
+        anyio.run(_serve_http, server, sock, banner, extra)
+
+
+def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
+    """Bind the console's port now (so a taken port fails before serving) and run it later."""
+    from agent_presets.console.app import Console, serve_console
+
+    sock = _bind(options.host, options.port)
+    console = Console(server.control, app=options.app, event_log=server.policy.event_log)
+    return partial(serve_console, console, sock, options)
 
 
 @contextlib.contextmanager
@@ -111,13 +130,13 @@ def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[Non
 async def _serve_stdio(
     server: PresetServer,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None = None,
+    extra: list[Task] | None = None,
 ) -> None:
     from agent_presets.mcpserver.stdio import stdio_transport
 
     async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
-        if listener is not None:
-            tg.start_soon(listener.serve, server.control)
+        for task in extra or []:
+            tg.start_soon(task)
         if banner is not None:
             banner("serving MCP on stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -140,20 +159,11 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 async def _serve_http(
     server: PresetServer,
     sock: socket.socket,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None = None,
+    extra: list[Task] | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -200,12 +210,12 @@ async def _serve_http(
 
     async def run_http() -> None:
         await uv_server.serve(sockets=[sock])
-        tg.cancel_scope.cancel()  # the control listener stops with the server
+        tg.cancel_scope.cancel()  # the control listener and console stop with the server
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_http)
-        if listener is not None:
-            tg.start_soon(listener.serve, server.control)
+        for task in extra or []:
+            tg.start_soon(task)
         # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
         while not uv_server.started:
             if uv_server.should_exit:
