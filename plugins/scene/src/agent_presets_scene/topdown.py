@@ -113,4 +113,10 @@ def top_down_svg(
                 "stroke": "#1d2330",
             },
         )
+    if terrain is None and not objects and not lights:
+        empty = ET.SubElement(
+            root, "text", {"x": f"{SIZE / 2:g}", "y": f"{SIZE / 2:g}", "text-anchor": "middle"}
+        )
+        empty.set("fill", "#687083")
+        empty.text = "nothing in the scene yet"
     return ET.tostring(root, encoding="unicode")
