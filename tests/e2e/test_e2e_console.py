@@ -22,7 +22,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 from e2e.conftest import HttpServer
-from e2e.test_e2e_stdio import SHAPE, Notices, names, text
+from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 
 from agent_presets.cli import main
@@ -235,7 +235,7 @@ async def test_console_turning_on_a_risky_preset_asks_in_a_dialog(
 
 
 @browser
-async def test_console_drawing_view_follows_a_drawing_call(
+async def test_console_views_follow_drawing_graph_and_scene_calls(
     console_server: ConsoleServer, page: Any
 ) -> None:
     from playwright.async_api import expect
@@ -243,7 +243,23 @@ async def test_console_drawing_view_follows_a_drawing_call(
     image = page.locator("figure[data-runtime='drawing'] img")
     await expect(image).to_have_attribute("src", re.compile("^data:image/svg"))
     before = await image.get_attribute("src")
-    async with Client(console_server.url, mode="legacy") as client:
+    notices = Notices()
+    async with Client(console_server.url, mode="legacy", message_handler=notices) as client:
+        # The graph's tools are off on this surface: the person turns them on in the page.
+        for preset in ("graph-node-tools", "graph-edge-tools"):
+            notices.expect(CHANGED)
+            await page.get_by_label(preset, exact=True).select_option("on")
+            await notices.wait(CHANGED, timeout=60)
+        ids = []
+        for label in ("Ada", "Babbage", "Engine"):
+            node = await client.call_tool("space_graph_add_node", {"label": label})
+            assert not node.is_error, text(node)
+            ids.append(json.loads(text(node))["id"])
+        for source, target in ((ids[0], ids[1]), (ids[1], ids[2]), (ids[0], ids[2])):
+            edge = await client.call_tool(
+                "space_graph_add_edge", {"source": source, "target": target}
+            )
+            assert not edge.is_error, text(edge)
         for tool, arguments in (
             ("space_scene_add_terrain", {"seed": 7, "rows": 12, "cols": 12}),
             ("space_scene_add_cuboid", {"position": [3, 1, 4], "size": [2, 2, 3],
@@ -251,9 +267,11 @@ async def test_console_drawing_view_follows_a_drawing_call(
             ("space_scene_add_light", {"kind": "point", "position": [8, 5, 8]}),
             ("space_app_switch_surface", {"surface": "canvas"}),
             ("space_app_set_activity", {"activity": "drawing"}),
-            ("space_drawing_insert_shape", {**SHAPE, "style": {"fill": "#e8590c"}}),
-            ("space_drawing_insert_shape", {"shape": "ellipse", "x": 120, "y": 60,
-                                            "width": 90, "height": 50}),
+            ("space_drawing_insert_shape", {"shape": "rect", "x": 80, "y": 80, "width": 400,
+                                            "height": 260, "style": {"fill": "#e8590c"}}),
+            ("space_drawing_insert_shape", {"shape": "ellipse", "x": 420, "y": 240,
+                                            "width": 360, "height": 220,
+                                            "style": {"fill": "#2f6feb"}}),
         ):  # fmt: skip
             result = await client.call_tool(tool, arguments)
             assert not result.is_error, text(result)
@@ -262,9 +280,9 @@ async def test_console_drawing_view_follows_a_drawing_call(
     assert "<rect" in svg and "<ellipse" in svg
     await expect(page.locator("#events")).to_contain_text("space_drawing_insert_shape ok")
     await expect(page.locator("#chart svg")).to_be_visible()
-    scene = urllib.parse.unquote(
-        (await page.locator("figure[data-runtime='scene'] img").get_attribute("src")) or ""
-    )
-    assert "shed" in scene
+    for runtime, mark in (("scene", "shed"), ("graph", "Babbage")):
+        await expect(page.locator(f"figure[data-runtime='{runtime}'] img")).to_have_attribute(
+            "src", re.compile(mark)
+        )
     await anyio.sleep(0.5)  # let the last frame paint before the picture
-    await _shot(page, "05-drawing-view")
+    await _shot(page, "05-views")

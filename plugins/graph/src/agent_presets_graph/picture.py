@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from agent_presets_graph.model import Edge, Node
 
 SIZE = 400
-RADIUS = 150
+RADIUS = 140
 LABEL_CHARS = 18
 
 
@@ -60,7 +60,7 @@ def node_link_svg(nodes: Sequence[Node], edges: Sequence[Edge], focused: str | N
             {
                 "cx": f"{x:.1f}",
                 "cy": f"{y:.1f}",
-                "r": "9",
+                "r": "12",
                 "fill": "#e8590c" if node.id == focused else "#2f6feb",
             },
         )
@@ -72,9 +72,9 @@ def node_link_svg(nodes: Sequence[Node], edges: Sequence[Edge], focused: str | N
             "text",
             {
                 "x": f"{x:.1f}",
-                "y": f"{y + 22:.1f}",
+                "y": f"{y + 32:.1f}",
                 "text-anchor": "middle",
-                "font-size": "12",
+                "font-size": "18",
                 "fill": "#1d2330",
             },
         )

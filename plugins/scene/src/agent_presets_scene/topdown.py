@@ -95,7 +95,7 @@ def top_down_svg(
         )
         cx, cy = at(x, z)
         label = ET.SubElement(
-            root, "text", {"x": cx, "y": cy, "text-anchor": "middle", "font-size": "11"}
+            root, "text", {"x": cx, "y": cy, "text-anchor": "middle", "font-size": "14"}
         )
         label.text = obj.name[:20]
     for light in lights:

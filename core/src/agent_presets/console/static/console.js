@@ -54,9 +54,9 @@
 
   function confirmRisky(preset, risk, describe) {
     const dialog = $("confirm");
-    $("confirm-text").textContent =
-      (describe ? describe + ": " : "") + "preset " + preset + " has risk " + risk +
-      ". Its tools can change or delete things outside the agent's own work.";
+    $("confirm-text").textContent = (describe ? describe + " turns on preset " : "Preset ") +
+      preset + ", whose risk is " + risk + ": its tools can change or delete things " +
+      "beyond the agent's own work. Turn it on for this session?";
     return new Promise((resolve) => {
       pendingConfirm = resolve;
       dialog.returnValue = "cancel";
@@ -89,8 +89,7 @@
         const select = el("select", { "aria-label": p.name, "data-preset": p.name });
         for (const s of ["auto", "on", "off"]) select.append(el("option", { value: s, text: s }));
         select.addEventListener("change", async () => {
-          const ok = await act("/api/override", { preset: p.name, state: select.value },
-            "turn on " + p.name);
+          const ok = await act("/api/override", { preset: p.name, state: select.value });
           if (!ok) select.value = select.dataset.state;  // the server's state, not the wish
         });
         body.append(el("tr", { "data-preset": p.name },
@@ -121,7 +120,7 @@
         : "turn " + r.state + " " + r.preset;
       const approve = el("button", { class: "approve", type: "button", text: "Approve" });
       const deny = el("button", { type: "button", text: "Deny" });
-      approve.addEventListener("click", () => act("/api/approve", { id: r.id }, "approve " + r.id));
+      approve.addEventListener("click", () => act("/api/approve", { id: r.id }, "Approving " + r.id));
       deny.addEventListener("click", () => act("/api/deny", { id: r.id }));
       list.append(el("li", { "data-request": r.id },
         el("span", { class: "rid", text: r.id }), el("span", { text: r.kind }),
