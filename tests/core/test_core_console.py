@@ -179,3 +179,22 @@ def test_console_bumps_its_version_when_the_manager_or_requests_change(
     after = console.version
     console.controller.set_override("theme-tools", "off", by="console")
     assert console.version == after
+
+
+def test_console_reads_stats_and_events_from_the_log_again_only_when_it_grew(
+    stack: Any, tmp_path: Any
+) -> None:
+    from agent_presets.events import Call, EventLog
+
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.write(Call(tool="space_a", ok=True, latency_ms=2.0))
+    console = Console(Controller(stack.manager), event_log=path, token=TOKEN)
+    first = console.log_snapshot()
+    assert first["stats"]["calls_by_tool"] == {"space_a": 1}
+    assert console.log_snapshot() is first  # nothing moved: the same reading
+    log.write(Call(tool="space_b", ok=False, latency_ms=4.0))
+    log.close()
+    again = console.log_snapshot()
+    assert again["stats"]["calls"] == 2
+    assert [e["tool"] for e in again["events"]] == ["space_a", "space_b"]

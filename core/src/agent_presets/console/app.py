@@ -84,6 +84,8 @@ class Console:
         self.token = token or secrets.token_urlsafe(24)
         self._version = 0
         self._version_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._log_cache: tuple[tuple[int, ...], dict[str, Any]] | None = None
         controller.manager.add_on_change(self._bump)
         controller.requests.add_on_change(self._bump)
 
@@ -114,18 +116,28 @@ class Console:
         return tuple(marks)
 
     def log_snapshot(self) -> dict[str, Any]:
-        """The stats and the newest events, read once from the log."""
-        stats = Stats()
-        tail: collections.deque[dict[str, Any]] = collections.deque(maxlen=TAIL)
-        if self.event_log is not None:
-            for event in read_events(self.event_log):
-                stats.add(event)
-                tail.append(event)
-        return {
-            "stats": stats.to_json(),
-            "events": list(tail),
-            "event_log": self.event_log is not None,
-        }
+        """The stats and the newest events; the log is read again only when it moved.
+
+        Every open page asks after each change; they share one reading, so a
+        busy session with several pages reads a long log once per change.
+        """
+        mark = self.log_mark()
+        with self._log_lock:
+            if self._log_cache is not None and self._log_cache[0] == mark:
+                return self._log_cache[1]
+            stats = Stats()
+            tail: collections.deque[dict[str, Any]] = collections.deque(maxlen=TAIL)
+            if self.event_log is not None:
+                for event in read_events(self.event_log):
+                    stats.add(event)
+                    tail.append(event)
+            snapshot = {
+                "stats": stats.to_json(),
+                "events": list(tail),
+                "event_log": self.event_log is not None,
+            }
+            self._log_cache = (mark, snapshot)
+            return snapshot
 
     def control_snapshot(self) -> dict[str, Any]:
         status = self.controller.status()
