@@ -147,8 +147,8 @@ async def page(console_server: ConsoleServer) -> AsyncIterator[Any]:
             await chromium.close()
 
 
-async def _shot(tab: Any, name: str) -> None:
-    await tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+async def _shot(tab: Any, name: str, *, full_page: bool = True) -> None:
+    await tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
 
 pytestmark = pytest.mark.anyio
@@ -222,7 +222,7 @@ async def test_console_turning_on_a_risky_preset_asks_in_a_dialog(
     dialog = page.get_by_role("dialog")
     await expect(dialog).to_be_visible()
     await expect(dialog).to_contain_text("destructive")
-    await _shot(page, "04-risky-dialog")
+    await _shot(page, "04-risky-dialog", full_page=False)  # the modal covers the viewport
     await dialog.get_by_role("button", name="Cancel").click()
     await expect(dialog).to_be_hidden()
     await expect(select).to_have_value("auto")
@@ -232,6 +232,20 @@ async def test_console_turning_on_a_risky_preset_asks_in_a_dialog(
     await expect(select).to_have_value("on")
     row = page.locator(f"tr[data-preset='{DESTRUCTIVE}']")
     await expect(row.locator(".active")).to_have_text("on")
+
+    # Approving an agent's request for a risky preset asks in the same dialog.
+    risky = "drawing-selection-destructive-tools"
+    async with Client(console_server.url, mode="legacy") as client:
+        answer = json.loads(
+            text(await client.call_tool(ASK, {"preset": risky, "state": "on", "reason": "tidy"}))
+        )
+    item = page.locator(f"li[data-request='{answer['request']}']")
+    await item.get_by_role("button", name="Approve").click()
+    await expect(dialog).to_be_visible()
+    await expect(dialog).to_contain_text(f"Approving {answer['request']} turns on preset {risky}")
+    await dialog.get_by_role("button", name="Turn on").click()
+    await expect(item).to_have_count(0)
+    await expect(page.get_by_label(risky, exact=True)).to_have_value("on")
 
 
 @browser
