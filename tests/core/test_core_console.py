@@ -198,3 +198,10 @@ def test_console_reads_stats_and_events_from_the_log_again_only_when_it_grew(
     again = console.log_snapshot()
     assert again["stats"]["calls"] == 2
     assert [e["tool"] for e in again["events"]] == ["space_a", "space_b"]
+
+
+async def test_console_refuses_a_token_with_other_characters_without_failing(
+    console: Console,
+) -> None:
+    status, _ = await call(console, "GET", "/api/state", headers={TOKEN_HEADER: "t\u00f6ken"})
+    assert status == 401

@@ -97,6 +97,21 @@ def test_console_on_a_non_loopback_address_needs_insecure(tmp_path: Path) -> Non
     assert "--insecure" in result.output
 
 
+def test_console_on_a_taken_port_says_which_flag_to_change(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            main, ["serve", "--state-dir", str(tmp_path), "--console", f"127.0.0.1:{port}"]
+        )
+    assert result.exit_code == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert "pass another --console [HOST:]PORT" in result.output
+
+
 def test_console_refuses_requests_without_its_token(console_server: ConsoleServer) -> None:
     base, token = console_server.base, console_server.token
     assert _status(f"{base}/") == 401

@@ -7,8 +7,9 @@ the console has no rule of its own. What it guards itself is the door:
 - Every request must carry the console's token (a random secret printed
   once on stderr): in the query string (``?token=``) for the page and its
   stream, in the ``X-Console-Token`` header for a change. A request without
-  it gets 401. A cross-site form cannot set a header, so no other page can
-  change anything, even one that learned the URL.
+  it gets 401. A cross-site form cannot set a header (and a cross-site
+  script that tries is stopped by CORS: the app answers no preflight), so no
+  other page can change anything, even one that learned the URL.
 - The app binds loopback unless the person passes ``--insecure``
   (``agent_presets.console.is_loopback``; the CLI decides).
 
@@ -186,7 +187,10 @@ class Console:
         given = request.headers.get(TOKEN_HEADER)
         if given is None and not header_only:
             given = request.query_params.get("token")
-        return given is not None and secrets.compare_digest(given, self.token)
+        # As bytes: compare_digest refuses str with non-ASCII characters.
+        return given is not None and secrets.compare_digest(
+            given.encode("utf-8", "surrogateescape"), self.token.encode()
+        )
 
     @staticmethod
     def _refused() -> Response:

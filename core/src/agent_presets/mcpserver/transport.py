@@ -97,7 +97,10 @@ def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
     """Bind the console's port now (so a taken port fails before serving) and run it later."""
     from agent_presets.console.app import Console, serve_console
 
-    sock = _bind(options.host, options.port)
+    try:
+        sock = _bind(options.host, options.port)
+    except PresetError as exc:
+        raise PresetError(str(exc).replace("--port", "--console [HOST:]PORT")) from None
     console = Console(server.control, app=options.app, event_log=server.policy.event_log)
     return partial(serve_console, console, sock, options)
 

@@ -2,8 +2,6 @@
 // The console page: one snapshot stream in, three actions out. No build step, no CDN.
 (function () {
   const token = new URLSearchParams(location.search).get("token") || "";
-  // Keep the token out of the address bar once read (and out of screenshots and history).
-  history.replaceState(null, "", location.pathname);
   const RISKY = new Set(["filesystem-write", "destructive", "shell"]);
   const $ = (id) => document.getElementById(id);
   let presetsShown = "";
