@@ -235,12 +235,14 @@ def serve(
             console_at = parse_address(console_address)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--console'") from None
-        if not is_loopback(console_at[0]) and not insecure:
-            raise click.BadParameter(
-                f"{console_at[0]} is not a loopback address: anyone who reaches it could turn "
-                "presets on; use 127.0.0.1, or pass --insecure",
-                param_hint="'--console'",
-            )
+        if not is_loopback(console_at[0]):
+            if not insecure:
+                raise click.BadParameter(
+                    f"{console_at[0]} is not a loopback address: anyone who reaches it could "
+                    "turn presets on; use 127.0.0.1, or pass --insecure",
+                    param_hint="'--console'",
+                )
+            warn(f"the console listens on {console_at[0]}: anyone with its URL may turn presets on")
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     overrides = overrides_from_flags(force_on, force_off)
