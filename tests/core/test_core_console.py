@@ -108,6 +108,10 @@ async def call(
 async def test_console_answers_401_without_its_token(console: Console) -> None:
     assert (await call(console, "GET", "/"))[0] == 401
     assert (await call(console, "GET", "/api/state", query="token=nope"))[0] == 401
+    # A wrong path or method without the token tells nothing either.
+    assert (await call(console, "GET", "/nope"))[0] == 401
+    assert (await call(console, "OPTIONS", "/api/override"))[0] == 401
+    assert (await call(console, "GET", "/nope", query=f"token={TOKEN}"))[0] == 404
     status, page = await call(console, "GET", "/", query=f"token={TOKEN}")
     assert status == 200
     assert "<dialog" in page and "console.js" not in page  # script inlined, nothing fetched

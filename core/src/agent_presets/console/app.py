@@ -43,6 +43,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_presets.control import ConfirmationRequired, Controller
 from agent_presets.events import read_events, rotated_paths
@@ -171,8 +172,8 @@ class Console:
 
     # -- the app ---------------------------------------------------------------
 
-    def asgi(self) -> Starlette:
-        return Starlette(
+    def asgi(self) -> ASGIApp:
+        routes = Starlette(
             routes=[
                 Route("/", self._page),
                 Route("/api/state", self._state),
@@ -182,6 +183,16 @@ class Console:
                 Route("/api/deny", self._deny, methods=["POST"]),
             ]
         )
+
+        async def gate(scope: Scope, receive: Receive, send: Send) -> None:
+            # Before routing: without the token, even a wrong path or method is a 401,
+            # so nothing about the app shows to someone who does not hold it.
+            if scope["type"] == "http" and not self._allowed(Request(scope)):
+                await self._refused()(scope, receive, send)
+                return
+            await routes(scope, receive, send)
+
+        return gate
 
     def _allowed(self, request: Request, *, header_only: bool = False) -> bool:
         given = request.headers.get(TOKEN_HEADER)
@@ -200,8 +211,6 @@ class Console:
         )
 
     async def _page(self, request: Request) -> Response:
-        if not self._allowed(request):
-            return self._refused()
         page = (
             _static("index.html")
             .replace("/*STYLE*/", _static("console.css"))
@@ -229,13 +238,9 @@ class Console:
         return await anyio.to_thread.run_sync(build)
 
     async def _state(self, request: Request) -> Response:
-        if not self._allowed(request):
-            return self._refused()
         return JSONResponse(await self.snapshot())
 
     async def _stream(self, request: Request) -> Response:
-        if not self._allowed(request):
-            return self._refused()
         return StreamingResponse(
             self._events(request),
             media_type="text/event-stream",
@@ -266,7 +271,8 @@ class Console:
             await anyio.sleep(TICK_SECONDS)
 
     async def _act(self, request: Request, action: Callable[[dict[str, Any]], Any]) -> Response:
-        # A change needs the header: a cross-site form can send the query, not this.
+        # The gate let the query's token in; a change needs the header, which a
+        # cross-site form cannot send.
         if not self._allowed(request, header_only=True):
             return self._refused()
         try:
