@@ -304,7 +304,9 @@ async def test_console_views_follow_drawing_graph_and_scene_calls(
         ):  # fmt: skip
             result = await client.call_tool(tool, arguments)
             assert not result.is_error, text(result)
-    await expect(image).not_to_have_attribute("src", before or "")
+    # The page may show the drawing between the two calls first: wait for the last one.
+    await expect(image).to_have_attribute("src", re.compile("ellipse"))
+    assert (await image.get_attribute("src")) != before
     svg = urllib.parse.unquote((await image.get_attribute("src")) or "")
     assert "<rect" in svg and "<ellipse" in svg
     await expect(page.locator("#events")).to_contain_text("space_drawing_insert_shape ok")
