@@ -33,7 +33,6 @@ THEME_TOOL = "space_app_set_theme"
 DESTRUCTIVE = "drawing-layer-destructive-tools"
 ASK = "space_presets_request"
 CHANGED = "notifications/tools/list_changed"
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 WAIT_MS = 30_000
 
@@ -141,14 +140,16 @@ browser = pytest.mark.browser
 
 @pytest.fixture
 async def page(console_server: ConsoleServer) -> AsyncIterator[Any]:
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+    # The system's Chromium (Debian's `chromium` package): Playwright cannot download one here.
+    chromium_binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium_binary is None:
         pytest.skip("the chromium package is not installed (.ci/run installs it)")
     from playwright.async_api import async_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as pw:
         chromium = await pw.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            executable_path=chromium_binary,
             headless=True,
             args=["--no-sandbox"],  # CI runs as root, where Chromium's sandbox cannot start
         )
