@@ -48,6 +48,7 @@ COMMANDS: Final = {
     "deny": "control:deny",
     "new-plugin": "newplugin:new_plugin",
     "tokens": "tokens:tokens",
+    "stats": "stats:stats",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
 

@@ -282,9 +282,17 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     "state folder; each token's profile narrows its tools and budgets.",
 )
 @click.option(
+    "--console",
+    "console_address",
+    metavar="[HOST:]PORT",
+    help="Also serve the browser console here (0 picks a free port); its URL, with a "
+    "secret token, goes to stderr. See docs/console.md.",
+)
+@click.option(
     "--insecure",
     is_flag=True,
-    help="Allow serving HTTP on a non-loopback address without --auth (a trusted network).",
+    help="Allow serving HTTP without --auth, or the --console, on a non-loopback address "
+    "(a trusted network only: anyone who reaches it may call tools or turn presets on).",
 )
 @click.option(
     "--confirm",
@@ -324,6 +332,7 @@ def serve(
     insecure: bool,
     confirm: str,
     confirm_timeout: float,
+    console_address: str | None,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -364,6 +373,22 @@ def serve(
             "use lowercase letters, digits and '_', starting with a letter, like myapp_",
             param_hint="'--namespace'",
         )
+    console_at: tuple[str, int] | None = None
+    if console_address is not None:
+        from agent_presets.console import is_loopback, parse_address
+
+        try:
+            console_at = parse_address(console_address)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--console'") from None
+        if not is_loopback(console_at[0]):
+            if not insecure:
+                raise click.BadParameter(
+                    f"{console_at[0]} is not a loopback address: anyone who reaches it could "
+                    "turn presets on; use 127.0.0.1, or pass --insecure",
+                    param_hint="'--console'",
+                )
+            warn(f"the console listens on {console_at[0]}: anyone with its URL may turn presets on")
     if event_log is not None and no_event_log:
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     if auth is not None and transport != "http":
@@ -448,4 +473,13 @@ def serve(
         insecure=insecure,
         confirm=cast(Any, confirm),
         confirm_timeout=confirm_timeout,
+        console=None if console_at is None else _console_options(console_at, app),
+    )
+
+
+def _console_options(address: tuple[str, int], app: Any) -> Any:
+    from agent_presets.console.app import ConsoleOptions
+
+    return ConsoleOptions(
+        host=address[0], port=address[1], app=app, announce=lambda line: click.echo(line, err=True)
     )

@@ -8,7 +8,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -24,6 +25,7 @@ from agent_presets.tokens import TokenTable
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
+    from agent_presets.console.app import ConsoleOptions
 
 log = logging.getLogger("agent_presets.server")
 
@@ -31,6 +33,8 @@ DEFAULT_PORT: Final = 8765
 HTTP_PATH: Final = "/mcp"
 
 Transport = Literal["stdio", "http"]
+Task = Callable[[], Coroutine[Any, Any, None]]
+"""Something else the server runs in its task group: the control listener, the console."""
 
 
 def serve(
@@ -47,6 +51,7 @@ def serve(
     insecure: bool = False,
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
+    console: ConsoleOptions | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -61,7 +66,8 @@ def serve(
     choose which calls wait for a person (``mcpserver/confirm.py``). Raises
     ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
     (bind it only while holding the state lock) the live-control channel
-    listens there meanwhile.
+    listens there meanwhile; with ``console`` the browser console
+    (``docs/console.md``) does too.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
@@ -80,11 +86,15 @@ def serve(
         confirm_timeout=confirm_timeout,
     )
     listener: ControlListener | None = None
+    extra: list[Task] = []
     try:
         if control_socket is not None:
             listener = ControlListener(control_socket)
+            extra.append(partial(listener.serve, server.control))
+        if console is not None:
+            extra.append(_console_task(server, console))
         with _socket_removed_on_sigterm(listener):
-            _run(transport, server, host, port, banner, listener, tokens)
+            _run(transport, server, host, port, banner, extra, tokens)
     except KeyboardInterrupt:
         pass
     finally:
@@ -99,14 +109,26 @@ def _run(
     host: str,
     port: int,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None,
+    extra: list[Task],
     tokens: TokenTable | None = None,
 ) -> None:
     if transport == "stdio":
-        anyio.run(_serve_stdio, server, banner, listener)
+        anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, listener, tokens)
+        anyio.run(_serve_http, server, sock, banner, extra, tokens)
+
+
+def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
+    """Bind the console's port now (so a taken port fails before serving) and run it later."""
+    from agent_presets.console.app import Console, serve_console
+
+    try:
+        sock = _bind(options.host, options.port)
+    except PresetError as exc:
+        raise PresetError(str(exc).replace("--port", "--console [HOST:]PORT")) from None
+    console = Console(server.control, app=options.app, event_log=server.policy.event_log)
+    return partial(serve_console, console, sock, options)
 
 
 @contextlib.contextmanager
@@ -137,13 +159,13 @@ def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[Non
 async def _serve_stdio(
     server: PresetServer,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None = None,
+    extra: list[Task] | None = None,
 ) -> None:
     from agent_presets.mcpserver.stdio import stdio_transport
 
     async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
-        if listener is not None:
-            tg.start_soon(listener.serve, server.control)
+        for task in extra or []:
+            tg.start_soon(task)
         if banner is not None:
             banner("serving MCP on stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -170,7 +192,7 @@ async def _serve_http(
     server: PresetServer,
     sock: socket.socket,
     banner: Callable[[str], None] | None,
-    listener: ControlListener | None = None,
+    extra: list[Task] | None = None,
     tokens: TokenTable | None = None,
 ) -> None:
     import uvicorn
@@ -228,12 +250,12 @@ async def _serve_http(
 
     async def run_http() -> None:
         await uv_server.serve(sockets=[sock])
-        tg.cancel_scope.cancel()  # the control listener stops with the server
+        tg.cancel_scope.cancel()  # the control listener and console stop with the server
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_http)
-        if listener is not None:
-            tg.start_soon(listener.serve, server.control)
+        for task in extra or []:
+            tg.start_soon(task)
         # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
         while not uv_server.started:
             if uv_server.should_exit:

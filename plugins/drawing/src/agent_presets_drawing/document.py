@@ -427,6 +427,10 @@ class Drawing:
 
         return render(self._doc)
 
+    def console_view(self) -> dict[str, Any]:
+        """What the browser console draws for this world (its view protocol)."""
+        return {"kind": "svg", "svg": self.to_svg()}
+
     # -- history -------------------------------------------------------------
 
     @contextmanager

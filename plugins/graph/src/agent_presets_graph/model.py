@@ -346,6 +346,13 @@ class Graph:
     def view(self) -> dict[str, Any]:
         return {"focused": self.focused, "open": list(self.open)}
 
+    def console_view(self) -> dict[str, Any]:
+        """What the browser console draws for this world: a node-link picture."""
+        from agent_presets_graph.picture import node_link_svg
+
+        svg = node_link_svg(list(self.nodes.values()), list(self.edges.values()), self.focused)
+        return {"kind": "svg", "svg": svg}
+
     # -- search --------------------------------------------------------------
 
     def search(self, query: str, *, kind: NodeKind | None = None) -> list[SearchHit]:

@@ -415,6 +415,13 @@ class Scene:
 
     # -- state ---------------------------------------------------------------
 
+    def console_view(self) -> dict[str, Any]:
+        """What the browser console draws for this world: the scene from above."""
+        from agent_presets_scene.topdown import top_down_svg
+
+        svg = top_down_svg(self.terrain, list(self.objects.values()), list(self.lights.values()))
+        return {"kind": "svg", "svg": svg}
+
     def to_state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,

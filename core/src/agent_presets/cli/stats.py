@@ -1,0 +1,85 @@
+"""``presets stats``: what the event log says, as a table or JSON.
+
+Reads the log a server of ``--state-dir`` writes (its rotated files
+included); no server needs to run, and nothing here loads plugins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_presets.cli.options import default_state_dir, emit_json, table
+from agent_presets.events import rotated_paths
+from agent_presets.model import PresetError
+from agent_presets.stats import stats_of_log
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+@click.command()
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The state folder whose events.jsonl to read (as given to serve). "
+    "[default: $PRESETS_STATE_DIR, or agent-presets under $XDG_STATE_HOME]",
+)
+@click.option(
+    "--event-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read this event log instead (as given to serve --event-log).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def stats(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
+    """Calls by tool, refusals by gate, latency p50/p95 and the approval rate.
+
+    Counted from the event log, rotated files included (docs/events.md).
+    """
+    path = event_log or (state_dir or default_state_dir()) / "events.jsonl"
+    if not rotated_paths(path):
+        raise PresetError(
+            f"no event log at {path}; run presets serve with this --state-dir "
+            "(or pass --event-log FILE)"
+        )
+    numbers = stats_of_log(path)
+    if as_json:
+        emit_json(numbers)
+        return
+    _print(numbers)
+
+
+def _print(numbers: dict[str, Any]) -> None:
+    latency = numbers["latency_ms"]
+    rate = numbers["approval_rate"]
+    decided = numbers["decisions"]
+    table(
+        "Summary",
+        ["", ""],
+        [
+            ("events", numbers["events"]),
+            ("calls", numbers["calls"]),
+            ("refusals", numbers["refusals"]),
+            ("latency p50", _ms(latency["p50"])),
+            ("latency p95", _ms(latency["p95"])),
+            (
+                "approval rate",
+                "-"
+                if rate is None
+                else f"{rate:.0%} ({decided.get('approved', 0)} of "
+                f"{decided.get('approved', 0) + decided.get('denied', 0)} decided)",
+            ),
+        ],
+    )
+    failed = numbers["failed_by_tool"]
+    if numbers["calls_by_tool"]:
+        table(
+            "Calls by tool",
+            ["tool", "calls", "failed"],
+            [(t, n, failed.get(t, 0)) for t, n in numbers["calls_by_tool"].items()],
+        )
+    if numbers["refusals_by_gate"]:
+        table("Refusals by gate", ["gate", "refusals"], numbers["refusals_by_gate"].items())

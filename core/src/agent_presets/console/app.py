@@ -1,0 +1,363 @@
+"""The console's web app: one page, a live stream of state, and three actions.
+
+Everything a person may change goes through the server's ``Controller``
+(``by="console"``), exactly as ``presets on`` and ``presets approve`` do, so
+the console has no rule of its own. What it guards itself is the door:
+
+- Every request must carry the console's token (a random secret printed
+  once on stderr): in the query string (``?token=``) for the page and its
+  stream, in the ``X-Console-Token`` header for a change. A request without
+  it gets 401. A cross-site form cannot set a header (and a cross-site
+  script that tries is stopped by CORS: the app answers no preflight), so no
+  other page can change anything, even one that learned the URL.
+- The app binds loopback unless the person passes ``--insecure``
+  (``agent_presets.console.is_loopback``; the CLI decides).
+
+The page is live through Server-Sent Events: the manager's and the request
+store's ``on_change`` listeners bump a version, the event log is watched by
+size, and each stream sends a fresh snapshot when either moved. The views
+of what the agent works on come from the host's runtimes, generically: a
+runtime that has a ``console_view()`` method returning
+``{"kind": "svg", "svg": "<svg ...>"}`` is drawn (``docs/console.md``).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import secrets
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agent_presets.control import ConfirmationRequired, Controller
+from agent_presets.events import read_events, rotated_paths
+from agent_presets.model import PresetError
+from agent_presets.stats import Stats
+
+log = logging.getLogger("agent_presets.console")
+
+TOKEN_HEADER: Final = "X-Console-Token"
+TICK_SECONDS: Final = 0.25
+"""How often a stream checks whether anything moved."""
+VIEW_SECONDS: Final = 1.0
+"""How often a stream re-renders the runtimes' views when nothing else moved."""
+TAIL: Final = 100
+"""Events the page shows, newest last."""
+
+
+def _static(name: str) -> str:
+    return resources.files("agent_presets.console").joinpath("static", name).read_text("utf-8")
+
+
+class Console:
+    """The state a console shows, and the Starlette app that shows it.
+
+    ``app`` is the host (anything with ``runtime_names()`` and
+    ``runtime(name)``); ``event_log`` is the server's log, or None.
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        *,
+        app: Any = None,
+        event_log: Path | None = None,
+        token: str | None = None,
+    ) -> None:
+        self.controller = controller
+        self.host_app = app
+        self.event_log = event_log
+        self.token = token or secrets.token_urlsafe(24)
+        self._version = 0
+        self._version_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._log_cache: tuple[tuple[int, ...], dict[str, Any]] | None = None
+        controller.manager.add_on_change(self._bump)
+        controller.requests.add_on_change(self._bump)
+
+    def close(self) -> None:
+        self.controller.manager.remove_on_change(self._bump)
+        self.controller.requests.remove_on_change(self._bump)
+
+    def _bump(self, *_args: Any) -> None:
+        with self._version_lock:
+            self._version += 1
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    # -- what the page shows ---------------------------------------------------
+
+    def log_mark(self) -> tuple[int, ...]:
+        """Sizes of the log's files: changes when a line is written or the log rotates."""
+        if self.event_log is None:
+            return ()
+        marks = []
+        for path in rotated_paths(self.event_log):
+            try:
+                marks.append(path.stat().st_size)
+            except FileNotFoundError:
+                continue
+        return tuple(marks)
+
+    def log_snapshot(self) -> dict[str, Any]:
+        """The stats and the newest events; the log is read again only when it moved.
+
+        Every open page asks after each change; they share one reading, so a
+        busy session with several pages reads a long log once per change.
+        """
+        mark = self.log_mark()
+        with self._log_lock:
+            if self._log_cache is not None and self._log_cache[0] == mark:
+                return self._log_cache[1]
+            stats = Stats()
+            tail: collections.deque[dict[str, Any]] = collections.deque(maxlen=TAIL)
+            if self.event_log is not None:
+                for event in read_events(self.event_log):
+                    stats.add(event)
+                    tail.append(event)
+            snapshot = {
+                "stats": stats.to_json(),
+                "events": list(tail),
+                "event_log": self.event_log is not None,
+            }
+            self._log_cache = (mark, snapshot)
+            return snapshot
+
+    def control_snapshot(self) -> dict[str, Any]:
+        status = self.controller.status()
+        return {
+            "context": status["context"],
+            "presets": status["presets"],
+            "pending": self.controller.pending(),
+        }
+
+    def views(self) -> list[dict[str, Any]]:
+        """Each runtime's ``console_view()``, in name order; a failing one says why."""
+        app = self.host_app
+        if app is None or not callable(getattr(app, "runtime_names", None)):
+            return []
+        context = self.controller.manager.get_context()
+        world = context.get("world_id", context.get("world"))
+        views = []
+        for name in app.runtime_names():
+            try:
+                runtime = app.runtime(name)
+                view = getattr(runtime, "console_view", None)
+                if not callable(view):
+                    continue
+                shown = dict(view())
+            except Exception as exc:  # a plugin's bug must not take the console down
+                log.warning("console view of runtime %r failed: %s", name, exc)
+                shown = {"kind": "error", "error": f"{type(exc).__name__}"}
+            views.append({"runtime": name, "world": world, **shown})
+        return views
+
+    # -- the app ---------------------------------------------------------------
+
+    def asgi(self) -> ASGIApp:
+        routes = Starlette(
+            routes=[
+                Route("/", self._page),
+                Route("/api/state", self._state),
+                Route("/api/stream", self._stream),
+                Route("/api/override", self._override, methods=["POST"]),
+                Route("/api/approve", self._approve, methods=["POST"]),
+                Route("/api/deny", self._deny, methods=["POST"]),
+            ]
+        )
+
+        async def gate(scope: Scope, receive: Receive, send: Send) -> None:
+            # Before routing: without the token, even a wrong path or method is a 401,
+            # so nothing about the app shows to someone who does not hold it.
+            if scope["type"] == "http" and not self._allowed(Request(scope)):
+                await self._refused()(scope, receive, send)
+                return
+            await routes(scope, receive, send)
+
+        return gate
+
+    def _allowed(self, request: Request, *, header_only: bool = False) -> bool:
+        given = request.headers.get(TOKEN_HEADER)
+        if given is None and not header_only:
+            given = request.query_params.get("token")
+        # As bytes: compare_digest refuses str with non-ASCII characters.
+        return given is not None and secrets.compare_digest(
+            given.encode("utf-8", "surrogateescape"), self.token.encode()
+        )
+
+    @staticmethod
+    def _refused() -> Response:
+        return JSONResponse(
+            {"error": "unauthorized: open the console URL that presets serve printed"},
+            status_code=401,
+        )
+
+    async def _page(self, request: Request) -> Response:
+        page = (
+            _static("index.html")
+            .replace("/*STYLE*/", _static("console.css"))
+            .replace("/*SCRIPT*/", _static("console.js"))
+        )
+        return HTMLResponse(
+            page,
+            headers={
+                # Nothing from elsewhere: no CDN, no frames, no leaking the token.
+                "Content-Security-Policy": "default-src 'self'; style-src 'unsafe-inline'; "
+                "script-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+                "Referrer-Policy": "no-referrer",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    async def snapshot(self) -> dict[str, Any]:
+        def build() -> dict[str, Any]:
+            return {
+                **self.control_snapshot(),
+                **self.log_snapshot(),
+                "views": self.views(),
+            }
+
+        return await anyio.to_thread.run_sync(build)
+
+    async def _state(self, request: Request) -> Response:
+        return JSONResponse(await self.snapshot())
+
+    async def _stream(self, request: Request) -> Response:
+        return StreamingResponse(
+            self._events(request),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def _events(self, request: Request) -> AsyncIterator[str]:
+        sent: tuple[Any, ...] | None = None
+        last_views: str | None = None
+        since_views = 0.0
+        while not await request.is_disconnected():
+            mark = (self.version, self.log_mark())
+            since_views += TICK_SECONDS
+            if mark != sent:
+                snapshot = await self.snapshot()
+                sent = mark
+                last_views = json.dumps(snapshot["views"])
+                since_views = 0.0
+                yield f"event: state\ndata: {json.dumps(snapshot)}\n\n"
+            elif since_views >= VIEW_SECONDS:
+                # A runtime may change without an event (no event log): look again.
+                since_views = 0.0
+                views = await anyio.to_thread.run_sync(self.views)
+                text = json.dumps(views)
+                if text != last_views:
+                    last_views = text
+                    yield f"event: views\ndata: {text}\n\n"
+            await anyio.sleep(TICK_SECONDS)
+
+    async def _act(self, request: Request, action: Callable[[dict[str, Any]], Any]) -> Response:
+        # The gate let the query's token in; a change needs the header, which a
+        # cross-site form cannot send.
+        if not self._allowed(request, header_only=True):
+            return self._refused()
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "send a JSON object"}, status_code=400)
+        try:
+            result = await anyio.to_thread.run_sync(action, body)
+        except ConfirmationRequired as exc:
+            return JSONResponse(
+                {"error": str(exc), "confirm": True, "preset": exc.preset, "risk": exc.risk},
+                status_code=409,
+            )
+        except (PresetError, KeyError, TypeError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse(result)
+
+    async def _override(self, request: Request) -> Response:
+        return await self._act(
+            request,
+            lambda b: self.controller.set_override(
+                str(b["preset"]),
+                str(b["state"]),
+                by="console",
+                confirmed=b.get("confirmed") is True,
+            ),
+        )
+
+    async def _approve(self, request: Request) -> Response:
+        return await self._act(
+            request,
+            lambda b: self.controller.approve(
+                str(b["id"]), by="console", confirmed=b.get("confirmed") is True
+            ),
+        )
+
+    async def _deny(self, request: Request) -> Response:
+        return await self._act(request, lambda b: self.controller.deny(str(b["id"]), by="console"))
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signals alone: the MCP transport owns them."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    """What ``presets serve --console`` asks for: where, for which host, and who hears the URL."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    app: Any = None
+    announce: Callable[[str], None] | None = None
+    """Receives ``console: http://HOST:PORT/?token=...`` once the app listens."""
+
+
+async def serve_console(console: Console, sock: socket.socket, options: ConsoleOptions) -> None:
+    """Serve ``console`` on ``sock`` until cancelled; announce its URL once it listens."""
+    config = uvicorn.Config(
+        console.asgi(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    server = _QuietServer(config)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await anyio.sleep(0.01)
+        if options.announce is not None:
+            options.announce(f"console: http://{shown}:{port}/?token={console.token}")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(announce)
+            await server.serve(sockets=[sock])
+    finally:
+        console.close()

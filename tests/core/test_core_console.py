@@ -1,0 +1,211 @@
+"""The console app in process: its door (token, header), its actions through the
+Controller, call requests, and runtime views reached generically."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_presets.console.app import TOKEN_HEADER, Console
+from agent_presets.control import Controller
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "t0ken"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def stack(make_stack: Callable[..., Any], make_preset: Callable[..., Any]) -> Any:
+    return make_stack(
+        [
+            make_preset("theme-tools", contexts=({"surface": "canvas"},), group="general"),
+            make_preset("shell-tools", default_state="off", risk="shell"),
+        ]
+    )
+
+
+class Drawing:
+    def console_view(self) -> dict[str, Any]:
+        return {"kind": "svg", "svg": "<svg xmlns='http://www.w3.org/2000/svg'/>"}
+
+
+class Broken:
+    def console_view(self) -> dict[str, Any]:
+        raise RuntimeError("a plugin bug")
+
+
+class Host:
+    """The two methods of the host's public API the console uses."""
+
+    runtimes = {"drawing": Drawing(), "broken": Broken(), "plain": object()}
+
+    def runtime_names(self) -> list[str]:
+        return sorted(self.runtimes)
+
+    def runtime(self, name: str) -> Any:
+        return self.runtimes[name]
+
+
+@pytest.fixture
+def console(stack: Any) -> Console:
+    return Console(Controller(stack.manager), app=Host(), token=TOKEN)
+
+
+async def call(
+    console: Console,
+    method: str,
+    path: str,
+    *,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> tuple[int, Any]:
+    """One request through the ASGI app; the status and the JSON answer (or the text)."""
+    raw = b"" if body is None else json.dumps(body).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    sent = False
+    out: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    await console.asgi()(scope, receive, send)
+    status = next(m["status"] for m in out if m["type"] == "http.response.start")
+    text = b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body")
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text.decode()
+
+
+async def test_console_answers_401_without_its_token(console: Console) -> None:
+    assert (await call(console, "GET", "/"))[0] == 401
+    assert (await call(console, "GET", "/api/state", query="token=nope"))[0] == 401
+    # A wrong path or method without the token tells nothing either.
+    assert (await call(console, "GET", "/nope"))[0] == 401
+    assert (await call(console, "OPTIONS", "/api/override"))[0] == 401
+    assert (await call(console, "GET", "/nope", query=f"token={TOKEN}"))[0] == 404
+    status, page = await call(console, "GET", "/", query=f"token={TOKEN}")
+    assert status == 200
+    assert "<dialog" in page and "console.js" not in page  # script inlined, nothing fetched
+
+
+async def test_console_changes_need_the_header_and_go_through_the_controller(
+    console: Console, stack: Any
+) -> None:
+    body = {"preset": "theme-tools", "state": "on"}
+    status, _ = await call(console, "POST", "/api/override", query=f"token={TOKEN}", body=body)
+    assert status == 401
+    assert stack.manager.get_overrides().get("theme-tools") is None
+    status, answer = await call(
+        console, "POST", "/api/override", headers={TOKEN_HEADER: TOKEN}, body=body
+    )
+    assert (status, answer["state"], answer["active"]) == (200, "on", True)
+
+
+async def test_console_a_risky_preset_asks_for_confirmation(console: Console, stack: Any) -> None:
+    head = {TOKEN_HEADER: TOKEN}
+    body: dict[str, Any] = {"preset": "shell-tools", "state": "on"}
+    status, answer = await call(console, "POST", "/api/override", headers=head, body=body)
+    assert (status, answer["confirm"], answer["risk"]) == (409, True, "shell")
+    assert stack.manager.get_overrides().get("shell-tools") is None
+    body["confirmed"] = True
+    status, answer = await call(console, "POST", "/api/override", headers=head, body=body)
+    assert (status, answer["active"]) == (200, True)
+
+
+async def test_console_shows_and_decides_call_requests(console: Console) -> None:
+    request, _ = console.controller.requests.file(
+        "call", preset="shell-tools", tool="space_app_run_bash", reason="list files"
+    )
+    status, state = await call(console, "GET", "/api/state", query=f"token={TOKEN}")
+    assert status == 200
+    [shown] = state["pending"]
+    assert (shown["id"], shown["kind"], shown["tool"]) == (request.id, "call", "space_app_run_bash")
+    status, _ = await call(
+        console, "POST", "/api/approve", headers={TOKEN_HEADER: TOKEN}, body={"id": request.id}
+    )
+    assert status == 200
+    assert request.outcome.result(timeout=5) == "approved"
+    status, answer = await call(
+        console, "POST", "/api/deny", headers={TOKEN_HEADER: TOKEN}, body={"id": request.id}
+    )
+    assert status == 400 and "no pending request" in answer["error"]
+
+
+async def test_console_views_come_from_runtimes_that_offer_one(console: Console) -> None:
+    views = {v["runtime"]: v for v in console.views()}
+    assert set(views) == {"drawing", "broken"}  # "plain" offers no view
+    assert views["drawing"]["kind"] == "svg" and views["drawing"]["svg"].startswith("<svg")
+    assert views["broken"] == {
+        "runtime": "broken",
+        "world": None,
+        "kind": "error",
+        "error": "RuntimeError",
+    }
+
+
+def test_console_bumps_its_version_when_the_manager_or_requests_change(
+    console: Console,
+) -> None:
+    before = console.version
+    console.controller.set_override("theme-tools", "on", by="console")
+    console.controller.requests.file("override", preset="shell-tools", state="on", reason="x")
+    assert console.version >= before + 2
+    console.close()
+    after = console.version
+    console.controller.set_override("theme-tools", "off", by="console")
+    assert console.version == after
+
+
+def test_console_reads_stats_and_events_from_the_log_again_only_when_it_grew(
+    stack: Any, tmp_path: Any
+) -> None:
+    from agent_presets.events import Call, EventLog
+
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.write(Call(tool="space_a", ok=True, latency_ms=2.0))
+    console = Console(Controller(stack.manager), event_log=path, token=TOKEN)
+    first = console.log_snapshot()
+    assert first["stats"]["calls_by_tool"] == {"space_a": 1}
+    assert console.log_snapshot() is first  # nothing moved: the same reading
+    log.write(Call(tool="space_b", ok=False, latency_ms=4.0))
+    log.close()
+    again = console.log_snapshot()
+    assert again["stats"]["calls"] == 2
+    assert [e["tool"] for e in again["events"]] == ["space_a", "space_b"]
+
+
+async def test_console_refuses_a_token_with_other_characters_without_failing(
+    console: Console,
+) -> None:
+    status, _ = await call(console, "GET", "/api/state", headers={TOKEN_HEADER: "t\u00f6ken"})
+    assert status == 401
