@@ -7,6 +7,7 @@ Every wait is for something to appear, bounded generously: the machine is shared
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -22,6 +23,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 from e2e.conftest import HttpServer
+from e2e.test_e2e_confirm import calls_of, decisions
 from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 
@@ -32,6 +34,8 @@ THEME = "general-theme-tools"
 THEME_TOOL = "space_app_set_theme"
 DESTRUCTIVE = "drawing-layer-destructive-tools"
 ASK = "space_presets_request"
+WRITE = "general-file-write-tools"
+WRITE_TOOL = "space_app_write_file"
 CHANGED = "notifications/tools/list_changed"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 WAIT_MS = 30_000
@@ -61,6 +65,20 @@ class ConsoleServer(HttpServer):
 @pytest.fixture
 def console_server(tmp_path: Path) -> Iterator[ConsoleServer]:
     server = ConsoleServer(tmp_path / "state", "--off", THEME)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def confirm_server(tmp_path: Path) -> Iterator[ConsoleServer]:
+    """A server that asks before a risky call: file writes on, confined to tmp_path/root."""
+    root = tmp_path / "root"
+    root.mkdir()
+    server = ConsoleServer(
+        tmp_path / "state", "--confirm", "risky", "--on", WRITE, "--root", str(root)
+    )
     try:
         yield server
     finally:
@@ -138,8 +156,9 @@ def test_console_changes_need_the_token_in_a_header(console_server: ConsoleServe
 browser = pytest.mark.browser
 
 
-@pytest.fixture
-async def page(console_server: ConsoleServer) -> AsyncIterator[Any]:
+@contextlib.asynccontextmanager
+async def _open_page(server: ConsoleServer) -> AsyncIterator[Any]:
+    """The server's console in headless Chromium, once the page has its first snapshot."""
     # The system's Chromium (Debian's `chromium` package): Playwright cannot download one here.
     chromium_binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium_binary is None:
@@ -156,11 +175,17 @@ async def page(console_server: ConsoleServer) -> AsyncIterator[Any]:
         try:
             tab = await chromium.new_page(viewport={"width": 1280, "height": 1000})
             tab.set_default_timeout(WAIT_MS)
-            await tab.goto(console_server.console)
+            await tab.goto(server.console)
             await tab.wait_for_selector("body[data-ready='1']")
             yield tab
         finally:
             await chromium.close()
+
+
+@pytest.fixture
+async def page(console_server: ConsoleServer) -> AsyncIterator[Any]:
+    async with _open_page(console_server) as tab:
+        yield tab
 
 
 async def _shot(tab: Any, name: str, *, full_page: bool = True) -> None:
@@ -318,3 +343,78 @@ async def test_console_views_follow_drawing_graph_and_scene_calls(
         )
     await anyio.sleep(0.5)  # let the last frame paint before the picture
     await _shot(page, "05-views")
+
+
+@browser
+async def test_console_approving_a_call_runs_it_once_and_denying_one_changes_nothing(
+    confirm_server: ConsoleServer, tmp_path: Path
+) -> None:
+    from playwright.async_api import expect
+
+    state, root = tmp_path / "state", tmp_path / "root"
+    target = root / "hello.txt"
+    base, token = confirm_server.base, confirm_server.token
+    # The client advertises no elicitation: each risky call waits as a `call` request.
+    async with (
+        _open_page(confirm_server) as page,
+        Client(confirm_server.url, mode="legacy") as client,
+    ):
+        requests = page.locator("#requests li")
+        events = page.locator("#events")
+        results: list[Any] = []
+
+        async def write(content: str) -> None:
+            results.append(
+                await client.call_tool(
+                    WRITE_TOOL, {"path": "hello.txt", "content": content}, read_timeout_seconds=120
+                )
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write, "hello from the agent")
+            await expect(requests).to_have_count(1)
+            item = requests.first
+            approved = await item.get_attribute("data-request")
+            assert approved
+            await expect(item.locator(".rid")).to_have_text(approved)
+            await expect(item).to_contain_text(f"run {WRITE_TOOL} ({WRITE})")
+            await expect(item).to_contain_text("path='hello.txt'")
+            assert not target.exists()  # it waits for the person
+            await _shot(page, "06-confirm-approve")
+            await item.get_by_role("button", name="Approve").click()
+        assert not results[0].is_error, text(results[0])
+        assert target.read_text() == "hello from the agent"
+        await expect(page.get_by_role("dialog")).to_be_hidden()  # a call needs no second yes
+        await expect(requests).to_have_count(0)
+        await expect(events).to_contain_text(f"{approved} approved by console")
+        await expect(events).to_contain_text(f"{WRITE_TOOL} ok")
+        # Approving it again finds nothing to run.
+        again = json.dumps({"id": approved}).encode()
+        sent = {"Content-Type": "application/json", "X-Console-Token": token}
+        status = await anyio.to_thread.run_sync(
+            lambda: _status(f"{base}/api/approve", data=again, headers=sent)
+        )
+        assert status == 400
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write, "overwritten")
+            await expect(requests).to_have_count(1)
+            item = requests.first
+            denied = await item.get_attribute("data-request")
+            assert denied and denied != approved
+            await expect(item).to_contain_text("content='overwritten'")
+            await item.get_by_role("button", name="Deny").click()
+        refused = results[1]
+        assert refused.is_error
+        assert f"The user refused to run {WRITE_TOOL} (request {denied})" in text(refused)
+        assert target.read_text() == "hello from the agent"
+        await expect(requests).to_have_count(0)
+        await expect(page.locator("#no-requests")).to_be_visible()
+        await expect(events).to_contain_text(f"{denied} denied by console")
+        await expect(events).to_contain_text(f"{WRITE_TOOL} refused by confirm")
+        await anyio.sleep(0.5)  # let the last frame paint before the picture
+        await _shot(page, "07-confirm-deny")
+
+    assert sorted(p.name for p in root.iterdir()) == ["hello.txt"]
+    assert len(calls_of(state, WRITE_TOOL)) == 1  # ran once, for the one approval
+    assert decisions(state) == [("approved", "console"), ("denied", "console")]
