@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from greet_plugin import GREET_MODULE, GREET_PRESETS
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl, load_plugins
 from agent_presets.catalog import collect
@@ -26,36 +27,6 @@ from agent_presets.plugins import (
     import_file,
     trace_hook_calls,
 )
-
-GREET_MODULE = """\
-from agent_presets import ToolAdapter, hookimpl
-
-
-def _hello(app, arguments):
-    return "hello, " + arguments.get("name", "world")
-
-
-@hookimpl
-def presets_tool_adapters():
-    return [
-        ToolAdapter(
-            "greet.hello",
-            "space_greet_hello",
-            "Say hello.",
-            {"type": "object", "properties": {"name": {"type": "string"}}},
-            _hello,
-        )
-    ]
-"""
-
-GREET_PRESETS = """\
-presets:
-  - name: greet-tools
-    default_state: auto
-    risk: normal
-    contexts: [{surface: any}]
-    tool_ids: [greet.hello]
-"""
 
 RAISING_RUNTIME_MODULE = """\
 from agent_presets import hookimpl

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from greet_plugin import GREET_MODULE, GREET_PRESETS
 from mcp import Client
 
 from agent_presets import ToolAdapter, load_plugins
@@ -27,36 +28,6 @@ from agent_presets.cli import main
 from agent_presets.plugins import BUILTIN_DISTRIBUTIONS
 
 from .conftest import serve_command, server_env
-
-GREET_MODULE = """\
-from agent_presets import ToolAdapter, hookimpl
-
-
-def _hello(app, arguments):
-    return "hello, " + arguments.get("name", "world")
-
-
-@hookimpl
-def presets_tool_adapters():
-    return [
-        ToolAdapter(
-            "greet.hello",
-            "space_greet_hello",
-            "Say hello.",
-            {"type": "object", "properties": {"name": {"type": "string"}}},
-            _hello,
-        )
-    ]
-"""
-
-GREET_PRESETS = """\
-presets:
-  - name: greet-tools
-    default_state: auto
-    risk: normal
-    contexts: [{surface: any}]
-    tool_ids: [greet.hello]
-"""
 
 RAISING_RUNTIME_MODULE = """\
 from agent_presets import hookimpl
