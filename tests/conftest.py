@@ -23,6 +23,7 @@ own ``--hypothesis-profile`` option overrides all of these. A test that pins
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Final
 
 import pytest
@@ -99,8 +100,15 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
 
 
+E2E: Final = Path(__file__).parent / "e2e"
+
+
 @pytest.hookimpl(trylast=True)  # after any conftest that adds markers while collecting
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # Everything under tests/e2e starts servers or CLI subprocesses: the full lane's.
+        if E2E in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
     if config.getoption("--full") or config.option.markexpr:
         return
     markers = set(full_lane_markers(config))

@@ -185,6 +185,7 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated_bytes())
 def test_a_mutated_file_on_disk_gives_only_located_short_problems(

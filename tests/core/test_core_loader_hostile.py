@@ -402,6 +402,7 @@ def test_presets_validate_reports_a_fifo_in_a_folder_instead_of_skipping_it(in_t
     assert "2 file(s), 1 valid preset(s), 1 problem(s)" in result.output
 
 
+@pytest.mark.slow
 def test_a_file_with_too_many_values_is_not_blamed_on_aliases() -> None:
     ids = ", ".join(["a.b"] * (MAX_VALUES + 10))
     problem = only_problem(

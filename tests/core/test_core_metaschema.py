@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +72,7 @@ def official(schema: Any) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(schemas)
 def test_flat_metaschema_agrees_with_the_official_check(schema: dict[str, Any]) -> None:
@@ -92,6 +94,7 @@ def test_the_shipped_flat_metaschema_is_the_one_built_from_jsonschemas_vocabular
     assert flat_metaschema() == build_flat_metaschema()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(schemas)
 def test_the_fast_reading_calls_valid_only_what_jsonschema_accepts(schema: dict[str, Any]) -> None:

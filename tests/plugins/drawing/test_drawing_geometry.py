@@ -199,6 +199,7 @@ sizes = st.floats(min_value=1, max_value=200)
 coords = st.floats(min_value=-300, max_value=300)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(a=sizes, b=sizes, x=coords, y=coords)
 def test_distance_to_ellipse_matches_dense_sampling(a: float, b: float, x: float, y: float) -> None:

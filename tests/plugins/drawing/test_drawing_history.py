@@ -138,6 +138,7 @@ def redo_all(app: Any) -> int:
         count += 1
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(steps=st.lists(st.one_of(MUTATIONS), min_size=8, max_size=30))
 def test_undo_all_restores_the_start_and_redo_all_the_end(
@@ -157,6 +158,7 @@ def test_undo_all_restores_the_start_and_redo_all_the_end(
     assert app.document() == end
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(steps=st.lists(st.one_of(MUTATIONS + HISTORY), min_size=8, max_size=30))
 def test_undo_all_restores_the_start_even_with_undo_and_redo_mixed_in(

@@ -92,6 +92,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="renameat2 is Linux-only")
 def test_swapping_a_folder_for_a_symlink_never_lets_a_read_or_write_escape(
     root: FileRoot, outside: Path
