@@ -103,12 +103,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 E2E: Final = Path(__file__).parent / "e2e"
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Everything under tests/e2e starts servers or CLI subprocesses: the full lane's. Marked
+    # as it is collected, so `-m e2e` (applied before the hook below) selects it too.
+    if E2E in item.path.parents:
+        item.add_marker(pytest.mark.e2e)
+
+
 @pytest.hookimpl(trylast=True)  # after any conftest that adds markers while collecting
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        # Everything under tests/e2e starts servers or CLI subprocesses: the full lane's.
-        if E2E in item.path.parents:
-            item.add_marker(pytest.mark.e2e)
     if config.getoption("--full") or config.option.markexpr:
         return
     markers = set(full_lane_markers(config))
