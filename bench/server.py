@@ -206,7 +206,8 @@ class RealStartup:
             args = ["-m", "agent_presets", "serve", "--state-dir", str(self.state_dir)]
             params = StdioServerParameters(command=sys.executable, args=args)
         else:
-            params = _params("bare", self.tools)
+            # The bare server adds its stand-in for the request tool to the no-ops.
+            params = _params("bare", self.tools - 1)
         return stdio_client(params, errlog=self.errlog)
 
     async def measure(self, kind: str) -> float:
