@@ -244,6 +244,20 @@ class PresetsHost:
             "files": _tree(self.host.root),
         }
 
+    def committed_rows(self, runtime: str, world: str = "home") -> dict[str, Any]:
+        """``runtime``'s rows in ``world`` as committed to the state database.
+
+        Read through a second connection: what a restart would find, so a
+        change held only in memory is not here.
+        """
+        from agent_presets.host.statedb import DB_FILE, StateStore
+
+        store = StateStore(self.host.state_dir / DB_FILE)
+        try:
+            return dict(store.table(runtime, world).items())
+        finally:
+            store.close()
+
     def _saved_rows(self) -> dict[str, Any]:
         store = getattr(self.host, "store", None)
         if store is None:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 import agent_presets_drawing
-from agent_presets.host import StateStore
 from agent_presets.testing import ContextValues, PresetsHost
 from agent_presets_drawing import Drawing
 
@@ -40,11 +39,7 @@ class DrawingApp(PresetsHost):
 
     def saved_rows(self, world: str = "home") -> dict[str, Any]:
         """The drawing's rows as committed to the state database, read by a second connection."""
-        store = StateStore(self.host.state_dir / "state.db")
-        try:
-            return dict(store.table("drawing", world).items())
-        finally:
-            store.close()
+        return self.committed_rows("drawing", world)
 
     def state(self) -> Any:
         """The drawing as inspect shows it, history counters included."""

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 import agent_presets_graph
-from agent_presets.host import StateStore
 from agent_presets.testing import ContextValues, PresetsHost
 
 OFF_PRESETS = ("graph-node-map-tools", "graph-state-tools")
@@ -33,11 +32,7 @@ class GraphApp(PresetsHost):
 
     def saved_rows(self, world: str = "home") -> dict[str, Any]:
         """The graph's rows as committed to the state database, read by a second connection."""
-        store = StateStore(self.host.state_dir / "state.db")
-        try:
-            return dict(store.table("graph", world).items())
-        finally:
-            store.close()
+        return self.committed_rows("graph", world)
 
     def state(self) -> Any:
         """The graph's saved state."""
