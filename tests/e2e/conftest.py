@@ -115,13 +115,18 @@ class HttpServer:
                 self.port = int(match.group(1))
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        terminate(self.process)
+
+
+def terminate(process: subprocess.Popen[Any]) -> None:
+    """Stop a server we started: SIGTERM, then SIGKILL if it has not gone in 10 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 @pytest.fixture

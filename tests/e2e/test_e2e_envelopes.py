@@ -21,7 +21,6 @@ import os
 import queue
 import re
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -40,7 +39,7 @@ from pydantic import ValidationError
 from agent_presets.mcpserver.envelope import INVALID_REQUEST, PARSE_ERROR, check
 from agent_presets.mcpserver.invalid_params import invalid_params_error
 
-from .conftest import serve_command, server_env
+from .conftest import serve_command, server_env, terminate
 
 ANSWER_WITHIN = 1.0
 START_WITHIN = 30.0
@@ -577,13 +576,7 @@ class RawHttp:
             connection.close()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        terminate(self.process)
 
 
 @pytest.fixture(
