@@ -80,42 +80,55 @@ class HttpServer:
             "--transport", "http", "--host", "127.0.0.1", "--port", "0",
             "--state-dir", str(state_dir), *extra,
         )  # fmt: skip
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=server_env(),
-        )
-        self.stderr: list[str] = []
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            assert self.process.stderr is not None
-            for line in self.process.stderr:
-                self.stderr.append(line)
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.monotonic() + BANNER_TIMEOUT
-        self.url = ""
-        while not self.url:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                self.stop()
-                raise RuntimeError("presets serve did not start:\n" + "".join(self.stderr))
-            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
-            if match:
-                self.url = match.group(0)
-                self.port = int(match.group(1))
+        self.process, self.url, self.stderr = spawn_http(command, BANNER_TIMEOUT)
+        self.port = port_of(self.url)
 
     def stop(self) -> None:
         terminate(self.process)
+
+
+def spawn_http(command: list[str], timeout: float) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start an HTTP server and wait for the MCP URL it prints on stderr.
+
+    Returns the process, the URL and its stderr lines (the list keeps growing).
+    A server that exits or stays silent past ``timeout`` is stopped, and the
+    error quotes what it printed.
+    """
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(),
+    )
+    stderr: list[str] = []
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            stderr.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            terminate(process)
+            raise RuntimeError(f"{command[0]} did not start:\n" + "".join(stderr))
+        match = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        if match:
+            return process, match.group(0), stderr
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
 
 
 def terminate(process: subprocess.Popen[Any]) -> None:

@@ -18,12 +18,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import queue
-import re
 import select
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +36,7 @@ from pydantic import ValidationError
 from agent_presets.mcpserver.envelope import INVALID_REQUEST, PARSE_ERROR, check
 from agent_presets.mcpserver.invalid_params import invalid_params_error
 
-from .conftest import serve_command, server_env, terminate
+from .conftest import port_of, serve_command, server_env, spawn_http, terminate
 
 ANSWER_WITHIN = 1.0
 START_WITHIN = 30.0
@@ -505,36 +502,8 @@ class RawHttp:
 
     def __init__(self, command: list[str], variant: str = "") -> None:
         self.variant = variant
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=server_env(),
-        )
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            assert self.process.stderr is not None
-            for line in self.process.stderr:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        self.port = 0
-        deadline = time.monotonic() + START_WITHIN
-        while not self.port:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                self.stop()
-                raise RuntimeError("the HTTP server did not start")
-            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
-            if match:
-                self.port = int(match.group(1))
+        self.process, url, _ = spawn_http(command, START_WITHIN)
+        self.port = port_of(url)
         status, headers, _ = self.post(json.dumps(INIT))
         assert status == 200
         self.session = {

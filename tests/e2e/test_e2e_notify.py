@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import re
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from .conftest import HttpServer, server_env
+from .conftest import HttpServer, spawn_http, terminate
 from .rawhttp import LIST_CHANGED, RawSession
 
 CANVAS = {"surface": "canvas"}
@@ -193,40 +189,10 @@ class ManyToolsServer:
 
     def __init__(self, count: int) -> None:
         script = Path(__file__).with_name("manytools.py")
-        self.process = subprocess.Popen(
-            [sys.executable, str(script), str(count)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=server_env(),
-        )
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            assert self.process.stderr is not None
-            for line in self.process.stderr:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        self.url = ""
-        deadline = time.monotonic() + 60
-        while not self.url:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            if line is None:
-                raise RuntimeError("the many-tools server did not start")
-            match = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
-            if match:
-                self.url = match.group(0)
+        self.process, self.url, _ = spawn_http([sys.executable, str(script), str(count)], 60)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        terminate(self.process)
 
 
 @pytest.fixture
