@@ -13,7 +13,7 @@ from mcp import Client
 
 from agent_presets import PresetValidationError
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import STATUS_URI, build_server
+from agent_presets.mcpserver import PROMPT_URI, STATUS_URI, build_server
 from agent_presets.policy import ToolPolicy
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +197,24 @@ def test_serve_rejects_bad_flags_before_touching_saved_state(tmp_path: Path) -> 
         assert proc.returncode == 2, (flags, proc.stderr)
         assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert not (state / "shell.json").exists()
+
+
+async def test_the_allow_list_narrows_the_prompt_and_status_to_the_presets_it_shows(
+    serve: Callable[..., Any],
+) -> None:
+    # On the scene the shell-free defaults include app, scene-object and scene-state
+    # presets; an allow-list of one preset hides the others' guidance and names.
+    async with serve() as (client, _):
+        everything = (await client.get_prompt("active-presets")).messages[0].content.text
+        assert "## scene-object-tools" in everything and everything.count("## ") > 1
+    async with serve(allow=["scene-object-tools"]) as (client, _):
+        prompt = (await client.get_prompt("active-presets")).messages[0].content.text
+        assert [line for line in prompt.splitlines() if line.startswith("## ")] == [
+            "## scene-object-tools"
+        ]
+        [listed] = (await client.list_prompts()).prompts
+        assert "scene-object-tools" in (listed.description or "")
+        assert "," not in (listed.description or "")  # one preset named, no others
+        assert (await client.read_resource(PROMPT_URI)).contents[0].text == prompt
+        status = json.loads((await client.read_resource(STATUS_URI)).contents[0].text)
+        assert [p["name"] for p in status["active_presets"]] == ["scene-object-tools"]

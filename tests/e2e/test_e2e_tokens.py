@@ -254,6 +254,14 @@ async def test_a_tokens_profile_narrows_tools_counts_budgets_and_names_events(
         status = await narrow.read_resource("presets://active/status")
         shown = json.loads(status.contents[0].text)  # type: ignore[union-attr]
         assert sorted(shown["tools"]) == listed
+        # Only the presets behind those two tools: their names and their guidance.
+        assert sorted(p["name"] for p in shown["active_presets"]) == [
+            "general-theme-tools",
+            "units-inspect-tools",
+        ]
+        prompt = (await narrow.get_prompt("active-presets")).messages[0].content
+        headings = [h for h in prompt.text.splitlines() if h.startswith("## ")]  # type: ignore[union-attr]
+        assert set(headings) <= {"## general-theme-tools", "## units-inspect-tools"}
         outside = await narrow.call_tool(
             "space_scene_add_cuboid", {"position": [0, 0, 0], "size": [1, 1, 1]}
         )

@@ -368,13 +368,38 @@ class PresetServer(Server[Any]):
 
     # -- prompt and resources ------------------------------------------------
 
-    def _fragments(self) -> list[PromptFragment]:
-        return self.presets.manager.get_prompt_fragments()
+    def _fragments(self, token: str | None) -> list[PromptFragment]:
+        """The active presets' prompt fragments this session may read (see ``_presets_seen``)."""
+        fragments = self.presets.manager.get_prompt_fragments()
+        if self.policy.allow is None and token is None:
+            return fragments
+        seen = self._presets_seen(token)
+        return [f for f in fragments if f.preset in seen]
+
+    def _presets_seen(self, token: str | None) -> set[str]:
+        """The active presets with at least one tool that the allow-lists show this session.
+
+        A session narrowed by ``--allow`` or its token's profile reads the
+        guidance, and sees the names, of those presets only: the others' tools
+        are not its to call, and their prompts would describe them anyway.
+        """
+        ids = {
+            tool.managed_source
+            for tool in self.tool_registry.list()
+            if self.policy.allows(tool.name, token)
+        }
+        registry = self.presets.registry
+        return {
+            active.name
+            for active in self.presets.manager.get_active_presets()
+            if (preset := registry.get(active.name)) is not None and ids.intersection(preset.tool_ids)
+        }
 
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        return {"prompts": [prompt_entry(self._fragments())], "resultType": "complete"}
+        fragments = self._fragments(token_of(ctx.request))
+        return {"prompts": [prompt_entry(fragments)], "resultType": "complete"}
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -384,7 +409,7 @@ class PresetServer(Server[Any]):
                 code=types.INVALID_PARAMS,
                 message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
             )
-        fragments = self._fragments()
+        fragments = self._fragments(token_of(ctx.request))
         return {
             "description": prompt_entry(fragments)["description"],
             "messages": [
@@ -427,7 +452,7 @@ class PresetServer(Server[Any]):
     ) -> dict[str, Any]:
         uri = str(params.uri)
         if uri == PROMPT_URI:
-            text, mime = prompt_text(self._fragments()), "text/markdown"
+            text, mime = prompt_text(self._fragments(token_of(ctx.request))), "text/markdown"
         elif uri == STATUS_URI:
             text, mime = (
                 json.dumps(self.status(token_of(ctx.request)), indent=1, default=str),
@@ -457,12 +482,15 @@ class PresetServer(Server[Any]):
 
     def status(self, token: str | None = None) -> dict[str, Any]:
         manager = self.presets.manager
+        narrowed = self.policy.allow is not None or token is not None
+        seen = self._presets_seen(token) if narrowed else None
         return {
             "context": manager.get_context(),
             "overrides": manager.get_overrides(),
             "active_presets": [
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
                 for a in manager.get_active_presets()
+                if seen is None or a.name in seen
             ],
             "tools": [n for n in self.tool_registry.names() if self.policy.allows(n, token)],
             "policy": self.policy.status(),
