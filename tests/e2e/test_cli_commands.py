@@ -214,8 +214,15 @@ def test_tools_lists_every_adapter_with_its_presets(runner: CliRunner) -> None:
     assert tools["space_app_run_bash"]["presets"] == ["general-shell-tools"]
     assert tools["space_app_run_bash"]["risk"] == ["shell"]
     assert tools["space_drawing_inspect"]["read_only"] is True
+    # Each tool names its plugin as `presets plugins` does, not the package it came from.
+    code, listed, _ = invoke(runner, "plugins", "--all", "--json")
+    plugin_names = {p["name"] for p in json.loads(listed)["plugins"]}
+    by_plugin = {t["plugin"] for t in tools.values()}
+    assert by_plugin == {"drawing", "graph", "scene", "general", "units"} <= plugin_names
     code, out, _ = invoke(runner, "tools")
     assert code == 0 and "space_app_run_bash" in out
+    # Piped: one line per tool for grep, without a tail of padding.
+    assert all(line == line.rstrip() for line in out.splitlines())
 
 
 def test_plugins_hides_builtins_unless_all(runner: CliRunner) -> None:

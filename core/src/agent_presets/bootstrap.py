@@ -36,6 +36,8 @@ class Presets:
     problems: list[PresetValidationError] = field(default_factory=list)
     preset_plugin: dict[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
+    adapter_plugin: dict[str, str] = field(default_factory=dict)
+    """The plugin (as ``presets plugins`` names it) that provided each tool adapter, by id."""
 
 
 def bootstrap(
@@ -98,4 +100,5 @@ def bootstrap(
         problems=list(catalog.problems),
         preset_plugin=dict(catalog.preset_plugin),
         vocabulary=catalog.vocabulary,
+        adapter_plugin=dict(catalog.adapter_plugin),
     )

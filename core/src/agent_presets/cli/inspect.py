@@ -143,7 +143,7 @@ def tools(as_json: bool) -> None:
             {
                 "mcp_name": name_of(a),
                 "id": a.id,
-                "plugin": a.source,
+                "plugin": presets.adapter_plugin.get(a.id, a.source),
                 "presets": [p.name for p in ps],
                 "risk": sorted({p.risk for p in ps}),
                 "read_only": bool((a.annotations or {}).get("readOnlyHint")),

@@ -237,10 +237,17 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
         title=title,
         header_style="bold",
         title_justify="left",
-        box=box.SIMPLE if piped else box.HEAVY_HEAD,
+        box=None if piped else box.HEAVY_HEAD,
     )
     for i, column in enumerate(columns):
         rich_table.add_column(column, no_wrap=piped or i == 0, overflow="fold")
     for row in rows:
         rich_table.add_row(*("" if c is None else str(c) for c in row))
-    console.print(rich_table)
+    if not piped:
+        console.print(rich_table)
+        return
+    with console.capture() as captured:
+        console.print(rich_table)
+    # Columns are padded to the widest cell: strip the padding of the last column.
+    lines = [line.rstrip() for line in captured.get().splitlines()]
+    click.echo("\n".join(lines).strip("\n"))

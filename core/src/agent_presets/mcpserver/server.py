@@ -392,7 +392,8 @@ class PresetServer(Server[Any]):
         return {
             active.name
             for active in self.presets.manager.get_active_presets()
-            if (preset := registry.get(active.name)) is not None and ids.intersection(preset.tool_ids)
+            if (preset := registry.get(active.name)) is not None
+            and ids.intersection(preset.tool_ids)
         }
 
     async def _list_prompts(
