@@ -573,3 +573,27 @@ async def test_set_level_and_progress_over_stdio(stdio_server_params: Any) -> No
     assert not result.is_error, _text(result)
     assert seen == [0, 1, 2]
     assert all(tool.title for tool in tools.values())
+
+
+async def test_cancelling_a_call_frees_the_handler_waiting_for_an_answer(
+    server: PresetServer,
+) -> None:
+    import anyio
+
+    asked = anyio.Event()
+
+    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with Client(server, mode="legacy", elicitation_callback=never) as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("space_rich_ask", {})
+        assert asked.is_set()  # the form was out, and the call was cancelled while it waited
+        # The worker thread is released at once, not after the ten-minute answer timeout.
+        with anyio.fail_after(3):
+            while server.calls.in_flight:
+                await anyio.sleep(0.02)
+        # And the server goes on serving this client.
+        assert _text(await client.call_tool("space_rich_caps", {})) != ""

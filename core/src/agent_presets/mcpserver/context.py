@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import json
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
@@ -93,7 +94,17 @@ def connection_state(ctx: ServerRequestContext[Any]) -> dict[str, Any] | None:
 class McpCallContext:
     """A ``CallContext`` for one ``tools/call`` request (see the module docstring)."""
 
-    __slots__ = ("_answers", "_asked", "_ctx", "_loop", "_loop_thread", "_queued", "tool")
+    __slots__ = (
+        "_answers",
+        "_asked",
+        "_cancelled",
+        "_ctx",
+        "_loop",
+        "_loop_thread",
+        "_queued",
+        "_waiting",
+        "tool",
+    )
 
     def __init__(
         self,
@@ -106,6 +117,8 @@ class McpCallContext:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._queued: list[Coroutine[Any, Any, Any]] = []
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
+        self._cancelled = False
         self._asked = 0
         answers = read_state(params.request_state) if params is not None else {}
         if params is not None and params.input_responses:
@@ -248,8 +261,20 @@ class McpCallContext:
     # -- reaching the loop ----------------------------------------------------
 
     def _send(self, coro: Coroutine[Any, Any, Any], *, wait: bool) -> Any:
+        if self._cancelled:  # nobody hears a cancelled call: send nothing more
+            coro.close()
+            if wait:
+                raise self._cancelled_error()
+            return None
         if threading.get_ident() != self._loop_thread:
-            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+            self._waiting.add(future)
+            try:
+                return future.result()
+            except concurrent.futures.CancelledError:
+                raise self._cancelled_error() from None
+            finally:
+                self._waiting.discard(future)
         if wait:
             # This run is abandoned and runs again on a thread: what it queued would repeat.
             coro.close()
@@ -259,6 +284,24 @@ class McpCallContext:
             raise NeedsThread
         self._queued.append(coro)
         return None
+
+    def cancel(self) -> None:
+        """The call was cancelled: end what the handler waits for, and send nothing more.
+
+        A handler waiting on a worker thread for the client's answer (an
+        elicitation the person will never see now) gets a ``ToolCallError``
+        at once, instead of holding its thread until ``ANSWER_TIMEOUT``.
+        Called on the server's loop.
+        """
+        self._cancelled = True
+        for future in list(self._waiting):
+            future.cancel()
+        for queued in self._queued:
+            queued.close()
+        self._queued.clear()
+
+    def _cancelled_error(self) -> ToolCallError:
+        return ToolCallError(f"{self.tool}: the call was cancelled; nothing more is sent")
 
     async def flush(self) -> None:
         """Send what a handler on the loop queued (the server calls this before answering)."""

@@ -9,6 +9,7 @@ in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -289,6 +290,10 @@ class PresetServer(Server[Any]):
                 value = await self.calls.run(
                     tool, params.arguments or {}, offload=self._does_io(tool), context=context
                 )
+            except asyncio.CancelledError:
+                if context is not None:  # free a handler waiting for the client's answer
+                    context.cancel()
+                raise
             finally:
                 if context is not None:
                     await context.flush()
