@@ -543,3 +543,19 @@ def test_serve_refuses_an_activity_no_plugin_declares_with_a_did_you_mean(tmp_pa
     assert result.returncode == 2
     assert "did you mean 'drawing'?" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_reports_each_problem_of_a_broken_preset_file_once(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "broken.yaml").write_text("presets:\n  - name: x\n    prompt: 1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "agent_presets", "serve", "--plugins-dir", str(plugins),
+         "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    problems = [line for line in result.stderr.splitlines() if "broken.yaml" in line]
+    assert any("unknown field 'prompt'" in line for line in problems)
+    assert len(problems) == len(set(problems)) == 5  # four missing fields, one unknown
+    assert "presets serve:" in result.stderr  # it served the rest

@@ -411,8 +411,9 @@ def serve(
     plugin_set = installed_plugins()
     loaded = len(plugin_set.problems)  # already reported
     presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
-    # A runtime hook that raised: said now, not when its first tool call fails.
-    for problem in [*plugin_set.problems[loaded:], *presets.problems]:
+    # A runtime hook that raised: said now, not when its first tool call fails. (The
+    # catalog's problems, presets.problems, bootstrap has already logged once.)
+    for problem in plugin_set.problems[loaded:]:
         warn(f"skipped: {problem}")
     try:
         allowed = ToolPolicy.allow_list(presets, allow) if allow else None
