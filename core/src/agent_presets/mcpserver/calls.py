@@ -33,12 +33,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.model import ToolDef
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("agent_presets.server")
 
@@ -215,6 +217,8 @@ class ToolCalls:
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor  # made by the first pooled call
+
             self._executor = ThreadPoolExecutor(POOL_SIZE, thread_name_prefix="presets-tool")
         return self._executor
 
