@@ -384,3 +384,113 @@ def test_importing_the_adapters_module_does_not_import_jsonschema():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_valid_arguments_are_checked_without_importing_jsonschema():
+    # The quick check passes them; jsonschema is imported only to judge a doubtful call.
+    code = (
+        "import sys\n"
+        "from agent_presets import ToolAdapter, ToolAdapterRegistry, ToolArgumentError\n"
+        "registry = ToolAdapterRegistry()\n"
+        "schema = {'type': 'object', 'properties': {'n': {'type': 'integer', 'maximum': 9}},\n"
+        "          'required': ['n'], 'additionalProperties': False}\n"
+        "registry.register(ToolAdapter('a.b', 'space_a_b', 'A.', schema, lambda app, a: a))\n"
+        "tool = registry.resolve('a.b')\n"
+        "tool.run({'n': 3})\n"
+        "print('jsonschema' in sys.modules)\n"
+        "try:\n"
+        "    tool.run({'n': 10})\n"
+        "except ToolArgumentError as exc:\n"
+        "    print(exc)\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [
+        "False",
+        "space_a_b: argument 'n': 10 is greater than the maximum of 9",
+        "True",
+    ]
+
+
+QUICK_KEYWORDS = [
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "uniqueItems",
+    "pattern",
+    "anyOf",
+    "allOf",
+    "if",
+    "then",
+    "else",
+    "$defs",
+    "$ref",
+    "oneOf",
+    "not",
+    "prefixItems",
+]
+schema_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.floats(-2, 2, allow_nan=False),
+    st.sampled_from(["object", "string", "integer", "number", "array", "a", "^a", "#/$defs/a"]),
+)
+schema_values = st.recursive(
+    schema_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from([*QUICK_KEYWORDS, "a", "b"]), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+instances = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 3),
+        st.floats(-3, 3, allow_nan=False),
+        st.sampled_from(["", "a", "ab", "b"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.sampled_from(QUICK_KEYWORDS), schema_values, max_size=4), instances)
+def test_the_quick_argument_check_passes_only_what_jsonschema_accepts(
+    properties: dict[str, Any], value: Any
+) -> None:
+    import jsonschema
+
+    from agent_presets.metaschema import schema_problem
+
+    schema = {"type": "object", "properties": {"a": properties}}
+    if schema_problem(schema) is not None:
+        return
+    registry = ToolAdapterRegistry()
+    registry.register(ToolAdapter("a.b", "space_a_b", "A.", schema, lambda app, a: a))
+    arguments = {"a": value}
+    try:
+        registry.resolve("a.b").run(arguments)
+    except ToolArgumentError:
+        assert not jsonschema.Draft202012Validator(schema).is_valid(arguments)
+    else:
+        assert jsonschema.Draft202012Validator(schema).is_valid(arguments)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
-from agent_presets.mcpserver.calls import ToolCalls, call_scope
+from agent_presets.mcpserver.calls import SLOW_CALL, ToolCalls, call_scope
 from agent_presets.model import PresetValidationError, ToolDef
 
 WAIT = 10.0  # seconds; only ever reached when a test fails
@@ -220,6 +220,27 @@ def test_a_call_that_conflicts_with_nothing_runs_on_the_loop() -> None:
 
     run(main)
     assert threads == [threading.main_thread()] * 2
+
+
+def test_a_slow_call_sends_its_tool_to_the_pool_but_a_slow_first_call_does_not() -> None:
+    threads: list[threading.Thread] = []
+
+    def slow(arguments: Any) -> None:
+        threads.append(threading.current_thread())
+        time.sleep(SLOW_CALL * 1.5)
+
+    tool = ToolDef("slow", "s", {"type": "object"}, slow, preset="p", runtime="drawing")
+
+    async def main(calls: ToolCalls) -> None:
+        await calls.run(tool, {})  # the first call: it also does what is done once
+        assert "slow" not in calls.slow
+        await calls.run(tool, {})
+        assert "slow" in calls.slow
+        await calls.run(tool, {})
+
+    run(main)
+    assert threads[:2] == [threading.main_thread()] * 2
+    assert threads[2] is not threading.main_thread()
 
 
 def test_a_cancelled_waiting_call_gives_its_turn_up() -> None:

@@ -74,3 +74,6 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
     assert "agent_presets.cli.inspect" not in names
     assert "agent_presets.cli.validate" not in names
+    # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
+    assert "agent_presets.tokens" not in names
+    assert "opentelemetry.metrics" not in names

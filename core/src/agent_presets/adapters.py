@@ -33,6 +33,7 @@ from agent_presets.model import (
     ToolResultError,
 )
 from agent_presets.prompts import fill_placeholders
+from agent_presets.schemacheck import Check, compile_check
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -306,6 +307,7 @@ class ToolAdapterRegistry:
         self.namespace_prefix = namespace_prefix
         self._adapters: dict[str, ToolAdapter] = {}
         self._validators: dict[str, Validator] = {}
+        self._checks: dict[str, Check] = {}
         self.version = 0
 
     def register(self, adapter: ToolAdapter) -> None:
@@ -335,6 +337,7 @@ class ToolAdapterRegistry:
     def unregister(self, tool_id: str) -> None:
         self._adapters.pop(tool_id, None)
         self._validators.pop(tool_id, None)
+        self._checks.pop(tool_id, None)
         self.version += 1
 
     def get(self, tool_id: str) -> ToolAdapter | None:
@@ -388,8 +391,10 @@ class ToolAdapterRegistry:
                 "provides it or remove it from the preset"
             )
         target = self.app if app is None else app
-        # The argument validator (and jsonschema) is made by the first call, not here:
-        # `presets serve` resolves every active tool before it can answer anything.
+        # The argument checks are made by the first call, not here: `presets serve`
+        # resolves every active tool before it can answer anything. The quick check
+        # passes most calls; jsonschema (imported then) judges the rest.
+        quick: list[Check] = []
         validators: list[Validator] = []
         handler = adapter.handler
         name = self.mcp_name(adapter)
@@ -400,9 +405,12 @@ class ToolAdapterRegistry:
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             # context: the server's per-call context; handlers see it as ToolCall.context.
             args = dict(arguments or {})
-            if not validators:
-                validators.append(self._validator(adapter))
-            check_arguments(name, validators[0], args)
+            if not quick:
+                quick.append(self._arguments_check(adapter))
+            if not quick[0](args):
+                if not validators:
+                    validators.append(self._validator(adapter))
+                check_arguments(name, validators[0], args)
             if not with_call:
                 result = handler(target, args)
             else:
@@ -460,6 +468,30 @@ class ToolAdapterRegistry:
             validator = jsonschema.Draft202012Validator(dict(adapter.output_schema or {}))
             self._validators[key] = validator
         return validator
+
+    def _arguments_check(self, adapter: ToolAdapter) -> Check:
+        """A check that is True only for arguments ``check_arguments`` would pass.
+
+        Compiled from the input schema by ``schemacheck`` (plain Python, no
+        jsonschema); False means "not certain", and ``check_arguments`` then
+        decides and writes the message. A schema that changes its base URI
+        (``$id``) is left to jsonschema: the quick reading resolves every
+        ``$ref`` against the root.
+        """
+        check = self._checks.get(adapter.id)
+        if check is None:
+            schema = plain_mapping(adapter.input_schema)
+            compiled = _not_certain if "$id" in str(schema) else compile_check(schema, schema)
+
+            def check(arguments: dict[str, Any]) -> bool:
+                # Non-finite numbers first: JSON Schema's "number" lets NaN through.
+                try:
+                    return _non_finite_number(arguments) is None and compiled(arguments)
+                except RecursionError:  # nested deeper than the quick reading goes
+                    return False
+
+            self._checks[adapter.id] = check
+        return check
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)
@@ -540,6 +572,10 @@ def plain_mapping(value: Any) -> Any:
 
 def _argument(path: str) -> str:
     return f"argument {path!r}" if path else "arguments"
+
+
+def _not_certain(arguments: Any) -> bool:
+    return False
 
 
 def _non_finite_number(arguments: Any) -> tuple[str, float] | None:

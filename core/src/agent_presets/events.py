@@ -174,7 +174,15 @@ class Event:
         """The line's object: ``v``, ``kind``, then every field, strings clipped."""
         line: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": self.KIND}
         for name in _field_names(type(self)):
-            line[name] = _plain(getattr(self, name))
+            value = getattr(self, name)
+            # Short strings and plain scalars as they are (most fields): no call per field.
+            kind = type(value)
+            if kind is str:
+                line[name] = value if len(value) <= MAX_TEXT else clip(value)
+            elif value is None or kind is bool or kind is int or kind is float:
+                line[name] = value
+            else:
+                line[name] = _plain(value)
         return line
 
 

@@ -5,8 +5,9 @@ test). ``compile_check`` turns the schema into plain Python checks that say
 only "certainly valid" or "not certain"; ``agent_presets.schema`` sends every
 "not certain" to jsonschema, which has the last word and writes the messages.
 The rules stay the schema's: this reads the same document, and knows only the
-keywords the preset schema and the flattened JSON Schema metaschema use
-(``agent_presets.metaschema`` checks tools' input schemas with it).
+keywords the preset schema, the flattened JSON Schema metaschema and the
+built-in tools' input schemas use (``agent_presets.metaschema`` checks tools'
+input schemas with it, and ``agent_presets.adapters`` the arguments of a call).
 """
 
 from __future__ import annotations
@@ -131,8 +132,23 @@ class _Compiler:
             return _never  # a format this reader cannot check: not certain
         return lambda instance: not isinstance(instance, str) or _is_regex(instance)
 
+    def k_maximum(self, n: Any, node: Any) -> Check:
+        return lambda instance: not _is_number(instance) or not instance > n
+
+    def k_exclusiveMaximum(self, n: Any, node: Any) -> Check:
+        return lambda instance: not _is_number(instance) or not instance >= n
+
+    def k_minLength(self, n: Any, node: Any) -> Check:
+        return lambda instance: not isinstance(instance, str) or len(instance) >= n
+
+    def k_maxLength(self, n: Any, node: Any) -> Check:
+        return lambda instance: not isinstance(instance, str) or len(instance) <= n
+
     def k_minItems(self, n: Any, node: Any) -> Check:
         return lambda instance: not isinstance(instance, list) or len(instance) >= n
+
+    def k_maxItems(self, n: Any, node: Any) -> Check:
+        return lambda instance: not isinstance(instance, list) or len(instance) <= n
 
     def k_minProperties(self, n: Any, node: Any) -> Check:
         return lambda instance: not isinstance(instance, dict) or len(instance) >= n
@@ -175,7 +191,10 @@ class _Compiler:
         if ref == "#":
             target = self.root
         elif isinstance(ref, str) and ref.startswith(prefix):
-            target = self.root.get("$defs", {}).get(ref[len(prefix) :])
+            name = ref[len(prefix) :]
+            if any(c in name for c in "/~%"):
+                return _never  # a longer pointer, or an escaped one: not read here
+            target = self.root.get("$defs", {}).get(name)
             if target is None:
                 return _never
         else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -12,5 +11,7 @@ def did_you_mean(name: object, known: Iterable[str], otherwise: str) -> str:
     ``otherwise`` says where to find the names (``"`presets list` shows the
     names"``), so an error with no close match still tells its reader what to do.
     """
+    import difflib  # only for an error: not imported at start-up
+
     close = difflib.get_close_matches(str(name), list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; {otherwise}"

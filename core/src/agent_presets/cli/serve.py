@@ -441,9 +441,12 @@ def serve(
             raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
     from agent_presets.control import SOCKET_NAME
     from agent_presets.mcpserver import serve as run_server
-    from agent_presets.tokens import TokenTable
 
-    tokens = TokenTable(app.state_dir) if auth == "tokens" else None
+    tokens = None
+    if auth == "tokens":  # the token module is imported only where tokens are used
+        from agent_presets.tokens import TokenTable
+
+        tokens = TokenTable(app.state_dir)
     if tokens is not None and not tokens.names():
         warn(
             f"no tokens in {tokens.path} yet: every request is refused until one is made "

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.model import PresetError
 from agent_presets.policy import Allowed, Profile, ToolPolicy
-from agent_presets.tokens import TokenTable
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
+    from agent_presets.tokens import TokenTable
 
 __all__ = [
     "REALM",

@@ -20,7 +20,10 @@ Where it runs. Most handlers edit an in-memory document in microseconds, less
 than a hop to a thread costs, so a call that may start runs right on the event
 loop unless it does I/O (the server's ``offload``) or once took longer than
 ``SLOW_CALL``; those run on a bounded thread pool, so the loop keeps serving
-other clients meanwhile.
+other clients meanwhile. A tool's first call is not judged: it also does the
+work done once (its argument validator, ``jsonschema``'s import for the first
+call of all, a runtime loading its saved state), which says nothing of how
+long the tool's calls take.
 """
 
 from __future__ import annotations
@@ -30,17 +33,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.model import ToolDef
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("agent_presets.server")
 
 SLOW_CALL: Final = 0.02
-"""Seconds: a tool whose call ran this long on the loop runs on the pool from then on."""
+"""Seconds: a tool whose call (not its first) ran this long on the loop runs on the pool
+from then on."""
 
 POOL_SIZE: Final = 8
 """Threads for offloaded calls; calls beyond it wait for a free thread, holding their turn."""
@@ -101,6 +107,8 @@ class ToolCalls:
     def __init__(self, *, exclusive: Collection[str] = EXCLUSIVE_RUNTIMES) -> None:
         self.exclusive = frozenset(exclusive)
         self.slow: set[str] = set()
+        self._ran: set[str] = set()
+        """Tools that have run once: their next slow call sends them to the pool."""
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._turns: list[_Turn] = []
@@ -137,8 +145,7 @@ class ToolCalls:
                 try:
                     return run(arguments)
                 finally:
-                    if time.perf_counter() - start > SLOW_CALL:
-                        self._mark_slow(tool)
+                    self._timed(tool, time.perf_counter() - start)
             return await self._run(tool, run, arguments, pooled)
         except NeedsThread:
             # Asked on the loop for something it must wait for: the pool from now on.
@@ -192,15 +199,26 @@ class ToolCalls:
         try:
             return run(arguments)
         finally:
-            if time.perf_counter() - start > SLOW_CALL:
-                self._mark_slow(tool)
+            self._timed(tool, time.perf_counter() - start)
 
-    def _mark_slow(self, tool: ToolDef) -> None:
-        log.info("tool %s is slow; it runs on the thread pool from now on", tool.name)
-        self.slow.add(tool.name)
+    def _timed(self, tool: ToolDef, seconds: float) -> None:
+        """Send ``tool`` to the pool if this call, not its first, ran ``SLOW_CALL`` or longer.
+
+        A first call pays for what is done once: the first call of all
+        imports jsonschema (tens of milliseconds), and judged by it, the first
+        tool called would hop to a thread on every call after.
+        """
+        name = tool.name
+        if name not in self._ran:
+            self._ran.add(name)
+        elif seconds > SLOW_CALL:
+            log.info("tool %s is slow; it runs on the thread pool from now on", name)
+            self.slow.add(name)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor  # made by the first pooled call
+
             self._executor = ThreadPoolExecutor(POOL_SIZE, thread_name_prefix="presets-tool")
         return self._executor
 

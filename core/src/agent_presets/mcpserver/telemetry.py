@@ -6,6 +6,8 @@ current, so a tool call's span is its child. Only the API is imported: with
 no SDK configured every call below is a no-op costing well under a
 microsecond, and a host that wants the data installs ``agent-presets[otel]``
 (the SDK) and sets a tracer and meter provider, as any OpenTelemetry app does.
+The metrics API (which ``mcp`` does not import) is imported, and the
+instruments made, by the first count rather than at start-up.
 
 Nothing here writes an argument value, a message or a token's secret: the
 attributes are names (tool, preset, gate, token name), the risk, the
@@ -14,15 +16,19 @@ outcome and the latency.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from opentelemetry import metrics, trace
+from opentelemetry import trace
 
 from agent_presets._version import __version__
 from agent_presets.model import ActivePreset, Resolution
+
+if TYPE_CHECKING:
+    from opentelemetry import metrics
 
 SCOPE: Final = "agent_presets"
 
@@ -53,7 +59,7 @@ class CallSpan:
             if preset is not None:
                 span.set_attribute(PRESET, preset)
             span.set_status(trace.StatusCode.ERROR, f"refused by {gate}")
-        self._telemetry.refusals.add(1, {TOOL: self._tool, GATE: gate})
+        self._telemetry.instruments().refusals.add(1, {TOOL: self._tool, GATE: gate})
 
     def ran(self, *, ok: bool, preset: str | None, risk: str | None, seconds: float) -> None:
         outcome = "ok" if ok else "error"
@@ -67,20 +73,15 @@ class CallSpan:
             if not ok:
                 span.set_status(trace.StatusCode.ERROR)
         attributes = {TOOL: self._tool, OUTCOME: outcome}
-        self._telemetry.calls.add(1, attributes)
-        self._telemetry.latency.record(seconds, attributes)
+        instruments = self._telemetry.instruments()
+        instruments.calls.add(1, attributes)
+        instruments.latency.record(seconds, attributes)
 
 
-class Telemetry:
-    """The server's tracer, meter and instruments (the global providers unless given)."""
+class Instruments:
+    """The counters and the histogram, made from one meter."""
 
-    def __init__(
-        self,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: metrics.MeterProvider | None = None,
-    ) -> None:
-        self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
-        meter = metrics.get_meter(SCOPE, __version__, meter_provider)
+    def __init__(self, meter: metrics.Meter) -> None:
         self.calls = meter.create_counter(
             "presets.tool.calls", unit="{call}", description="Tool calls that ran, by outcome."
         )
@@ -95,6 +96,33 @@ class Telemetry:
             unit="{switch}",
             description="Changes of the active presets, tools or prompts.",
         )
+
+
+class Telemetry:
+    """The server's tracer, meter and instruments (the global providers unless given)."""
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+    ) -> None:
+        self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
+        self._meter_provider = meter_provider
+        self._instruments: Instruments | None = None
+        self._lock = threading.Lock()
+
+    def instruments(self) -> Instruments:
+        """The instruments, made by the first count (any thread)."""
+        made = self._instruments
+        if made is None:
+            with self._lock:
+                made = self._instruments
+                if made is None:
+                    from opentelemetry import metrics
+
+                    meter = metrics.get_meter(SCOPE, __version__, self._meter_provider)
+                    made = self._instruments = Instruments(meter)
+        return made
 
     @contextmanager
     def tool_call(self, tool: str, token: str | None) -> Iterator[CallSpan]:
@@ -133,7 +161,7 @@ class Telemetry:
             "presets.context_switch", kind=trace.SpanKind.INTERNAL, attributes=attributes
         ):
             pass
-        self.switches.add(1)
+        self.instruments().switches.add(1)
 
 
 def _names(active: Sequence[ActivePreset]) -> tuple[str, ...]:

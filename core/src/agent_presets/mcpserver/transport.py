@@ -21,11 +21,11 @@ from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode
 from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
-from agent_presets.tokens import TokenTable
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
     from agent_presets.console.app import ConsoleOptions
+    from agent_presets.tokens import TokenTable
 
 log = logging.getLogger("agent_presets.server")
 
