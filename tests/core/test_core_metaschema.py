@@ -45,6 +45,11 @@ KEYWORDS = [
     "propertyNames",
     "if",
     "then",
+    "$id",
+    "$schema",
+    "$comment",
+    "$anchor",
+    "$vocabulary",
 ]
 scalars = st.one_of(
     st.none(),
@@ -88,6 +93,24 @@ def test_schemas_with_their_own_dynamic_anchor_use_the_official_check() -> None:
     schema = {"$dynamicAnchor": "node", "type": "object", "minProperties": -1}
     assert schema_problem(schema) is not None
     assert schema_problem({"$dynamicAnchor": "node", "type": "object"}) is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"$id": []}, "[] is not of type 'string'"),
+        ({"type": "object", "$schema": 3}, "3 is not of type 'string'"),
+        ({"$comment": 3}, "3 is not of type 'string'"),
+        ({"$vocabulary": 2}, "2 is not of type 'object'"),
+    ],
+)
+def test_the_core_keywords_are_checked_too_without_a_crash(
+    schema: dict[str, Any], problem: str
+) -> None:
+    # The flattening once dropped the rules for $id, $schema, $comment and the like,
+    # so these were called valid (or, for a $schema that is no string, crashed).
+    assert not official(schema)
+    assert schema_problem(schema) == problem
 
 
 def test_the_shipped_flat_metaschema_is_the_one_built_from_jsonschemas_vocabularies() -> None:

@@ -59,9 +59,16 @@ def _rewrite(node: Any, vocabulary: str) -> Any:
             out["$ref"] = f"#/$defs/{owner}.{name}"
         elif key in ("$schema", "$id", "$vocabulary", "$dynamicAnchor", "$comment"):
             continue
+        elif key in ("properties", "patternProperties") and isinstance(value, dict):
+            out[key] = _rewrite_properties(value, vocabulary)
         else:
             out[key] = _rewrite(value, vocabulary)
     return out
+
+
+def _rewrite_properties(properties: Mapping[str, Any], vocabulary: str) -> dict[str, Any]:
+    # The keys here are names, not keywords: "$id" is the rule for a schema's $id.
+    return {name: _rewrite(schema, vocabulary) for name, schema in properties.items()}
 
 
 @cache
@@ -81,10 +88,10 @@ def build_flat_metaschema() -> dict[str, Any]:
     top = REGISTRY.contents(DIALECT)
     for vocabulary in VOCABULARIES:
         part = REGISTRY.contents(f"https://json-schema.org/draft/2020-12/meta/{vocabulary}")
-        properties.update(_rewrite(part.get("properties", {}), vocabulary))
+        properties.update(_rewrite_properties(part.get("properties", {}), vocabulary))
         for name, schema in part.get("$defs", {}).items():
             defs[f"{vocabulary}.{name}"] = _rewrite(schema, vocabulary)
-    properties.update(_rewrite(top.get("properties", {}), "schema"))
+    properties.update(_rewrite_properties(top.get("properties", {}), "schema"))
     return {"type": ["object", "boolean"], "properties": properties, "$defs": defs}
 
 
@@ -103,8 +110,9 @@ def _certainly_valid() -> Check:
 
 def schema_problem(schema: Mapping[str, Any] | bool) -> str | None:
     """Why ``schema`` is not a valid 2020-12 JSON Schema, or None when it is."""
+    declared = schema.get("$schema", DIALECT) if isinstance(schema, Mapping) else DIALECT
     if isinstance(schema, Mapping) and (
-        "$dynamicAnchor" in str(schema) or schema.get("$schema", DIALECT) != DIALECT
+        "$dynamicAnchor" in str(schema) or (isinstance(declared, str) and declared != DIALECT)
     ):
         import jsonschema
 
