@@ -388,14 +388,14 @@ class ToolAdapterRegistry:
                 "provides it or remove it from the preset"
             )
         target = self.app if app is None else app
-        # The argument validator (and jsonschema) is made by the first call, not here:
-        # `presets serve` resolves every active tool before it can answer anything.
+        # The argument and output validators (and jsonschema) are made by the first call,
+        # not here: `presets serve` resolves every active tool before it can answer anything.
         validators: list[Validator] = []
+        outputs: list[Validator] = []
         handler = adapter.handler
         name = self.mcp_name(adapter)
         call = ToolCall(name, adapter.id)
         with_call = takes_call(handler)
-        output = None if adapter.output_schema is None else self._output_validator(adapter)
 
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             # context: the server's per-call context; handlers see it as ToolCall.context.
@@ -409,8 +409,10 @@ class ToolAdapterRegistry:
                 result = handler(
                     target, args, call if context is None else replace(call, context=context)
                 )
-            if output is not None:
-                check_output(name, output, result)
+            if adapter.output_schema is not None:
+                if not outputs:
+                    outputs.append(self._output_validator(adapter))
+                check_output(name, outputs[0], result)
             return result
 
         return ToolDef(
