@@ -626,6 +626,28 @@ def object_schema(
     return schema
 
 
+def result_schema(
+    properties: Mapping[str, Any],
+    optional: Sequence[str] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """An output schema for a result object that always carries these properties.
+
+    Every property is required except the ``optional`` ones (fields a result
+    has only sometimes). Other keys are not refused, unlike ``object_schema``:
+    a result that gains a field should not break the tool that returns it.
+    """
+    unknown = [name for name in optional if name not in properties]
+    if unknown:
+        raise ValueError(f"optional names no property: {', '.join(unknown)}")
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    required = [name for name in properties if name not in optional]
+    if required:
+        schema["required"] = required
+    schema.update(extra)
+    return schema
+
+
 @dataclass(frozen=True)
 class RuntimeHandler:
     """The handler ``ToolAdapter.for_runtime`` and ``runtime_handler`` build.
