@@ -1,4 +1,4 @@
-"""object_schema, runtime_handler and ToolAdapter.for_runtime: what plugins' adapters share."""
+"""object_schema, result_schema, runtime_handler and for_runtime: what adapters share."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from agent_presets import (
     ToolArgumentError,
     ToolCallError,
     object_schema,
+    result_schema,
     runtime_handler,
 )
 from agent_presets.adapters import ToolCall, takes_call
@@ -63,6 +64,22 @@ def test_object_schema_refuses_unknown_arguments() -> None:
 def test_object_schema_without_required_has_no_required_key() -> None:
     assert "required" not in object_schema({"a": {"type": "string"}})
     assert object_schema(description="x")["description"] == "x"
+
+
+def test_result_schema_requires_all_but_the_optional_properties_and_allows_more() -> None:
+    schema = result_schema({"n": {"type": "integer"}, "note": {"type": "string"}}, ["note"])
+    assert schema == {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["n"],
+    }
+    assert "required" not in result_schema({"a": {}}, ["a"])
+    assert result_schema({}, description="x")["description"] == "x"
+
+
+def test_result_schema_refuses_an_optional_name_that_is_no_property() -> None:
+    with pytest.raises(ValueError, match="optional names no property: nte"):
+        result_schema({"note": {"type": "string"}}, ["nte"])
 
 
 def test_runtime_handler_fetches_the_runtime_at_call_time() -> None:

@@ -494,3 +494,22 @@ def test_the_quick_argument_check_passes_only_what_jsonschema_accepts(
         assert not jsonschema.Draft202012Validator(schema).is_valid(arguments)
     else:
         assert jsonschema.Draft202012Validator(schema).is_valid(arguments)
+
+
+def test_resolving_a_tool_with_an_output_schema_does_not_import_jsonschema():
+    # `presets serve` resolves every active tool before it answers; the check waits for a call.
+    code = (
+        "import sys\n"
+        "from agent_presets import ToolAdapter, ToolAdapterRegistry, object_schema\n"
+        "adapter = ToolAdapter.for_runtime('t.count', 'counter', lambda c, a: {'n': 1},\n"
+        "    name='t_count', description='Counts.', input_schema=object_schema(),\n"
+        "    output_schema={'type': 'object', 'properties': {'n': {'type': 'integer'}}})\n"
+        "registry = ToolAdapterRegistry(None)\n"
+        "registry.register(adapter)\n"
+        "tool = registry.resolve('t.count')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jsonschema'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

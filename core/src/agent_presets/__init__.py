@@ -58,6 +58,7 @@ _EXPORTS = {
     "ToolAdapterRegistry": "adapters",
     "require_runtime": "adapters",
     "object_schema": "adapters",
+    "result_schema": "adapters",
     "runtime_handler": "adapters",
     "PresetRegistry": "registry",
     "PresetManager": "manager",
@@ -121,6 +122,7 @@ __all__ = [
     "load_preset_file",
     "object_schema",
     "require_runtime",
+    "result_schema",
     "runtime_handler",
     "serve",
 ]
@@ -142,6 +144,7 @@ if TYPE_CHECKING:
         ToolCall,
         object_schema,
         require_runtime,
+        result_schema,
         runtime_handler,
     )
     from agent_presets.bootstrap import Presets, bootstrap

@@ -391,16 +391,16 @@ class ToolAdapterRegistry:
                 "provides it or remove it from the preset"
             )
         target = self.app if app is None else app
-        # The argument checks are made by the first call, not here: `presets serve`
-        # resolves every active tool before it can answer anything. The quick check
+        # The argument and output checks are made by the first call, not here: `presets
+        # serve` resolves every active tool before it can answer anything. The quick check
         # passes most calls; jsonschema (imported then) judges the rest.
         quick: list[Check] = []
         validators: list[Validator] = []
+        outputs: list[Validator] = []
         handler = adapter.handler
         name = self.mcp_name(adapter)
         call = ToolCall(name, adapter.id)
         with_call = takes_call(handler)
-        output = None if adapter.output_schema is None else self._output_validator(adapter)
 
         def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
             # context: the server's per-call context; handlers see it as ToolCall.context.
@@ -417,8 +417,10 @@ class ToolAdapterRegistry:
                 result = handler(
                     target, args, call if context is None else replace(call, context=context)
                 )
-            if output is not None:
-                check_output(name, output, result)
+            if adapter.output_schema is not None:
+                if not outputs:
+                    outputs.append(self._output_validator(adapter))
+                check_output(name, outputs[0], result)
             return result
 
         return ToolDef(
@@ -656,6 +658,28 @@ def object_schema(
     }
     if required:
         schema["required"] = list(required)
+    schema.update(extra)
+    return schema
+
+
+def result_schema(
+    properties: Mapping[str, Any],
+    optional: Sequence[str] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """An output schema for a result object that always carries these properties.
+
+    Every property is required except the ``optional`` ones (fields a result
+    has only sometimes). Other keys are not refused, unlike ``object_schema``:
+    a result that gains a field should not break the tool that returns it.
+    """
+    unknown = [name for name in optional if name not in properties]
+    if unknown:
+        raise ValueError(f"optional names no property: {', '.join(unknown)}")
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    required = [name for name in properties if name not in optional]
+    if required:
+        schema["required"] = required
     schema.update(extra)
     return schema
 

@@ -194,7 +194,7 @@ def test_handlers_fetch_the_shell_at_call_time(general_app: GeneralApp) -> None:
     # Replace the shell after the tool was resolved: the tool must act on the new one.
     replacement = _RecordingShell()
     general_app.host.shell = replacement  # type: ignore[assignment]
-    assert tool.run({"theme": "dark"}) == {"theme": "dark"}
+    assert tool.run({"theme": "dark"})["theme"] == "dark"
     assert replacement.calls == [("set_theme", "dark")]
 
 
@@ -204,4 +204,12 @@ class _RecordingShell:
 
     def set_theme(self, theme: str) -> dict[str, Any]:
         self.calls.append(("set_theme", theme))
-        return {"theme": theme}
+        # The whole shell state, as the tool's output schema (and ShellRuntime) asks.
+        return {
+            "surface": "scene",
+            "activity": None,
+            "canvas_visible": False,
+            "theme": theme,
+            "world": "home",
+            "worlds": ["home"],
+        }

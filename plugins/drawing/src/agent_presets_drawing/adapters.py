@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_presets import ToolAdapter, object_schema
-from agent_presets_drawing.document import MATCH_MODES, SHAPES, TOOLS, Drawing, DrawingError
+from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets_drawing.document import (
+    MATCH_MODES,
+    OPEN_KINDS,
+    SHAPES,
+    TOOLS,
+    Drawing,
+    DrawingError,
+)
 
 RUNTIME = "drawing"
 ERRORS = (DrawingError,)
@@ -112,38 +119,125 @@ def _transform(d: Drawing, a: dict[str, Any]) -> Any:
 
 
 READ_ONLY = {"readOnlyHint": True}
+DESTRUCTIVE = {"destructiveHint": True}
 
-INSPECT_OUTPUT = {
-    "type": "object",
-    "properties": {
-        "width": {"type": "number"},
-        "height": {"type": "number"},
-        "background": {"type": ["string", "null"]},
+# ------------------------------------------------------------------ results
+# What each tool returns (its structuredContent), as the drawing's methods build it.
+
+TEXT: dict[str, Any] = {"type": "string"}
+COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
+IDS: dict[str, Any] = {"type": "array", "items": TEXT}
+PAINT: dict[str, Any] = {"type": "string", "description": "'#rrggbb' or 'none'."}
+NO_FILL = "Lines and strokes have no fill."
+BOX_OUT = result_schema({"x": NUMBER, "y": NUMBER, "width": NUMBER, "height": NUMBER})
+DEFAULTS_OUT = result_schema({"fill": PAINT, "stroke": PAINT, "width": NUMBER})
+STYLE_OUT = result_schema(DEFAULTS_OUT["properties"], ["fill"], description=NO_FILL)
+OBJECT_OUT = result_schema(
+    {
+        "id": TEXT,
+        "kind": {"enum": [*SHAPES, *OPEN_KINDS]},
+        "x": NUMBER,
+        "y": NUMBER,
+        "width": NUMBER,
+        "height": NUMBER,
+        "rotation": NUMBER,
+        "points": {"type": "array", "items": POINT, "minItems": 2},
+        "style": STYLE_OUT,
+        "bounds": BOX_OUT,
+    },
+    ["x", "y", "width", "height", "rotation", "points", "bounds"],
+    # A box shape is placed by its box, the others by their points.
+    allOf=[
+        {
+            "if": {"properties": {"kind": {"enum": ["rect", "ellipse"]}}, "required": ["kind"]},
+            "then": {"required": ["x", "y", "width", "height", "rotation"]},
+            "else": {"required": ["points"]},
+        }
+    ],
+)
+BOUNDED_OBJECT = {**OBJECT_OUT, "required": [*OBJECT_OUT["required"], "bounds"]}
+LAYER_REF_OUT = result_schema({"id": TEXT, "name": TEXT})
+LAYER_OUT = result_schema(
+    {"id": TEXT, "name": TEXT, "objects": {"type": "array", "items": OBJECT_OUT}}
+)
+DEPTHS: dict[str, Any] = {"undo_depth": COUNT, "redo_depth": COUNT}
+INSPECT_OUTPUT = result_schema(
+    {
+        "width": NUMBER,
+        "height": NUMBER,
+        "background": TEXT,
         "layers": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "name": {"type": "string"},
-                    "objects": {"type": "array", "items": {"type": "object"}},
-                },
-                "required": ["id", "name", "objects"],
-            },
+            "items": result_schema(
+                {"id": TEXT, "name": TEXT, "objects": {"type": "array", "items": BOUNDED_OBJECT}}
+            ),
+            "minItems": 1,
         },
-        "active_layer": {"type": ["string", "null"]},
-        "selection": {"type": "array", "items": {"type": "string"}},
-        "tool": {"type": "string"},
-        "defaults": {"type": "object"},
-        "undo_depth": {"type": "integer"},
-        "redo_depth": {"type": "integer"},
+        "active_layer": TEXT,
+        "selection": IDS,
+        "tool": {"enum": list(TOOLS)},
+        "defaults": DEFAULTS_OUT,
+        **DEPTHS,
         "next_undo": {"type": ["string", "null"]},
         "next_redo": {"type": ["string", "null"]},
-        "svg": {"type": "string"},
+        "svg": TEXT,
     },
-    "required": ["width", "height", "layers", "active_layer", "selection", "undo_depth"],
-}
-DESTRUCTIVE = {"destructiveHint": True}
+    ["svg"],
+)
+SET_TOOL_OUTPUT = result_schema({"tool": {"enum": list(TOOLS)}, "previous": {"enum": list(TOOLS)}})
+INSERT_OUTPUT = result_schema(
+    {
+        "id": TEXT,
+        "layer": TEXT,
+        "object": OBJECT_OUT,
+        "bounds": BOX_OUT,
+        "warning": {**TEXT, "description": "Set when the new object is invisible."},
+    },
+    ["warning"],
+)
+ADD_LAYER_OUTPUT = result_schema({"layer": LAYER_OUT, "position": COUNT})
+DUPLICATE_LAYER_OUTPUT = result_schema({"layer": LAYER_OUT, "position": COUNT, "source": TEXT})
+RENAME_LAYER_OUTPUT = result_schema({"layer": LAYER_REF_OUT})
+ACTIVE_LAYER_OUTPUT = result_schema({"active_layer": TEXT, "name": TEXT})
+DELETE_LAYER_OUTPUT = result_schema(
+    {"deleted": TEXT, "objects_deleted": COUNT, "active_layer": TEXT}
+)
+DEFAULTS_OUTPUT = result_schema({"defaults": DEFAULTS_OUT})
+RESTYLE_OUTPUT = result_schema(
+    {
+        "updated": IDS,
+        "styles": {"type": "object", "additionalProperties": STYLE_OUT},
+        "fill_skipped": {**IDS, "description": "Lines and strokes, which kept no fill."},
+    },
+    ["fill_skipped"],
+)
+SAMPLE_OUTPUT = result_schema(
+    {
+        "color": PAINT,
+        "part": {"enum": ["fill", "stroke", "background"]},
+        "object_id": {"type": ["string", "null"]},
+        "layer": {"type": ["string", "null"]},
+    }
+)
+UNDO_OUTPUT = result_schema({"undone": TEXT, **DEPTHS})
+REDO_OUTPUT = result_schema({"redone": TEXT, **DEPTHS})
+SELECT_OUTPUT = result_schema(
+    {
+        "selection": IDS,
+        "count": COUNT,
+        "bounds": {**BOX_OUT, "description": "Around the selection; absent when it is empty."},
+    },
+    ["bounds"],
+)
+TRANSFORM_OUTPUT = result_schema(
+    {
+        "objects": {"type": "array", "items": OBJECT_OUT},
+        "bounds": BOX_OUT,
+        "origin": result_schema({"x": NUMBER, "y": NUMBER}),
+    }
+)
+CLEAR_SELECTION_OUTPUT = result_schema({"selection": {**IDS, "maxItems": 0}, "cleared": IDS})
+DELETE_SELECTED_OUTPUT = result_schema({"deleted": IDS, "count": COUNT})
 
 
 def tool_adapters() -> list[ToolAdapter]:
@@ -171,6 +265,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.set_tool(a["tool"]),
             name="drawing_set_tool",
             title="Set the drawing tool",
+            output_schema=SET_TOOL_OUTPUT,
             description="Switch the active drawing tool the user sees in the toolbar.",
             input_schema=object_schema(
                 {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
@@ -184,6 +279,7 @@ def tool_adapters() -> list[ToolAdapter]:
             _insert_shape,
             name="drawing_insert_shape",
             title="Insert a shape",
+            output_schema=INSERT_OUTPUT,
             description=(
                 "Add a shape to the drawing and return its id and the stored object. A rect or "
                 "ellipse fills the box x, y (top-left), width, height, optionally turned clockwise "
@@ -236,6 +332,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             name="drawing_insert_line",
             title="Insert a line",
+            output_schema=INSERT_OUTPUT,
             description=(
                 "Add a straight line from (x1, y1) to (x2, y2) and return its id and the stored "
                 "object. Lines have a stroke colour and width but no fill."
@@ -259,6 +356,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
             name="drawing_insert_stroke",
             title="Insert a stroke",
+            output_schema=INSERT_OUTPUT,
             description=(
                 "Add a freehand stroke: an open path through points in drawing order, with round "
                 "caps and joins. Returns its id and the stored object. Strokes have no fill."
@@ -284,6 +382,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.add_layer(a.get("name")),
             name="drawing_add_layer",
             title="Add a layer",
+            output_schema=ADD_LAYER_OUTPUT,
             description=(
                 "Add an empty layer just above the active layer and make it active. Without a name "
                 "it is called 'Layer N'."
@@ -297,6 +396,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
             name="drawing_duplicate_layer",
             title="Duplicate a layer",
+            output_schema=DUPLICATE_LAYER_OUTPUT,
             description=(
                 "Copy a layer (default: the active one) with all its objects, which get new ids. "
                 "The copy goes just above the original and becomes active; without a name it is "
@@ -311,6 +411,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
             name="drawing_rename_layer",
             title="Rename a layer",
+            output_schema=RENAME_LAYER_OUTPUT,
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
             errors=ERRORS,
@@ -321,6 +422,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.set_active_layer(a["layer"]),
             name="drawing_set_active_layer",
             title="Set the active layer",
+            output_schema=ACTIVE_LAYER_OUTPUT,
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
             errors=ERRORS,
@@ -331,6 +433,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.delete_layer(a["layer"]),
             name="drawing_delete_layer",
             title="Delete a layer",
+            output_schema=DELETE_LAYER_OUTPUT,
             description=(
                 "Delete a layer and every object on it. The last remaining layer cannot be "
                 "deleted. {{drawing.undo}} restores it."
@@ -345,6 +448,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
             name="drawing_set_defaults",
             title="Set the default style",
+            output_schema=DEFAULTS_OUTPUT,
             description=(
                 "Change the default style that new objects get: fill colour, stroke colour and "
                 "stroke width. Existing objects keep their style (use "
@@ -359,6 +463,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
             name="drawing_update_selection_style",
             title="Restyle the selection",
+            output_schema=RESTYLE_OUTPUT,
             description=(
                 "Restyle the selected objects: set any of fill colour, stroke colour and stroke "
                 "width. Lines and strokes have no fill and keep none."
@@ -372,6 +477,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.sample_color(a["x"], a["y"]),
             name="drawing_sample_color",
             title="Sample a color",
+            output_schema=SAMPLE_OUTPUT,
             description=(
                 "Report the colour painted at point (x, y), like an eyedropper: the stroke or fill "
                 "of the topmost object covering that point (a stroke covers width/2 either side of "
@@ -387,6 +493,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.undo(),
             name="drawing_undo",
             title="Undo",
+            output_schema=UNDO_OUTPUT,
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -397,6 +504,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.redo(),
             name="drawing_redo",
             title="Redo",
+            output_schema=REDO_OUTPUT,
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -407,6 +515,7 @@ def tool_adapters() -> list[ToolAdapter]:
             _select,
             name="drawing_select",
             title="Select shapes",
+            output_schema=SELECT_OUTPUT,
             description=(
                 "Select objects: give either ids or rect (exactly one). A rectangle selects the "
                 "objects whose bounding boxes intersect it (match: intersects, the default) or lie "
@@ -444,6 +553,7 @@ def tool_adapters() -> list[ToolAdapter]:
             _transform,
             name="drawing_transform_selection",
             title="Transform the selection",
+            output_schema=TRANSFORM_OUTPUT,
             description=(
                 "Transform the selected objects' geometry: first scale by sx/sy, then rotate by "
                 "degrees (clockwise on screen), both about origin (default: the centre of the "
@@ -474,6 +584,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.clear_selection(),
             name="drawing_clear_selection",
             title="Clear the selection",
+            output_schema=CLEAR_SELECTION_OUTPUT,
             description="Deselect everything.",
             input_schema=object_schema(),
             errors=ERRORS,
@@ -484,6 +595,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.delete_selected(),
             name="drawing_delete_selected",
             title="Delete the selection",
+            output_schema=DELETE_SELECTED_OUTPUT,
             description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
             errors=ERRORS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, ToolCall, object_schema
+from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
@@ -19,6 +19,17 @@ READ_ONLY: Final = {"readOnlyHint": True}
 LARGE_FILE: Final = 64 * 1024
 """Bytes: reading or writing a file this large reports progress."""
 
+SHELL_STATE_OUTPUT: Final = result_schema(
+    {
+        # Plain strings, not the headless host's values: a host brings its own shell.
+        "surface": {"type": "string"},
+        "activity": {"type": ["string", "null"]},
+        "canvas_visible": {"type": "boolean"},
+        "theme": {"type": "string"},
+        "world": {"type": "string"},
+        "worlds": {"type": "array", "items": {"type": "string"}},
+    }
+)
 LIST_OUTPUT: Final = {
     "type": "object",
     "properties": {
@@ -131,6 +142,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.set_theme(a["theme"]),
             name="app_set_theme",
             title="Set the theme",
+            output_schema=SHELL_STATE_OUTPUT,
             description="Set the app's colour theme." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {"theme": {"enum": list(THEMES), "description": "The theme to switch to."}}
@@ -143,6 +155,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.set_canvas_visible(a["visible"]),
             name="app_set_canvas_visible",
             title="Show or hide the canvas",
+            output_schema=SHELL_STATE_OUTPUT,
             description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
             input_schema=_schema(
                 {
@@ -160,6 +173,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.set_activity(a["activity"]),
             name="app_set_activity",
             title="Set the activity",
+            output_schema=SHELL_STATE_OUTPUT,
             description=(
                 "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on "
                 "the canvas; null clears it. The activity decides which drawing/graph tools are "
@@ -183,6 +197,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.set_surface(a["surface"]),
             name="app_switch_surface",
             title="Switch surface",
+            output_schema=SHELL_STATE_OUTPUT,
             description=(
                 "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
                 "graph; switching to it also shows the canvas). The tool list changes to the "
@@ -199,6 +214,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.create_world(a["name"]),
             name="app_create_world",
             title="Create a world",
+            output_schema=SHELL_STATE_OUTPUT,
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
             input_schema=_schema({"name": WORLD_NAME}),
         ),
@@ -208,6 +224,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.switch_world(a["name"]),
             name="app_switch_world",
             title="Switch world",
+            output_schema=SHELL_STATE_OUTPUT,
             description=(
                 "Make an existing world the current one; world-specific tools (drawing, scene, "
                 "graph) then act on that world's content." + SHELL_STATE_NOTE
@@ -221,6 +238,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda s, a: s.delete_world(a["name"]),
             name="app_delete_world",
             title="Delete a world",
+            output_schema=SHELL_STATE_OUTPUT,
             description=(
                 "Delete a world and all its content for good. The current world cannot be deleted: "
                 "switch to another one first." + SHELL_STATE_NOTE

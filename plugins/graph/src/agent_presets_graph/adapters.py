@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_presets import ToolAdapter, object_schema
-from agent_presets_graph.model import ID_PATTERN, MAX_LABEL, Graph, GraphError
+from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets_graph.model import ID_PATTERN, MAX_LABEL, NODE_KINDS, Graph, GraphError
 
 RUNTIME = "graph"
 ERRORS = (GraphError,)
@@ -79,26 +79,57 @@ def restore_state(graph: Graph, args: dict[str, Any]) -> Any:
     return {"nodes": len(graph.nodes), "edges": len(graph.edges), "view": graph.view()}
 
 
-SEARCH_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string"},
-        "total": {"type": "integer"},
-        "results": {"type": "array", "items": {"type": "object"}},
+# What each tool returns (its structuredContent), as the graph's methods build it.
+TEXT: dict[str, Any] = {"type": "string"}
+COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
+IDS: dict[str, Any] = {"type": "array", "items": TEXT}
+KIND: dict[str, Any] = {"enum": list(NODE_KINDS)}
+NODE_OUT = result_schema({"id": TEXT, "label": TEXT, "kind": KIND, "data": {"type": "object"}})
+EDGE_OUT = result_schema(
+    {"id": TEXT, "source": TEXT, "target": TEXT, "label": {"type": ["string", "null"]}}
+)
+VIEW_OUT = result_schema({"focused": {"type": ["string", "null"]}, "open": IDS})
+NEIGHBOURHOOD: dict[str, Any] = {
+    "node": NODE_OUT,
+    "edges": {"type": "array", "items": EDGE_OUT},
+    "neighbours": {
+        "type": "array",
+        "items": result_schema({"id": TEXT, "label": TEXT, "kind": KIND}),
     },
-    "required": ["query", "total", "results"],
 }
-STATE_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+LOAD_OUTPUT = result_schema({"created": {"type": "boolean"}, **NEIGHBOURHOOD})
+REMOVE_OUTPUT = result_schema({"removed_nodes": IDS, "removed_edges": IDS, "view": VIEW_OUT})
+ADD_EDGE_OUTPUT = result_schema({"created": {"type": "boolean"}, **EDGE_OUT["properties"]})
+VIEW_OUTPUT = result_schema({"view": VIEW_OUT, **NEIGHBOURHOOD})
+SEARCH_OUTPUT = result_schema(
+    {
+        "query": TEXT,
+        "total": COUNT,
+        "results": {
+            "type": "array",
+            "items": result_schema(
+                {
+                    "id": TEXT,
+                    "label": TEXT,
+                    "kind": KIND,
+                    "match": {"enum": ["label", "data"]},
+                    "path": {**TEXT, "description": "Where in the data it matched."},
+                },
+                ["path"],
+            ),
+        },
+    }
+)
+STATE_OUTPUT = result_schema(
+    {
         "version": {"type": "integer"},
-        "nodes": {"type": "array", "items": {"type": "object"}},
-        "edges": {"type": "array", "items": {"type": "object"}},
-        "view": {"type": "object"},
-        "next_id": {"type": "integer"},
-    },
-    "required": ["version", "nodes", "edges", "view"],
-}
+        "nodes": {"type": "array", "items": NODE_OUT},
+        "edges": {"type": "array", "items": EDGE_OUT},
+        "view": VIEW_OUT,
+        "next_id": {"type": "integer", "minimum": 1},
+    }
+)
+RESTORE_OUTPUT = result_schema({"nodes": COUNT, "edges": COUNT, "view": VIEW_OUT})
 
 
 def tool_adapters() -> list[ToolAdapter]:
@@ -110,6 +141,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_node,
             name="graph_add_node",
             title="Add a node",
+            output_schema=NODE_OUT,
             description=(
                 "Add a node to the graph. Returns the new node with its generated id "
                 "(use that id for edges, focus and open)."
@@ -127,6 +159,7 @@ def tool_adapters() -> list[ToolAdapter]:
             load_node,
             name="graph_load_node",
             title="Load a node",
+            output_schema=LOAD_OUTPUT,
             description=(
                 "Load a node by id into the view: returns it with its edges and neighbours. "
                 "With 'data' the node's data is updated (merged key by key, or replaced when "
@@ -156,6 +189,7 @@ def tool_adapters() -> list[ToolAdapter]:
             remove_nodes,
             name="graph_remove_nodes",
             title="Remove nodes",
+            output_schema=REMOVE_OUTPUT,
             description=(
                 "Delete nodes and every edge touching them. All ids must exist, otherwise "
                 "nothing is deleted. This cannot be undone."
@@ -183,6 +217,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_edge,
             name="graph_add_edge",
             title="Add an edge",
+            output_schema=ADD_EDGE_OUTPUT,
             description=(
                 "Add a directed edge from 'source' to 'target' (both existing node ids), with "
                 "an optional label such as 'knows'. Adding an edge that already exists returns "
@@ -206,6 +241,7 @@ def tool_adapters() -> list[ToolAdapter]:
             focus_node,
             name="graph_focus_node",
             title="Focus a node",
+            output_schema=VIEW_OUTPUT,
             description=(
                 "Focus a node in the graph view (it is opened too). Returns the view and the "
                 "node with its edges and neighbours."
@@ -221,6 +257,7 @@ def tool_adapters() -> list[ToolAdapter]:
             open_node,
             name="graph_open_node",
             title="Open a node",
+            output_schema=VIEW_OUTPUT,
             description=(
                 "Open a node in the graph view without changing the focus. Returns the view "
                 "and the node with its edges and neighbours."
@@ -263,6 +300,7 @@ def tool_adapters() -> list[ToolAdapter]:
             create_identity,
             name="graph_create_identity",
             title="Create an identity",
+            output_schema=NODE_OUT,
             description=(
                 "Create an identity node: a node (kind 'identity') that stands for one person, "
                 "organisation or other entity. Names are unique among identities "
@@ -300,6 +338,7 @@ def tool_adapters() -> list[ToolAdapter]:
             restore_state,
             name="graph_restore_state",
             title="Restore the graph",
+            output_schema=RESTORE_OUTPUT,
             description=(
                 "Replace the whole graph with a state from {{graph.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent_presets import ToolAdapter, ToolCall, object_schema
+from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
 from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
@@ -168,18 +168,97 @@ def restore_state(scene: Scene, args: dict[str, Any]) -> Any:
     }
 
 
-STATE_OUTPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "version": {"type": "integer"},
-        "objects": {"type": "array", "items": {"type": "object"}},
-        "terrain": {"type": ["object", "null"]},
-        "lights": {"type": "array", "items": {"type": "object"}},
-        "camera": {"type": "object"},
-        "next_id": {"type": "integer"},
-    },
-    "required": ["version", "objects", "terrain", "lights", "camera"],
+# What each tool returns (its structuredContent), as the scene's methods build it.
+TEXT: dict[str, Any] = {"type": "string"}
+NUMBER: dict[str, Any] = {"type": "number"}
+COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
+VEC3: dict[str, Any] = {"type": "array", "items": NUMBER, "minItems": 3, "maxItems": 3}
+MAYBE_VEC3: dict[str, Any] = {**VEC3, "type": ["array", "null"]}
+CUBOID_OUT = result_schema(
+    {
+        "id": TEXT,
+        "kind": {"const": "cuboid"},
+        "name": TEXT,
+        "position": VEC3,
+        "size": VEC3,
+        "color": TEXT,
+        "body": {
+            **result_schema({"kind": {"enum": list(BODY_KINDS)}, "mass": NUMBER}),
+            "type": ["object", "null"],
+        },
+    }
+)
+LIGHT_OUT = result_schema(
+    {
+        "id": TEXT,
+        "kind": {"enum": list(LIGHT_KINDS)},
+        "name": TEXT,
+        "position": {**MAYBE_VEC3, "description": "null for a directional light."},
+        "direction": {**MAYBE_VEC3, "description": "A unit vector; null for a point light."},
+        "color": TEXT,
+        "intensity": NUMBER,
+        "angle": {"type": ["number", "null"], "description": "Spot lights only."},
+        "on": {"type": "boolean"},
+    }
+)
+TERRAIN_GRID: dict[str, Any] = {
+    "rows": COUNT,
+    "cols": COUNT,
+    "cell_size": NUMBER,
+    "origin": VEC3,
+    "seed": {"type": ["integer", "null"]},
 }
+TERRAIN_OUTPUT = result_schema(
+    {**TERRAIN_GRID, "bounds": result_schema({"min": VEC3, "max": VEC3})}
+)
+CAMERA_OUT = result_schema({"position": VEC3, "target": VEC3, "fov": NUMBER})
+BODY_OUTPUT = result_schema({"replaced": {"type": "boolean"}, **CUBOID_OUT["properties"]})
+SELECT_OUTPUT = result_schema(
+    {"selected": {"type": ["string", "null"]}, "object": {**CUBOID_OUT, "type": ["object", "null"]}}
+)
+REMOVE_TERRAIN_OUTPUT = result_schema({"removed": TERRAIN_OUTPUT})
+RAY_OUTPUT = result_schema({"origin": VEC3, "direction": VEC3})
+RESTORE_OUTPUT = result_schema({"objects": COUNT, "lights": COUNT, "terrain": {"type": "boolean"}})
+SKY_OUTPUT = result_schema({"skybox": {"enum": list(SKYBOXES)}, "background": TEXT})
+RAYCAST_OUTPUT = result_schema(
+    {
+        "hit": {"type": "boolean"},
+        "point": VEC3,
+        "distance": NUMBER,
+        "normal": VEC3,
+        "cell": result_schema({"col": COUNT, "row": COUNT}),
+        "inside": {"type": "boolean"},
+    },
+    ["point", "distance", "normal", "cell", "inside"],
+    # A miss is {"hit": false} alone.
+    allOf=[
+        {
+            "if": {"properties": {"hit": {"const": True}}, "required": ["hit"]},
+            "then": {"required": ["point", "distance", "normal", "cell", "inside"]},
+        }
+    ],
+)
+STATE_OUTPUT = result_schema(
+    {
+        "version": {"type": "integer"},
+        "objects": {"type": "array", "items": CUBOID_OUT},
+        "selected": {"type": ["string", "null"]},
+        "terrain": {
+            **result_schema(
+                {
+                    **TERRAIN_GRID,
+                    "heights": {"type": "array", "items": {"type": "array", "items": NUMBER}},
+                }
+            ),
+            "type": ["object", "null"],
+        },
+        "lights": {"type": "array", "items": LIGHT_OUT},
+        "skybox": {"enum": list(SKYBOXES)},
+        "background": TEXT,
+        "camera": CAMERA_OUT,
+        "next_id": {"type": "integer", "minimum": 1},
+    }
+)
 
 
 def tool_adapters() -> list[ToolAdapter]:
@@ -192,6 +271,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_cuboid,
             name="scene_add_cuboid",
             title="Add a cuboid",
+            output_schema=CUBOID_OUT,
             description=(
                 "Add a box to the 3D scene (y is up). Returns the object with its id, which the "
                 "physics and selection tools take."
@@ -217,6 +297,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_physics_body,
             name="scene_add_physics_body",
             title="Add a physics body",
+            output_schema=BODY_OUTPUT,
             description=(
                 "Give a scene object a physics body (replacing any body it has). 'dynamic' "
                 "bodies fall and collide and need a mass > 0 (default 1); 'static' ones never "
@@ -243,6 +324,7 @@ def tool_adapters() -> list[ToolAdapter]:
             select_object,
             name="scene_select_object",
             title="Select an object",
+            output_schema=SELECT_OUTPUT,
             description="Select a scene object by id, or clear the selection with null.",
             input_schema=object_schema(
                 {
@@ -264,6 +346,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_terrain,
             name="scene_add_terrain",
             title="Generate terrain",
+            output_schema=TERRAIN_OUTPUT,
             description=(
                 "Add a heightmap terrain (one per scene). Either give 'heights' (rows along +z, "
                 "each a list of heights along +x) or a 'seed' to generate rolling hills of up to "
@@ -313,6 +396,7 @@ def tool_adapters() -> list[ToolAdapter]:
             raycast_terrain,
             name="scene_raycast_terrain",
             title="Raycast the terrain",
+            output_schema=RAYCAST_OUTPUT,
             description=(
                 "Cast a ray against the terrain: returns the first hit point, its distance along "
                 "the ray, the surface normal and the grid cell, or hit: false. The terrain is "
@@ -340,6 +424,7 @@ def tool_adapters() -> list[ToolAdapter]:
             remove_terrain,
             name="scene_remove_terrain",
             title="Remove terrain",
+            output_schema=REMOVE_TERRAIN_OUTPUT,
             description="Delete the scene's terrain and its height data. This cannot be undone.",
             input_schema=object_schema({}, []),
             errors=ERRORS,
@@ -352,6 +437,7 @@ def tool_adapters() -> list[ToolAdapter]:
             add_light,
             name="scene_add_light",
             title="Add a light",
+            output_schema=LIGHT_OUT,
             description=(
                 "Add a light. 'point' needs a position and shines everywhere; 'directional' (sun) "
                 "needs only a direction; 'spot' needs a position, a direction and a cone angle. "
@@ -383,6 +469,7 @@ def tool_adapters() -> list[ToolAdapter]:
             set_light_state,
             name="scene_set_light_state",
             title="Set a light's state",
+            output_schema=LIGHT_OUT,
             description="Switch a light on or off by id.",
             input_schema=object_schema(
                 {
@@ -401,6 +488,7 @@ def tool_adapters() -> list[ToolAdapter]:
             set_skybox,
             name="scene_set_skybox",
             title="Set the skybox",
+            output_schema=SKY_OUTPUT,
             description="Set the sky. 'none' shows the plain background color instead.",
             input_schema=object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
             errors=ERRORS,
@@ -413,6 +501,7 @@ def tool_adapters() -> list[ToolAdapter]:
             set_background,
             name="scene_set_background",
             title="Set the background",
+            output_schema=SKY_OUTPUT,
             description=(
                 "Set the background color, visible where no skybox is drawn (skybox 'none')."
             ),
@@ -427,6 +516,7 @@ def tool_adapters() -> list[ToolAdapter]:
             set_camera,
             name="scene_set_camera",
             title="Set the camera",
+            output_schema=CAMERA_OUT,
             description=(
                 "Place the perspective camera (y is up): it stands at 'position' and looks at "
                 "'target'. 'fov' is the vertical field of view in degrees (kept when omitted)."
@@ -449,6 +539,7 @@ def tool_adapters() -> list[ToolAdapter]:
             reset_camera,
             name="scene_reset_camera",
             title="Reset the camera",
+            output_schema=CAMERA_OUT,
             description=(
                 "Put the camera back to its default view: at [0, 5, 10] looking at the origin, "
                 "fov 60."
@@ -464,6 +555,7 @@ def tool_adapters() -> list[ToolAdapter]:
             screen_ray,
             name="scene_screen_ray",
             title="Cast a ray from the screen",
+            output_schema=RAY_OUTPUT,
             description=(
                 "Turn a point on the screen into a world ray from the camera (origin and unit "
                 "direction), e.g. to find what the user clicked with {{scene.raycast-terrain}}. "
@@ -504,6 +596,7 @@ def tool_adapters() -> list[ToolAdapter]:
             restore_state,
             name="scene_restore_state",
             title="Restore the scene state",
+            output_schema=RESTORE_OUTPUT,
             description=(
                 "Replace the whole scene with a state from {{scene.get-state}}. The state is "
                 "checked first; an invalid one changes nothing. Everything not in it is lost."

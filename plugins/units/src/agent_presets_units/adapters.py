@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema
+from agent_presets import ToolAdapter, object_schema, result_schema
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -30,6 +30,93 @@ STATUS_NOTE: Final = (
 )
 
 
+# What each tool returns (its structuredContent), as the unit folder builds it.
+TEXT: Final = {"type": "string"}
+MAYBE_TEXT: Final = {"type": ["string", "null"]}
+LINE: Final = {"type": ["integer", "null"]}
+SIZE: Final = {"type": "integer", "minimum": 0}
+SYNTAX_ERROR: Final = result_schema(
+    {"message": TEXT, "line": LINE, "column": LINE, "text": MAYBE_TEXT}, ["column", "text"]
+)
+LOAD_ERROR: Final = result_schema(
+    {**SYNTAX_ERROR["properties"], "type": TEXT, "traceback": MAYBE_TEXT},
+    ["column", "text", "traceback"],
+    description="Why loading failed: a syntax error has column and text, "
+    "any other exception a traceback.",
+)
+STATUS: Final = result_schema(
+    {
+        "state": {"enum": ["never-loaded", "loaded", "error"]},
+        "at": {**TEXT, "description": "When it was loaded (ISO 8601)."},
+        "stale": {"type": "boolean", "description": "The source changed since that load."},
+        "error": LOAD_ERROR,
+    },
+    ["at", "stale", "error"],
+    allOf=[
+        {
+            "if": {"properties": {"state": {"enum": ["loaded", "error"]}}, "required": ["state"]},
+            "then": {"required": ["at", "stale"]},
+        },
+        {
+            "if": {"properties": {"state": {"const": "error"}}, "required": ["state"]},
+            "then": {"required": ["error"]},
+        },
+    ],
+)
+LIST_OUTPUT: Final = result_schema(
+    {
+        "units": {
+            "type": "array",
+            "items": result_schema({"name": TEXT, "size": SIZE, "status": STATUS}),
+        }
+    }
+)
+SUMMARY: Final = {"name": TEXT, "size": SIZE, "sha256": TEXT, "status": STATUS}
+INSPECT_OUTPUT: Final = result_schema(
+    {
+        **SUMMARY,
+        "mtime": TEXT,
+        "lines": SIZE,
+        "source": {**MAYBE_TEXT, "description": "null when the file is not UTF-8 text."},
+        "syntax_error": SYNTAX_ERROR,
+        "doc": MAYBE_TEXT,
+        "functions": {
+            "type": "array",
+            "items": result_schema(
+                {"name": TEXT, "line": SIZE, "signature": TEXT, "doc": MAYBE_TEXT}
+            ),
+        },
+        "classes": {
+            "type": "array",
+            "items": result_schema(
+                {
+                    "name": TEXT,
+                    "line": SIZE,
+                    "bases": {"type": "array", "items": TEXT},
+                    "methods": {"type": "array", "items": TEXT},
+                    "doc": MAYBE_TEXT,
+                }
+            ),
+        },
+    },
+    # The outline (doc, functions, classes) when the source parses, else syntax_error.
+    ["syntax_error", "doc", "functions", "classes"],
+)
+CHANGE_OUTPUT: Final = result_schema({**SUMMARY, "created": {"const": True}}, ["created"])
+PATCH_OUTPUT: Final = result_schema(
+    {
+        **SUMMARY,
+        "hunks": {
+            "type": "array",
+            "items": result_schema({"hunk": SIZE, "line": SIZE, "offset": {"type": "integer"}}),
+        },
+    }
+)
+RELOAD_OUTPUT: Final = result_schema(
+    {"name": TEXT, "status": STATUS, "defines": {"type": "array", "items": TEXT}}, ["defines"]
+)
+
+
 def tool_adapters() -> list[ToolAdapter]:
     return [
         ToolAdapter.for_runtime(
@@ -38,6 +125,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.list(),
             name="unit_list",
             title="List units",
+            output_schema=LIST_OUTPUT,
             description="List the code units (Python files) with size and load status. "
             + STATUS_NOTE,
             input_schema=object_schema({}, []),
@@ -49,6 +137,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.inspect(a["name"]),
             name="unit_inspect",
             title="Inspect a unit",
+            output_schema=INSPECT_OUTPUT,
             description=(
                 "Show one unit: its full source, size, sha256, mtime, line count, load status, and "
                 "its top-level functions (with signatures) and classes, or the syntax error that "
@@ -63,6 +152,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
             name="unit_create",
             title="Create a unit",
+            output_schema=CHANGE_OUTPUT,
             description=(
                 "Create a new unit with the given Python source. Refused when the unit already "
                 "exists or (unless check_syntax is false) the source has a syntax error. Creating "
@@ -86,6 +176,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
             name="unit_edit",
             title="Edit a unit",
+            output_schema=CHANGE_OUTPUT,
             description=(
                 "Replace an existing unit's whole source (atomically). For small changes prefer "
                 "{{unit.apply-patch}}. Editing does not reload the unit."
@@ -106,6 +197,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
             name="unit_apply_patch",
             title="Apply a patch to a unit",
+            output_schema=PATCH_OUTPUT,
             description=(
                 "Apply a unified diff (one file; '---'/'+++' headers optional; hunks "
                 "'@@ -a,b +c,d @@' whose counts match their lines) to a unit. Strict: every "
@@ -130,6 +222,7 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda u, a: u.reload(a["name"]),
             name="unit_reload",
             title="Reload units",
+            output_schema=RELOAD_OUTPUT,
             description=(
                 "Load (or load again) a unit: run its current source fresh in the host process. "
                 "An exception while loading, a SyntaxError included, becomes the unit's error "
