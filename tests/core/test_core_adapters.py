@@ -513,3 +513,37 @@ def test_resolving_a_tool_with_an_output_schema_does_not_import_jsonschema():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_valid_structured_result_is_checked_without_importing_jsonschema():
+    # The quick reading passes it; a result it doubts goes to jsonschema, which decides.
+    code = (
+        "import sys\n"
+        "from agent_presets import ToolAdapter, ToolAdapterRegistry, ToolResultError\n"
+        "from agent_presets import object_schema\n"
+        "results = iter([{'n': 1}, {'n': 'one'}])\n"
+        "adapter = ToolAdapter.for_runtime('t.count', 'counter', lambda c, a: next(results),\n"
+        "    name='t_count', description='Counts.', input_schema=object_schema(),\n"
+        "    output_schema={'type': 'object', 'properties': {'n': {'type': 'integer'}},\n"
+        "                   'required': ['n']})\n"
+        "class App:\n"
+        "    counter = object()\n"
+        "registry = ToolAdapterRegistry(App())\n"
+        "registry.register(adapter)\n"
+        "tool = registry.resolve('t.count')\n"
+        "print(tool.run({}))\n"
+        "print('jsonschema' in sys.modules)\n"
+        "try:\n"
+        "    tool.run({})\n"
+        "except ToolResultError as exc:\n"
+        "    print(str(exc).split(';')[0])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [
+        "{'n': 1}",
+        "False",
+        "space_t_count returned a result that does not match its output schema "
+        "(result field 'n': 'one' is not of type 'integer')",
+    ]

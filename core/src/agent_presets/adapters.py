@@ -396,7 +396,7 @@ class ToolAdapterRegistry:
         # passes most calls; jsonschema (imported then) judges the rest.
         quick: list[Check] = []
         validators: list[Validator] = []
-        outputs: list[Validator] = []
+        outputs: list[Check] = []
         handler = adapter.handler
         name = self.mcp_name(adapter)
         call = ToolCall(name, adapter.id)
@@ -419,8 +419,9 @@ class ToolAdapterRegistry:
                 )
             if adapter.output_schema is not None:
                 if not outputs:
-                    outputs.append(self._output_validator(adapter))
-                check_output(name, outputs[0], result)
+                    outputs.append(self._output_check(adapter))
+                if not outputs[0](result):
+                    check_output(name, self._output_validator(adapter), result)
             return result
 
         return ToolDef(
@@ -493,6 +494,32 @@ class ToolAdapterRegistry:
                     return False
 
             self._checks[adapter.id] = check
+        return check
+
+    def _output_check(self, adapter: ToolAdapter) -> Check:
+        """A check that is True only for results ``check_output`` would pass, as above.
+
+        A result without structured content (text, an image) passes: there is
+        nothing to check.
+        """
+        key = f"{adapter.id}\0output"
+        check = self._checks.get(key)
+        if check is None:
+            from agent_presets.results import ToolResult
+
+            schema = plain_mapping(adapter.output_schema or {})
+            compiled = _not_certain if "$id" in str(schema) else compile_check(schema, schema)
+
+            def check(result: Any) -> bool:
+                structured = result.structured if isinstance(result, ToolResult) else result
+                if not isinstance(structured, Mapping):
+                    return True
+                try:
+                    return bool(compiled(structured))
+                except RecursionError:
+                    return False
+
+            self._checks[key] = check
         return check
 
     def _validator(self, adapter: ToolAdapter) -> Validator:
