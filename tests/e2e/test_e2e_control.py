@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from e2e.conftest import serve_command, server_env
 from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
+from agent_presets.control import REQUEST_OUTPUT
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +69,8 @@ async def ask(client: Client, preset: str, state: str, reason: str = SECRET) -> 
     result = await client.call_tool(ASK, {"preset": preset, "state": state, "reason": reason})
     assert not result.is_error, text(result)
     answer: dict[str, Any] = json.loads(text(result))
+    assert result.structured_content == answer
+    jsonschema.validate(answer, dict(REQUEST_OUTPUT))  # what the tool's outputSchema says
     return answer
 
 
@@ -289,6 +294,7 @@ async def test_the_served_tool_list_includes_the_request_tool_with_its_schema(
     assert tool.input_schema["required"] == ["preset", "state", "reason"]
     assert tool.input_schema["properties"]["state"]["enum"] == ["on", "off"]
     assert tool.input_schema["properties"]["reason"]["maxLength"] == 500
+    assert tool.output_schema == dict(REQUEST_OUTPUT)
 
 
 async def test_an_http_server_listens_too_and_removes_its_socket_on_sigterm(

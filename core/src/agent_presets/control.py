@@ -73,6 +73,24 @@ SWEEP_SECONDS: Final = 1.0
 TTL_ENV: Final = "PRESETS_REQUEST_TTL"
 """Seconds a request waits before it expires (default 600); tests shorten it."""
 REQUEST_TOOL: Final = "presets_request"
+REQUEST_OUTPUT: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "type": "object",
+        "properties": {
+            "status": {
+                "enum": ["applied", "unchanged", "pending"],
+                "description": "applied (off, at once), unchanged, or pending (waits for the user)",
+            },
+            "message": {"type": "string", "description": "What happened and what to do next."},
+            "preset": {"type": "string"},
+            "state": {"const": "off"},
+            "request": {"type": "string", "description": "The pending request's id."},
+            "expires": {"type": "string", "description": "When it expires, ISO 8601 UTC."},
+        },
+        "required": ["status", "message"],
+    }
+)
+"""What ``presets_request`` returns, served as its ``outputSchema``."""
 """The agent's tool, after the host's namespace prefix (``space_presets_request``)."""
 
 BY_RE: Final = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
@@ -361,6 +379,7 @@ class Controller:
                 "Use it when a tool you need is off (its error names the preset)."
             ),
             input_schema=MappingProxyType(schema),
+            output_schema=REQUEST_OUTPUT,
             run=run,
             annotations=MappingProxyType(
                 {
