@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_strategies import nested
 
 from agent_presets.metaschema import build_flat_metaschema, flat_metaschema, schema_problem
 from agent_presets.schemacheck import compile_check
@@ -58,14 +59,7 @@ scalars = st.one_of(
     st.floats(-2, 2, allow_nan=False),
     st.sampled_from(["object", "string", "integer", "array", "objec", "#/$defs/a", "^a+$", "x"]),
 )
-values = st.recursive(
-    scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.sampled_from([*KEYWORDS, "a", "b"]), inner, max_size=3),
-    ),
-    max_leaves=12,
-)
+values = nested(scalars, [*KEYWORDS, "a", "b"])
 schemas = st.dictionaries(st.sampled_from(KEYWORDS), values, max_size=4)
 
 
