@@ -77,6 +77,9 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
     assert "agent_presets.tokens" not in names
     assert "opentelemetry.metrics" not in names
+    # Nor the event classes: the log opens at start, they load with the first line.
+    assert "agent_presets.eventlog" in names
+    assert "agent_presets.events" not in names
 
 
 def test_serve_declares_the_built_in_tools_without_loading_their_runtimes(tmp_path: Path) -> None:
