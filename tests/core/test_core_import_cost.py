@@ -77,3 +77,33 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
     assert "agent_presets.tokens" not in names
     assert "opentelemetry.metrics" not in names
+    # Nor the event classes: the log opens at start, they load with the first line.
+    assert "agent_presets.eventlog" in names
+    assert "agent_presets.events" not in names
+
+
+def test_serve_declares_the_built_in_tools_without_loading_their_runtimes(tmp_path: Path) -> None:
+    # The drawing, graph and scene runtimes load with the first call that uses one.
+    names = modules("-m", "agent_presets", "serve", "--state-dir", str(tmp_path))
+    assert "agent_presets_drawing.adapters" in names  # the tools were declared
+    lazy = {
+        "agent_presets_drawing.document",
+        "agent_presets_drawing.geometry",
+        "agent_presets_graph.model",
+        "agent_presets_scene.model",
+        "agent_presets_scene.terrain",
+        "agent_presets_scene.camera",
+    }
+    assert not names & lazy, sorted(names & lazy)
+
+
+def test_a_built_in_runtime_loads_through_its_public_name() -> None:
+    code = (
+        "import agent_presets_drawing as d, agent_presets_graph as g, agent_presets_scene as s\n"
+        "from agent_presets_drawing.document import Drawing, DrawingError\n"
+        "from agent_presets_graph.model import Graph, GraphError\n"
+        "from agent_presets_scene.model import Scene\n"
+        "assert (d.Drawing, d.DrawingError) == (Drawing, DrawingError)\n"
+        "assert (g.Graph, g.GraphError, s.Scene) == (Graph, GraphError, Scene)\n"
+    )
+    assert "agent_presets_scene.model" in modules("-c", code)

@@ -39,10 +39,9 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from agent_presets.adapters import check_arguments
-from agent_presets.events import Change, Event, State
 from agent_presets.manager import PresetManager
 from agent_presets.model import (
     OVERRIDE_STATES,
@@ -59,6 +58,9 @@ from agent_presets.requests import (
     UnknownRequestError,
     iso_utc,
 )
+
+if TYPE_CHECKING:
+    from agent_presets.events import Event, State
 
 log = logging.getLogger("agent_presets.control")
 
@@ -239,9 +241,15 @@ class Controller:
             self.manager.set_override(name, state)
             changed = previous != state
             if changed:
+                # The event classes load with the first line written, not with the server.
+                from agent_presets.events import Change
+
                 self._write(
                     Change(
-                        preset=name, state=cast(State, state), previous=cast(State, previous), by=by
+                        preset=name,
+                        state=cast("State", state),
+                        previous=cast("State", previous),
+                        by=by,
                     )
                 )
         return {

@@ -22,21 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_presets.events import (
-    DEFAULT_BACKUPS,
-    DEFAULT_MAX_BYTES,
-    Call,
-    Event,
-    EventLog,
-    Refusal,
-    describe_arguments,
-    error_class,
-)
+from agent_presets.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.model import PresetValidationError, ToolCallError
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
+    from agent_presets.events import Event, Refusal
 
 SUMMARY_SECONDS = 60.0
 """How often counted refusals of a spent budget are written as one summary line."""
@@ -260,6 +252,9 @@ class ToolPolicy:
         """
         if self.events is None:
             return
+        # The event classes load with the first line, not with the server.
+        from agent_presets.events import Call, Refusal, describe_arguments, error_class
+
         if layer is not None:
             self._refused(Refusal(tool=tool, gate=layer, preset=preset, token=token))
             return

@@ -32,12 +32,15 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agent_presets.events import Decision, Event, Outcome, Request, State
 from agent_presets.listeners import Listeners
 from agent_presets.model import PresetError, ToolCallError
 from agent_presets.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    # The event classes load with the first line written, not with the server.
+    from agent_presets.events import Event, Outcome, State
 
 Kind = Literal["override", "call"]
 
@@ -175,6 +178,8 @@ class RequestStore:
                 request, merged = probe, False
         self._finish_expired(expired)
         if not merged:
+            from agent_presets.events import Request
+
             self._write(Request(id=request.id, asks=kind, preset=preset, state=state, tool=tool))
         self._listeners.notify()
         return request, merged
@@ -255,6 +260,8 @@ class RequestStore:
     def _resolve(self, request: PendingRequest, outcome: Outcome, by: str) -> None:
         if not request.outcome.done():
             request.outcome.set_result(outcome)
+        from agent_presets.events import Decision
+
         self._write(
             Decision(
                 id=request.id,

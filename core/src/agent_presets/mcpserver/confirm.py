@@ -24,12 +24,11 @@ import contextlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 from mcp.server.context import ServerRequestContext
 
-from agent_presets.events import Outcome
 from agent_presets.model import DANGEROUS_RISKS, ToolDef
 from agent_presets.requests import (
     PendingRequest,
@@ -37,6 +36,9 @@ from agent_presets.requests import (
     RequestStore,
     UnknownRequestError,
 )
+
+if TYPE_CHECKING:
+    from agent_presets.events import Outcome
 
 log = logging.getLogger("agent_presets.server")
 

@@ -9,12 +9,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.resources import files
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import ToolAdapter, hookimpl
-from agent_presets_drawing.document import Drawing, DrawingError
+from agent_presets_drawing.terms import DrawingError
+
+if TYPE_CHECKING:
+    from agent_presets_drawing.document import Drawing
 
 __all__ = ["Drawing", "DrawingError"]
+
+
+def __getattr__(name: str) -> Any:
+    # The drawing runtime loads when first used (a call, or this name), not with the plugin.
+    if name == "Drawing":
+        from agent_presets_drawing.document import Drawing
+
+        return Drawing
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @hookimpl
@@ -56,4 +68,16 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.add_table_runtime("drawing", Drawing.from_table, migrate=Drawing.migrate)
+    host.add_table_runtime("drawing", _drawing, migrate=_migrate)
+
+
+def _drawing(table: Any) -> Drawing:
+    from agent_presets_drawing.document import Drawing
+
+    return Drawing.from_table(table)
+
+
+def _migrate(saved: Any, table: Any) -> None:
+    from agent_presets_drawing.document import Drawing
+
+    Drawing.migrate(saved, table)

@@ -7,17 +7,13 @@ it, and a ``DrawingError`` becomes a ``ToolCallError`` the model can act on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import ToolAdapter, object_schema, result_schema
-from agent_presets_drawing.document import (
-    MATCH_MODES,
-    OPEN_KINDS,
-    SHAPES,
-    TOOLS,
-    Drawing,
-    DrawingError,
-)
+from agent_presets_drawing.terms import MATCH_MODES, OPEN_KINDS, SHAPES, TOOLS, DrawingError
+
+if TYPE_CHECKING:
+    from agent_presets_drawing.document import Drawing
 
 RUNTIME = "drawing"
 ERRORS = (DrawingError,)

@@ -34,10 +34,12 @@ from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from agent_presets_drawing import geometry
 from agent_presets_drawing.geometry import Box, Point
+from agent_presets_drawing.terms import MATCH_MODES as MATCH_MODES
+from agent_presets_drawing.terms import OPEN_KINDS as OPEN_KINDS
+from agent_presets_drawing.terms import SHAPES as SHAPES
+from agent_presets_drawing.terms import TOOLS as TOOLS
+from agent_presets_drawing.terms import DrawingError as DrawingError
 
-TOOLS: Final = ("select", "rect", "ellipse", "polygon", "line", "stroke")
-SHAPES: Final = ("rect", "ellipse", "polygon")
-MATCH_MODES: Final = ("intersects", "inside")
 HISTORY_LIMIT: Final = 100
 STATE_FORMAT: Final = 2
 WHOLE_FORMAT: Final = 1
@@ -45,12 +47,6 @@ WHOLE_FORMAT: Final = 1
 COLOR_RE: Final = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 LAYER_NAME_MAX: Final = 64
 DEFAULT_STYLE: Final = {"fill": "none", "stroke": "#000000", "width": 2.0}
-OPEN_KINDS: Final = ("line", "stroke")
-"""Kinds that are only an outline: they have no fill."""
-
-
-class DrawingError(ValueError):
-    """A request the drawing refuses; the message says what to do instead."""
 
 
 def new_document() -> dict[str, Any]:

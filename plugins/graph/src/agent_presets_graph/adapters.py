@@ -8,10 +8,13 @@ into a ``ToolCallError`` the model reads.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import ToolAdapter, object_schema, result_schema
-from agent_presets_graph.model import ID_PATTERN, MAX_LABEL, NODE_KINDS, Graph, GraphError
+from agent_presets_graph.terms import ID_PATTERN, MAX_LABEL, NODE_KINDS, GraphError
+
+if TYPE_CHECKING:
+    from agent_presets_graph.model import Graph
 
 RUNTIME = "graph"
 ERRORS = (GraphError,)

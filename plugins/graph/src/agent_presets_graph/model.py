@@ -22,16 +22,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+from agent_presets_graph.terms import ID_PATTERN as ID_PATTERN
+from agent_presets_graph.terms import MAX_LABEL as MAX_LABEL
+from agent_presets_graph.terms import NODE_KINDS as NODE_KINDS
+from agent_presets_graph.terms import GraphError as GraphError
+
 NodeKind = Literal["node", "identity"]
-NODE_KINDS: Final = ("node", "identity")
 STATE_VERSION: Final = 1
-ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-ID_PATTERN: Final = ID_RE.pattern
-MAX_LABEL: Final = 500
-
-
-class GraphError(ValueError):
-    """A refused graph operation; the message says what to do instead."""
+ID_RE: Final = re.compile(ID_PATTERN)
 
 
 @dataclass

@@ -9,13 +9,16 @@ into a ``ToolCallError`` the model reads.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets_scene.errors import SceneError
-from agent_presets_scene.model import BODY_KINDS, LIGHT_KINDS, SKYBOXES, Scene
-from agent_presets_scene.terrain import MAX_SAMPLES, MIN_SAMPLES, Heightfield
+from agent_presets_scene.terms import BODY_KINDS, LIGHT_KINDS, MAX_SAMPLES, MIN_SAMPLES, SKYBOXES
 from agent_presets_scene.vectors import HEX_COLOR_PATTERN, rounded
+
+if TYPE_CHECKING:
+    from agent_presets_scene.model import Scene
+    from agent_presets_scene.terrain import Heightfield
 
 RUNTIME = "scene"
 ERRORS = (SceneError,)
@@ -80,6 +83,8 @@ def add_terrain(scene: Scene, args: dict[str, Any], call: ToolCall) -> Any:
     progress = call.context.progress if call.context is not None else _no_progress
     layout = {"cell_size": args.get("cell_size", 1.0), "origin": args.get("origin", [0, 0, 0])}
     generated = {k: args[k] for k in ("seed", "rows", "cols", "amplitude") if k in args}
+    from agent_presets_scene.terrain import Heightfield  # loads with the first terrain
+
     if "heights" in args:
         if generated:
             raise SceneError(

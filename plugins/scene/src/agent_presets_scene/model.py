@@ -14,14 +14,14 @@ from typing import Any, Final, Literal, Protocol
 
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
+from agent_presets_scene.terms import BODY_KINDS as BODY_KINDS
+from agent_presets_scene.terms import LIGHT_KINDS as LIGHT_KINDS
+from agent_presets_scene.terms import SKYBOXES as SKYBOXES
 from agent_presets_scene.terrain import Heightfield, RayHit
 from agent_presets_scene.vectors import Vec3, hex_color, length, normalize, vec3
 
 BodyKind = Literal["dynamic", "static", "kinematic"]
 LightKind = Literal["point", "directional", "spot"]
-BODY_KINDS: Final = ("dynamic", "static", "kinematic")
-LIGHT_KINDS: Final = ("point", "directional", "spot")
-SKYBOXES: Final = ("none", "clear-day", "sunset", "night", "overcast", "starfield")
 STATE_VERSION: Final = 1
 DEFAULT_BACKGROUND: Final = "#1e1e1e"
 DEFAULT_CUBOID_COLOR: Final = "#808080"

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agent_presets_scene.errors import SceneError
+from agent_presets_scene.terms import MAX_SAMPLES as MAX_SAMPLES
+from agent_presets_scene.terms import MIN_SAMPLES as MIN_SAMPLES
 from agent_presets_scene.vectors import Vec3, add, cross, dot, normalize, rounded, scale, sub, vec3
 
-MIN_SAMPLES: Final = 2
-MAX_SAMPLES: Final = 257
 EPS: Final = 1e-9
 
 
