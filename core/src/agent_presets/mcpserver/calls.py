@@ -18,7 +18,8 @@ drawing read, and reads of one runtime run side by side.
 
 Where it runs. Most handlers edit an in-memory document in microseconds, less
 than a hop to a thread costs, so a call that may start runs right on the event
-loop unless it does I/O (the server's ``offload``) or once took longer than
+loop unless the server says ``offload`` (a tool that does I/O, or whose handler
+takes a call context to report or ask while it runs) or once took longer than
 ``SLOW_CALL``; those run on a bounded thread pool, so the loop keeps serving
 other clients meanwhile. A tool's first call is not judged: it also does the
 work done once (its argument validator, ``jsonschema``'s import for the first

@@ -1,9 +1,11 @@
 """The MCP-backed ``CallContext``: progress, logging, elicitation and sampling for a handler.
 
 Where the handler runs decides how a method reaches the client. On a worker
-thread it hands the coroutine to the server's loop and waits for it, so a
-notification is on its way before the handler goes on (and before the
-result). On the loop itself (the calls layer's fast path) it cannot wait:
+thread (where the server runs every handler that takes a context) it hands
+the coroutine to the server's loop and waits for it, so a notification is
+on its way before the handler goes on (and before the result). On the loop
+itself (only when ``ToolCalls.run`` is used directly without ``offload``) it
+cannot wait:
 ``progress`` and ``log`` are queued and flushed when the handler returns,
 before the result; ``elicit`` and ``sample`` raise ``NeedsThread``, and the
 calls layer runs the call again on a worker thread (and that tool there from

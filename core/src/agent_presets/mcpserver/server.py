@@ -287,8 +287,13 @@ class PresetServer(Server[Any]):
         context = McpCallContext(ctx, name, params) if tool.accepts_context else None
         try:
             try:
+                # A handler that takes the context runs on a thread: its notices go out
+                # while it runs, and its questions never make it run twice.
                 value = await self.calls.run(
-                    tool, params.arguments or {}, offload=self._does_io(tool), context=context
+                    tool,
+                    params.arguments or {},
+                    offload=context is not None or self._does_io(tool),
+                    context=context,
                 )
             except asyncio.CancelledError:
                 if context is not None:  # free a handler waiting for the client's answer
