@@ -34,7 +34,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from agent_presets.atomicfile import write_atomic
 from agent_presets.model import PresetError
 
 TOKENS_FILE: Final = "tokens.json"
@@ -241,24 +241,7 @@ def _write_private(path: Path, records: Iterable[TokenRecord]) -> None:
     """Replace ``path`` atomically with a file only its owner can read (0600 from creation)."""
     data = {"version": FILE_VERSION, "tokens": [r.to_json() for r in records]}
     payload = (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_atomic(path, payload, mode=0o600)
 
 
 @dataclass(frozen=True)

@@ -1,53 +1,5 @@
-"""Crash-safe JSON files: write a temp file, fsync it, rename it over the old one."""
+"""Crash-safe JSON files for the host's state (the code lives in ``agent_presets.atomicfile``)."""
 
-from __future__ import annotations
-
-import contextlib
-import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Any
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new bytes, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_atomic(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8") + b"\n")
-
-
-def read_json(path: Path) -> Any:
-    """The file's JSON, or None when it does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    return json.loads(text)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+from agent_presets.atomicfile import read_json as read_json
+from agent_presets.atomicfile import write_atomic as write_atomic
+from agent_presets.atomicfile import write_json_atomic as write_json_atomic
