@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from agent_presets.cli.options import default_state_dir, emit_json, table
+from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
 from agent_presets.control import ControlError, NoServerError, control_request
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,13 +27,7 @@ class NeedsConfirmation(click.ClickException):
     exit_code = 2
 
 
-def state_dir_option(func: F) -> F:
-    return click.option(
-        "--state-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="The state folder of the server to act on (as given to serve). "
-        "[default: $PRESETS_STATE_DIR, or agent-presets under $XDG_STATE_HOME]",
-    )(func)
+_STATE_DIR = state_dir_option("The state folder of the server to act on (as given to serve).")
 
 
 def yes_option(func: F) -> F:
@@ -89,7 +83,7 @@ def _set(name: str, state: str, state_dir: Path | None, yes: bool = False) -> No
 
 @click.command("on")
 @click.argument("name")
-@state_dir_option
+@_STATE_DIR
 @yes_option
 def turn_on(name: str, state_dir: Path | None, yes: bool) -> None:
     """Force preset NAME on in the running server, for its session.
@@ -102,7 +96,7 @@ def turn_on(name: str, state_dir: Path | None, yes: bool) -> None:
 
 @click.command("off")
 @click.argument("name")
-@state_dir_option
+@_STATE_DIR
 def turn_off(name: str, state_dir: Path | None) -> None:
     """Force preset NAME off in the running server, for its session."""
     _set(name, "off", state_dir)
@@ -110,14 +104,14 @@ def turn_off(name: str, state_dir: Path | None) -> None:
 
 @click.command("auto")
 @click.argument("name")
-@state_dir_option
+@_STATE_DIR
 def turn_auto(name: str, state_dir: Path | None) -> None:
     """Drop NAME's override: the context decides again whether it is active."""
     _set(name, "auto", state_dir)
 
 
 @click.command()
-@state_dir_option
+@_STATE_DIR
 @json_option
 def status(state_dir: Path | None, as_json: bool) -> None:
     """Show the running server's context and every preset's state and why.
@@ -161,7 +155,7 @@ def status(state_dir: Path | None, as_json: bool) -> None:
 
 
 @click.command()
-@state_dir_option
+@_STATE_DIR
 @json_option
 def requests(state_dir: Path | None, as_json: bool) -> None:
     """List what the agent asked for that waits for you (approve or deny each by ID)."""
@@ -192,7 +186,7 @@ def requests(state_dir: Path | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("request_id", metavar="ID")
-@state_dir_option
+@_STATE_DIR
 @yes_option
 def approve(request_id: str, state_dir: Path | None, yes: bool) -> None:
     """Approve the pending request ID (`presets requests` lists them)."""
@@ -211,7 +205,7 @@ def approve(request_id: str, state_dir: Path | None, yes: bool) -> None:
 
 @click.command()
 @click.argument("request_id", metavar="ID")
-@state_dir_option
+@_STATE_DIR
 def deny(request_id: str, state_dir: Path | None) -> None:
     """Deny the pending request ID: nothing changes, and the agent is not told why."""
     control_request(state_dir or default_state_dir(), {"op": "deny", "id": request_id, "by": "cli"})

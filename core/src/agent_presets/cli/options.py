@@ -33,6 +33,18 @@ def default_state_dir() -> Path:
     return Path(base) / "agent-presets"
 
 
+STATE_DIR_DEFAULT = "[default: $PRESETS_STATE_DIR, or agent-presets under $XDG_STATE_HOME]"
+
+
+def state_dir_option(what: str) -> Callable[[F], F]:
+    """``--state-dir``, whose help says ``what`` the folder is to this command, and its default."""
+    return click.option(
+        "--state-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help=f"{what} {STATE_DIR_DEFAULT}",
+    )
+
+
 def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 

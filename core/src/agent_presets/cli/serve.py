@@ -23,6 +23,7 @@ from agent_presets.cli.options import (
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
+    state_dir_option,
     warn,
 )
 from agent_presets.model import (
@@ -220,12 +221,7 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
 )
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the headless host keeps its state. [default: $PRESETS_STATE_DIR, "
-    "or agent-presets under $XDG_STATE_HOME]",
-)
+@state_dir_option("Where the headless host keeps its state.")
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),

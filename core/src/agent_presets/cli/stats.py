@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from agent_presets.cli.options import default_state_dir, emit_json, table
+from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
 from agent_presets.events import rotated_paths
 from agent_presets.model import PresetError
 from agent_presets.stats import stats_of_log
@@ -22,12 +22,7 @@ def _ms(value: float | None) -> str:
 
 
 @click.command()
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The state folder whose events.jsonl to read (as given to serve). "
-    "[default: $PRESETS_STATE_DIR, or agent-presets under $XDG_STATE_HOME]",
-)
+@state_dir_option("The state folder whose events.jsonl to read (as given to serve).")
 @click.option(
     "--event-log",
     type=click.Path(dir_okay=False, path_type=Path),

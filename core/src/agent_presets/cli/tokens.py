@@ -14,15 +14,16 @@ from pathlib import Path
 
 import click
 
-from agent_presets.cli.options import default_state_dir, emit_json, installed_presets, table
+from agent_presets.cli.options import (
+    default_state_dir,
+    emit_json,
+    installed_presets,
+    state_dir_option,
+    table,
+)
 from agent_presets.model import PresetValidationError
 
-_STATE_DIR = click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The server's state folder. [default: $PRESETS_STATE_DIR, "
-    "or agent-presets under $XDG_STATE_HOME]",
-)
+_STATE_DIR = state_dir_option("The server's state folder.")
 
 
 @click.group()
