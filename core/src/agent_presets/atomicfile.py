@@ -36,8 +36,9 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     _fsync_dir(path.parent)
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_atomic(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8") + b"\n")
+def write_json_atomic(path: Path, value: Any, *, mode: int | None = None) -> None:
+    data = json.dumps(value, indent=1, sort_keys=True).encode("utf-8") + b"\n"
+    write_atomic(path, data, mode=mode)
 
 
 def read_json(path: Path) -> Any:

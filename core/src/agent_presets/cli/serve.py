@@ -133,15 +133,7 @@ def opencode(
     rules = {f"{name}_{tool}": "ask" for tool in risky_tools(installed_plugins())}
     if rules:
         config["permission"] = rules
-    if write_dir is None:
-        emit_json(config)
-        return
-    from agent_presets.host.store import write_json_atomic
-
-    write_dir.mkdir(parents=True, exist_ok=True)
-    path = (write_dir / "opencode.json").resolve()
-    write_json_atomic(path, config)
-    click.echo(f"OPENCODE_CONFIG={path}")
+    _emit_config(config, write_dir)
 
 
 def _opencode_remote(
@@ -168,16 +160,22 @@ def _opencode_remote(
             )
         entry["headers"] = {"Authorization": f"Bearer {token}"}
     config = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
+    _emit_config(config, write_dir, private=token_file is not None)  # private: it holds the token
+
+
+def _emit_config(config: dict[str, Any], write_dir: Path | None, *, private: bool = False) -> None:
+    """Print ``config``, or write it as ``write_dir/opencode.json`` and print its path.
+
+    A ``private`` file is only its owner's from its creation (0600), not after.
+    """
     if write_dir is None:
         emit_json(config)
         return
-    from agent_presets.host.store import write_json_atomic
+    from agent_presets.atomicfile import write_json_atomic
 
     write_dir.mkdir(parents=True, exist_ok=True)
     path = (write_dir / "opencode.json").resolve()
-    write_json_atomic(path, config)
-    if token_file is not None:
-        path.chmod(0o600)  # it holds the token
+    write_json_atomic(path, config, mode=0o600 if private else None)
     click.echo(f"OPENCODE_CONFIG={path}")
 
 

@@ -19,11 +19,11 @@ This module imports nothing from ``mcp``: it is plain ASGI.
 from __future__ import annotations
 
 import contextvars
-import ipaddress
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_presets.console import is_loopback
 from agent_presets.model import PresetError
 from agent_presets.policy import Allowed, Profile, ToolPolicy
 
@@ -62,15 +62,6 @@ _MESSAGES: Final = {
     "ask its operator for a valid one",
     "expired": "the bearer token has expired; ask the server's operator for a new one",
 }
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, *, auth: str | None, insecure: bool) -> None:
