@@ -24,7 +24,7 @@ import base64
 import concurrent.futures
 import json
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 import mcp_types as types
@@ -182,9 +182,13 @@ class McpCallContext:
         if "elicitation" not in self.client_capabilities:
             raise unsupported("elicitation", self.tool)
         params = {"mode": "form", "message": message, "requestedSchema": dict(schema)}
-        answer = self._ask(
-            "elicitation/create", params, self._elicit_legacy(message, schema), "elicitation"
+        legacy = self._ask_legacy(
+            lambda: types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+            ),
+            types.ElicitResult,
         )
+        answer = self._ask("elicitation/create", params, legacy, "elicitation")
         result = types.ElicitResult.model_validate(answer)
         return Elicitation(result.action, result.content)
 
@@ -203,9 +207,13 @@ class McpCallContext:
             params["systemPrompt"] = system_prompt
         if temperature is not None:
             params["temperature"] = temperature
-        answer = self._ask(
-            "sampling/createMessage", params, self._sample_legacy(params), "sampling"
+        legacy = self._ask_legacy(
+            lambda: types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams.model_validate(params)
+            ),
+            types.CreateMessageResult,
         )
+        answer = self._ask("sampling/createMessage", params, legacy, "sampling")
         content = answer.get("content")
         blocks = content if isinstance(content, list) else [content]
         return "".join(
@@ -236,29 +244,19 @@ class McpCallContext:
             return dict(self._answers[key])
         raise InputRequired(key, {"method": method, "params": params}, self._answers)
 
-    async def _elicit_legacy(self, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
-        )
-        result = await self._ctx.session.send_request(
-            request,
-            types.ElicitResult,
-            request_read_timeout_seconds=ANSWER_TIMEOUT,
-            metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
-        )
-        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    async def _ask_legacy(self, request: Callable[[], Any], result_type: Any) -> dict[str, Any]:
+        """Send ``request()`` to the client on this call's stream; its answer as a wire dict.
 
-    async def _sample_legacy(self, params: dict[str, Any]) -> dict[str, Any]:
-        request = types.CreateMessageRequest(
-            params=types.CreateMessageRequestParams.model_validate(params)
-        )
+        The request is built here, in the legacy era only, as the modern era never sends it.
+        """
         result = await self._ctx.session.send_request(
-            request,
-            types.CreateMessageResult,
+            request(),
+            result_type,
             request_read_timeout_seconds=ANSWER_TIMEOUT,
             metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
         )
-        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        answer: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return answer
 
     # -- reaching the loop ----------------------------------------------------
 
