@@ -208,19 +208,30 @@ def _text(result: types.CallToolResult) -> str:
     return block.text
 
 
+class Progress:
+    """A client's progress callback that keeps every notice it hears."""
+
+    def __init__(self) -> None:
+        self.notices: list[tuple[float, float | None, str | None]] = []
+
+    async def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        self.notices.append((done, total, message))
+
+    @property
+    def done(self) -> list[float]:
+        return [notice[0] for notice in self.notices]
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_progress_reaches_the_client_with_its_token(server: PresetServer, mode: str) -> None:
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    on_progress = Progress()
 
     async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
         result = await client.call_tool(
             "space_rich_progress", {"steps": 3}, progress_callback=on_progress
         )
     assert _text(result) == "done"
-    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert on_progress.notices == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
 async def test_progress_from_a_worker_thread_arrives_before_the_result(
@@ -295,10 +306,7 @@ async def test_elicitation_round_trips(server: PresetServer, mode: str) -> None:
 async def test_progress_queued_on_the_loop_before_an_elicitation_is_not_sent_twice(
     server: PresetServer,
 ) -> None:
-    seen: list[float] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append(done)
+    on_progress = Progress()
 
     async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")
@@ -308,7 +316,7 @@ async def test_progress_queued_on_the_loop_before_an_elicitation_is_not_sent_twi
             "space_rich_progress_ask", {}, progress_callback=on_progress
         )
     assert _text(result) == "decline"
-    assert seen == [1, 2]
+    assert on_progress.done == [1, 2]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -432,10 +440,7 @@ async def host_server(tmp_path: Path) -> AsyncIterator[PresetServer]:
 async def test_a_bash_call_with_a_progress_token_hears_progress_while_it_waits(
     host_server: PresetServer,
 ) -> None:
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    on_progress = Progress()
 
     async with Client(host_server, mode="legacy") as client:
         result = await client.call_tool(
@@ -443,10 +448,12 @@ async def test_a_bash_call_with_a_progress_token_hears_progress_while_it_waits(
         )
     assert not result.is_error, _text(result)
     assert (result.structured_content or {})["exit_code"] == 0
-    assert len(seen) >= 2
-    assert all(total == 30 for _, total, _ in seen)
-    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
-    assert seen[0][2] is not None and seen[0][2].startswith("running for")
+    assert len(on_progress.notices) >= 2
+    assert all(total == 30 for _, total, _ in on_progress.notices)
+    assert on_progress.done == sorted(on_progress.done)
+    assert on_progress.notices[0][2] is not None and on_progress.notices[0][2].startswith(
+        "running for"
+    )
 
 
 async def test_every_built_in_tool_has_a_title_and_an_output_schema(
@@ -523,17 +530,14 @@ async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Pat
         context={"surface": "notes", "canvas_visible": False},
     )
     server = build_server(presets)
-    progress: list[float] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(done)
+    on_progress = Progress()
 
     async def confirm(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"confirm": True})
 
     try:
         for mode in MODES:
-            progress.clear()
+            on_progress.notices.clear()
             async with Client(server, mode=mode, elicitation_callback=confirm) as client:  # type: ignore[arg-type]
                 listed = {t.name: t for t in (await client.list_tools()).tools}
                 result = await client.call_tool(
@@ -543,7 +547,7 @@ async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Pat
             assert not result.is_error, _text(result)
             assert result.structured_content == {"count": 2, "first": "buy milk"}
             assert isinstance(result.content[1], types.EmbeddedResource)
-            assert progress == [1, 2]
+            assert on_progress.done == [1, 2]
     finally:
         server.close()
 
@@ -553,10 +557,7 @@ async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Pat
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_terrain_generation_reports_progress_over_http(http_server: Any, mode: str) -> None:
-    seen: list[float] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append(done)
+    on_progress = Progress()
 
     async with Client(http_server.url, mode=mode) as client:  # type: ignore[arg-type]
         result = await client.call_tool(
@@ -566,16 +567,13 @@ async def test_terrain_generation_reports_progress_over_http(http_server: Any, m
         )
         listed = {t.name: t for t in (await client.list_tools()).tools}
     assert not result.is_error, _text(result)
-    assert seen == [0, 1, 2]
+    assert on_progress.done == [0, 1, 2]
     assert listed["space_scene_add_terrain"].title == "Generate terrain"
 
 
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
 async def test_set_level_and_progress_over_stdio(stdio_server_params: Any) -> None:
-    seen: list[float] = []
-
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append(done)
+    on_progress = Progress()
 
     async with Client(stdio_server_params(), mode="legacy") as client:
         assert client.server_capabilities.logging is not None
@@ -587,7 +585,7 @@ async def test_set_level_and_progress_over_stdio(stdio_server_params: Any) -> No
         )
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert not result.is_error, _text(result)
-    assert seen == [0, 1, 2]
+    assert on_progress.done == [0, 1, 2]
     assert all(tool.title for tool in tools.values())
 
 
