@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -186,84 +185,6 @@ def test_a_patch_that_does_not_apply_changes_nothing(
         editing_app.call("space_unit_apply_patch", name="greeter", patch=patch)
     assert path.read_bytes() == before
     assert sorted(p.name for p in editing_app.unit_dir.iterdir()) == ["greeter.py"]
-
-
-def test_reload_loads_the_unit_under_a_private_name(editing_app: UnitsApp) -> None:
-    editing_app.call("space_unit_create", name="greeter", source=GREET)
-    result = editing_app.call("space_unit_reload", name="greeter")
-    assert result["status"]["state"] == "loaded"
-    assert result["status"]["stale"] is False
-    assert result["defines"] == ["greet"]
-    module = editing_app.host.units.module("greeter")
-    assert module.greet("ada") == "hello ada"
-    assert "greeter" not in sys.modules
-    assert sys.modules[module.__name__] is module
-
-
-def test_reload_of_a_broken_unit_reports_the_error_and_a_fixed_one_loads(
-    editing_app: UnitsApp,
-) -> None:
-    source = "x = 1\n\ndef f():\n    return 1\n\nraise RuntimeError('boom at import')\n"
-    editing_app.call("space_unit_create", name="shaky", source=source)
-    result = editing_app.call("space_unit_reload", name="shaky")
-    status = result["status"]
-    assert status["state"] == "error"
-    assert status["error"]["type"] == "RuntimeError"
-    assert "boom at import" in status["error"]["message"]
-    assert status["error"]["line"] == 6
-    assert "shaky.py" in status["error"]["traceback"]
-    assert editing_app.host.units.module("shaky") is None
-    listed = editing_app.call("space_unit_list")["units"][0]["status"]
-    assert listed["state"] == "error"
-
-    editing_app.call("space_unit_edit", name="shaky", source="x = 2\n")
-    assert editing_app.call("space_unit_list")["units"][0]["status"]["stale"] is True
-    result = editing_app.call("space_unit_reload", name="shaky")
-    assert result["status"] == {"state": "loaded", "at": result["status"]["at"], "stale": False}
-    assert editing_app.host.units.module("shaky").x == 2
-
-
-def test_reload_reports_a_syntax_error_with_its_line(editing_app: UnitsApp) -> None:
-    editing_app.call("space_unit_create", name="typo", source="a = 1\nb = [\n", check_syntax=False)
-    status = editing_app.call("space_unit_reload", name="typo")["status"]
-    assert status["state"] == "error"
-    assert status["error"]["type"] == "SyntaxError"
-    assert status["error"]["line"] == 2
-    # The host keeps working: other tools still answer.
-    assert editing_app.call("space_unit_inspect", name="typo")["status"]["state"] == "error"
-
-
-def test_sys_exit_in_a_unit_does_not_stop_the_host(editing_app: UnitsApp) -> None:
-    editing_app.call("space_unit_create", name="quitter", source="import sys\nsys.exit(3)\n")
-    status = editing_app.call("space_unit_reload", name="quitter")["status"]
-    assert status["error"]["type"] == "SystemExit"
-
-
-def test_reload_runs_the_new_code_even_for_a_same_size_edit(
-    editing_app: UnitsApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A bytecode cache keyed on mtime seconds and size would serve VALUE = 1 again.
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    editing_app.call("space_unit_create", name="counter", source="VALUE = 1\n")
-    for value in range(1, 6):
-        editing_app.call("space_unit_edit", name="counter", source=f"VALUE = {value}\n")
-        editing_app.call("space_unit_reload", name="counter")
-        assert value == editing_app.host.units.module("counter").VALUE
-    assert not (editing_app.unit_dir / "__pycache__").exists()
-
-
-def test_units_persist_across_a_restart(editing_app: UnitsApp) -> None:
-    editing_app.call("space_unit_create", name="greeter", source=GREET)
-    editing_app.call("space_unit_reload", name="greeter")
-    again = editing_app.restart()
-    listing = again.call("space_unit_list")
-    # The source survives; nothing is loaded in the new process until it is reloaded.
-    assert listing["units"] == [
-        {"name": "greeter", "size": len(GREET), "status": {"state": "never-loaded"}}
-    ]
-    assert again.call("space_unit_inspect", name="greeter")["source"] == GREET
-    again.enable_all()
-    assert again.call("space_unit_reload", name="greeter")["status"]["state"] == "loaded"
 
 
 def test_tools_fail_loudly_in_an_app_without_units() -> None:

@@ -259,7 +259,8 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     "--unsafe-shell",
     is_flag=True,
     help="Where bubblewrap does not work, run shell commands unconfined instead of refusing "
-    "to turn the shell preset on. Not needed (and not used) where the sandbox works.",
+    "to turn the shell preset on, and load code units unconfined (in a process of their "
+    "own) instead of refusing to. Not needed (and not used) where the sandbox works.",
 )
 @click.option(
     "--namespace",

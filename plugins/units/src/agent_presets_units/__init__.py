@@ -3,6 +3,7 @@
 Code units are Python files in the host's state folder that the agent can list,
 inspect, create, edit, patch and (re)load. Inspecting is safe and on by
 default; changing and loading units are off until a user turns them on.
+Loading runs a unit in a sandboxed process of its own, never in the server.
 """
 
 from __future__ import annotations
@@ -46,4 +47,8 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
-    host.attach("units", UnitFolder(host.state_dir / "units"))
+    # A unit loads like a shell command runs: in the sandbox, writing only the
+    # file root; --unsafe-shell (plain data, as the general plugin reads it)
+    # lets it load unconfined where the sandbox does not work.
+    unsafe = bool((getattr(host, "shell_options", None) or {}).get("unsafe_shell", False))
+    host.attach("units", UnitFolder(host.state_dir / "units", root=host.root, unsafe=unsafe))

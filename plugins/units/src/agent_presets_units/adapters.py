@@ -224,10 +224,12 @@ def tool_adapters() -> list[ToolAdapter]:
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
             description=(
-                "Load (or load again) a unit: run its current source fresh in the host process. "
-                "An exception while loading, a SyntaxError included, becomes the unit's error "
-                "status (type, message, line, traceback) instead of failing the host. Returns the "
-                "status and, when loaded, the public names the unit defines."
+                "Load (or load again) a unit: run its current source in a fresh Python process "
+                "of its own, sandboxed like a shell command (writes only the file root, standard "
+                "library only, at most 30 s), never in the host. An exception while loading, a "
+                "SyntaxError included, becomes the unit's error status (type, message, line, "
+                "traceback) instead of failing the host. Returns the status and, when loaded, the "
+                "public names the unit defined."
             ),
             input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
             annotations={"destructiveHint": True, "openWorldHint": True},

@@ -7,38 +7,34 @@ imported from its own file and tracebacks name it, so units stay files rather
 than rows of the state database; a change already writes only the one unit
 it changed.
 
-Loading runs the unit's code in this process under a private module name. Any
-exception it raises, a SyntaxError included, becomes the unit's error status;
-the host keeps running.
+Loading never runs a unit's code in this process: each reload runs it in a
+fresh Python process of its own, sandboxed where the sandbox works
+(``loading``), and keeps only its report. Any exception the unit raises, a
+SyntaxError included, becomes the unit's error status; the host keeps running.
+So "loaded" means the unit's code ran to its end in that process; nothing of
+it stays running, and the server holds none of its objects.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import itertools
 import keyword
 import re
-import sys
 import threading
-import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Final
 
 from agent_presets import ToolCallError
 from agent_presets.host.store import write_atomic
+from agent_presets_units.loading import UnitLoader
+from agent_presets_units.loadproc import syntax_error as _syntax_error
 from agent_presets_units.patch import PatchError, apply_patch
 
 UNIT_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_SOURCE_BYTES: Final = 1024 * 1024
-MODULE_PREFIX: Final = "_agent_presets_unit_"
-_generation = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -63,9 +59,22 @@ NEVER_LOADED: Final = LoadStatus("never-loaded")
 
 
 class UnitFolder:
-    """The runtime behind the ``space_unit_*`` tools."""
+    """The runtime behind the ``space_unit_*`` tools.
 
-    def __init__(self, folder: str | Path, *, max_source_bytes: int = MAX_SOURCE_BYTES) -> None:
+    ``root`` and ``unsafe`` are the load process's (``UnitLoader``): its only
+    writable folder (None: an empty temporary one per load), and whether it may
+    run unconfined where the sandbox does not work (``serve --unsafe-shell``).
+    """
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        root: str | Path | None = None,
+        unsafe: bool = False,
+        max_source_bytes: int = MAX_SOURCE_BYTES,
+        loader: UnitLoader | None = None,
+    ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         # A writer killed mid-write leaves its temp file; nothing reads those.
@@ -74,7 +83,7 @@ class UnitFolder:
         self.max_source_bytes = max_source_bytes
         self._lock = threading.RLock()
         self._status: dict[str, LoadStatus] = {}
-        self._modules: dict[str, ModuleType] = {}
+        self.loader = loader if loader is not None else UnitLoader(root, unsafe=unsafe)
 
     # -- reading -------------------------------------------------------------
 
@@ -133,10 +142,6 @@ class UnitFolder:
     def status(self, name: str) -> LoadStatus:
         return self._status.get(name, NEVER_LOADED)
 
-    def module(self, name: str) -> ModuleType | None:
-        """The unit's module from its last successful load (None after a failed one)."""
-        return self._modules.get(name)
-
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.py"
 
@@ -180,33 +185,26 @@ class UnitFolder:
             return summary
 
     def reload(self, name: str) -> dict[str, Any]:
-        """Import the unit fresh from its file; its failure becomes its status."""
+        """Run the unit fresh in a load process of its own; its failure becomes its status.
+
+        The unit lock is not held while the process runs, so listing and
+        inspecting answer meanwhile; the status records the source that ran.
+        """
         with self._lock:
             path = self._existing(name)
             data = path.read_bytes()
-            sha = _sha256(data)
-            old = self._modules.pop(name, None)
-            if old is not None:
-                sys.modules.pop(old.__name__, None)
-            module_name = f"{MODULE_PREFIX}{name}_{next(_generation)}"
-            now = datetime.now(UTC).isoformat()
-            try:
-                module = _import_fresh(module_name, path, data)
-            except (Exception, SystemExit) as exc:  # the unit's failure, not ours
-                sys.modules.pop(module_name, None)
-                self._status[name] = LoadStatus("error", sha, _error_report(exc, path), now)
-            else:
-                self._modules[name] = module
-                self._status[name] = LoadStatus("loaded", sha, None, now)
-            result: dict[str, Any] = {
-                "name": name,
-                "status": self._status[name].to_dict(sha),
-            }
-            if name in self._modules:
-                result["defines"] = sorted(
-                    k for k in vars(self._modules[name]) if not k.startswith("_")
-                )
-            return result
+        sha = _sha256(data)
+        now = datetime.now(UTC).isoformat()
+        report = self.loader.load(name, path, data)
+        with self._lock:
+            status = LoadStatus(report["state"], sha, report.get("error"), now)
+            self._status[name] = status
+            current = self.path(name)
+            current_sha = _sha256(current.read_bytes()) if current.is_file() else None
+        result: dict[str, Any] = {"name": name, "status": status.to_dict(current_sha)}
+        if "defines" in report:
+            result["defines"] = report["defines"]
+        return result
 
     # -- helpers -------------------------------------------------------------
 
@@ -248,60 +246,6 @@ class UnitFolder:
         if created:
             summary["created"] = True
         return summary
-
-
-class _UnitLoader(importlib.abc.Loader):
-    """Compiles the bytes it was given: no bytecode cache can serve a stale version.
-
-    (A ``.pyc`` is keyed on mtime in whole seconds and size, so an edit of the
-    same length within a second would otherwise load the old code.)
-    """
-
-    def __init__(self, path: Path, data: bytes) -> None:
-        self.path = path
-        self.data = data
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return None
-
-    def exec_module(self, module: ModuleType) -> None:
-        code = compile(self.data, str(self.path), "exec", dont_inherit=True)
-        exec(code, module.__dict__)
-
-
-def _import_fresh(module_name: str, path: Path, data: bytes) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(module_name, path, loader=_UnitLoader(path, data))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered while it runs, as a real import does (dataclasses and pickle look it up).
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _error_report(exc: BaseException, path: Path) -> dict[str, Any]:
-    if isinstance(exc, SyntaxError) and exc.filename == str(path):
-        report = _syntax_error(exc)
-        report["type"] = type(exc).__name__
-        return report
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
-    line = frames[-1].lineno if frames else None
-    lines = traceback.format_exception_only(type(exc), exc)
-    return {
-        "type": type(exc).__name__,
-        "message": "".join(lines).strip(),
-        "line": line,
-        "traceback": "".join(traceback.format_list(frames)).rstrip() or None,
-    }
-
-
-def _syntax_error(exc: SyntaxError) -> dict[str, Any]:
-    return {
-        "message": exc.msg,
-        "line": exc.lineno,
-        "column": exc.offset,
-        "text": (exc.text or "").rstrip() or None,
-    }
 
 
 def _outline(tree: ast.Module) -> dict[str, Any]:
