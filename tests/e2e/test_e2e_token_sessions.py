@@ -176,6 +176,11 @@ def test_another_token_cannot_post_or_delete_in_a_session(
     posted = send(bob, "POST", session_id=alice.session_id, body=PING)
     assert posted == unknown_session(bob, "POST", body=PING)
     assert posted.status == 404
+    assert json.loads(posted.body) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Session not found"},
+    }
 
     deleted = send(bob, "DELETE", session_id=alice.session_id)
     assert deleted == unknown_session(bob, "DELETE")
