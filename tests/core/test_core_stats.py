@@ -85,3 +85,15 @@ def test_stats_command_says_where_no_log_is(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "no event log at" in result.output
     assert "presets serve" in result.output
+
+
+def test_stats_count_each_tokens_calls_for_the_operator(tmp_path: Path) -> None:
+    # The status resource shows a token only its own calls; all of them are the operator's.
+    log = EventLog(tmp_path / "events.jsonl")
+    for token in ("laptop", "ci", "laptop", None):
+        log.write(Call(tool="space_draw_rect", ok=True, latency_ms=1.0, token=token))
+    log.close()
+    assert stats_of_log(tmp_path / "events.jsonl")["calls_by_token"] == {"laptop": 2, "ci": 1}
+    result = CliRunner().invoke(main, ["stats", "--state-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "Calls by token" in result.output and "laptop" in result.output

@@ -159,7 +159,10 @@ def test_each_token_counts_its_own_budgets() -> None:
         policy.admit("b", "small")
     policy.admit("a")  # no token: only the server's budget
     assert policy.calls == 5
-    assert policy.status()["tokens"] == {"narrow": {"calls": 3}, "small": {"calls": 1}}
+    # Each token's status shows its own calls, and nothing of the other token.
+    assert policy.status("narrow")["calls"] == 3 and policy.status("small")["calls"] == 1
+    assert "narrow" not in json.dumps(policy.status("small"))
+    assert policy.status()["calls"] == 5 and "tokens" not in policy.status()
 
 
 def test_refusals_of_a_spent_token_budget_are_counted_per_token(tmp_path: Path) -> None:
@@ -214,6 +217,9 @@ def test_middleware_answers_401_with_the_challenge_and_passes_the_token_name(
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:
         seen.append((scope[SCOPE_KEY], current_token.get()))
+        # The SDK binds sessions to this principal: the token's name, not its secret.
+        user = scope["user"]
+        assert user.username == "ci" and token not in repr(vars(user.access_token))
         await send({"type": "http.response.start", "status": 200, "headers": []})
 
     app = TokenAuth(inner, TokenTable(tmp_path))

@@ -58,10 +58,14 @@ def lines_of(response: http.client.HTTPResponse) -> Iterator[str]:
 
 
 class RawSession:
-    """One legacy session: ``initialize``, then requests by POST; a GET stream on demand."""
+    """One legacy session: ``initialize``, then requests by POST; a GET stream on demand.
 
-    def __init__(self, url: str) -> None:
+    With a ``token``, every request carries it as ``Authorization: Bearer``.
+    """
+
+    def __init__(self, url: str, token: str | None = None) -> None:
         self.url = url
+        self.token = token
         parts = urlsplit(url)
         self.host, self.port, self.path = parts.hostname or "", parts.port or 80, parts.path
         self.session_id = ""
@@ -81,6 +85,8 @@ class RawSession:
         }
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
         headers.update(extra)
         return headers
 

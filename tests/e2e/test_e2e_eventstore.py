@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import gc
+import re
 
+import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 from mcp_types import (
     ErrorData,
@@ -27,14 +31,22 @@ def answer(request_id: int) -> JSONRPCResponse:
     return JSONRPCResponse(jsonrpc="2.0", id=request_id, result={})
 
 
-async def replay(store: MemoryEventStore, last: str) -> tuple[str | None, list[JSONRPCMessage]]:
+async def replay_events(
+    store: MemoryEventStore, last: str
+) -> tuple[str | None, list[tuple[str, JSONRPCMessage]]]:
+    """The stream of ``last`` and the (id, message) of every event replayed after it."""
     got: list[EventMessage] = []
 
     async def collect(event: EventMessage) -> None:
         got.append(event)
 
     stream = await store.replay_events_after(last, collect)
-    return stream, [e.message for e in got]
+    return stream, [(e.event_id, e.message) for e in got]
+
+
+async def replay(store: MemoryEventStore, last: str) -> tuple[str | None, list[JSONRPCMessage]]:
+    stream, events = await replay_events(store, last)
+    return stream, [message for _, message in events]
 
 
 def methods(messages: list[JSONRPCMessage]) -> list[str]:
@@ -150,3 +162,51 @@ async def test_an_error_without_id_on_the_get_stream_does_not_finish_it() -> Non
     await store.store_event("2", answer(2))
     stream, messages = await replay(store, first)
     assert stream == GET_STREAM_KEY and len(messages) == 1
+
+
+async def test_event_ids_are_random_not_a_counter() -> None:
+    store = MemoryEventStore()
+    ids = [await store.store_event(GET_STREAM_KEY, note(n)) for n in range(20)]
+    assert len(set(ids)) == len(ids)
+    # 128 random bits each; no shared prefix, no number to count on from.
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids), ids
+    assert len({i[:4] for i in ids}) == len(ids), ids
+    # A neighbour's id is no more known to the store than any other made-up one.
+    _, messages = await replay(store, ids[0])
+    assert len(messages) == 19
+
+
+STREAMS = [GET_STREAM_KEY, "1", "2"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(STREAMS)), min_size=1, max_size=30))
+def test_a_replay_sends_exactly_what_its_session_stored_after_on_that_stream(
+    writes: list[tuple[int, str]],
+) -> None:
+    """Whatever the interleaving: the events after the id, on its stream, in order, with ids."""
+
+    async def check() -> None:
+        store = MemoryEventStore()
+        scopes = [SessionScope(), SessionScope()]
+        stored: list[tuple[int, str, str, JSONRPCMessage]] = []
+        for n, (who, stream) in enumerate(writes):
+            token = SESSION.set(scopes[who])
+            try:
+                message = note(n)
+                stored.append((who, stream, await store.store_event(stream, message), message))
+            finally:
+                SESSION.reset(token)
+        for k, (who, stream, last, _) in enumerate(stored):
+            expected = [(i, m) for w, s, i, m in stored[k + 1 :] if (w, s) == (who, stream)]
+            for reader in (0, 1):
+                token = SESSION.set(scopes[reader])
+                try:
+                    found, got = await replay_events(store, last)
+                finally:
+                    SESSION.reset(token)
+                if reader == who:
+                    assert found == stream and got == expected
+                else:
+                    assert found is None and got == []
+
+    anyio.run(check)

@@ -352,15 +352,37 @@ class ToolPolicy:
             self.events.write(summary)
         self.events.close()
 
-    def status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {
+    def status(self, token: str | None = None) -> dict[str, Any]:
+        """The policy as the status resource shows it to a session of ``token`` (or of none).
+
+        A token's session sees its own allow-list, budgets and calls, and the
+        server's budgets (they count its calls too). It never sees another
+        token's name or count, the server's allow-list, its call count (the
+        sum of every token's calls) or the event log's path: those are the
+        operator's (``presets tokens list``, ``presets stats``). A session
+        without a token (stdio, HTTP without ``--auth``) is the operator's own
+        agent and sees the server's policy.
+        """
+        if token is not None:
+            profile = self.profile(token)
+            with self._lock:
+                counts = self._token_counts.get(token)
+                calls = counts.calls if counts is not None else 0
+            return {
+                "token": token,
+                "allow": list(profile.allow.names) if profile and profile.allow else None,
+                "calls": calls,
+                "max_calls": profile.max_calls if profile else None,
+                "max_calls_per_tool": profile.max_calls_per_tool if profile else None,
+                "server": {
+                    "max_calls": self.max_calls,
+                    "max_calls_per_tool": self.max_calls_per_tool,
+                },
+            }
+        return {
             "allow": list(self.allow.names) if self.allow else None,
             "calls": self.calls,
             "max_calls": self.max_calls,
             "max_calls_per_tool": self.max_calls_per_tool,
             "event_log": str(self.event_log) if self.event_log else None,
         }
-        if self.profiles is not None:
-            with self._lock:
-                status["tokens"] = {n: {"calls": c.calls} for n, c in self._token_counts.items()}
-        return status

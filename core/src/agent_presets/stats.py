@@ -37,6 +37,7 @@ class Stats:
 
     calls: Counter[str] = field(default_factory=Counter)
     failed: Counter[str] = field(default_factory=Counter)
+    by_token: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)
     decisions: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
@@ -51,6 +52,9 @@ class Stats:
             self.calls[tool] += 1
             if event.get("ok") is False:
                 self.failed[tool] += 1
+            token = event.get("token")
+            if isinstance(token, str):
+                self.by_token[token] += 1
             latency = event.get("latency_ms")
             if isinstance(latency, int | float) and not isinstance(latency, bool):
                 self.latencies.append(float(latency))
@@ -73,6 +77,7 @@ class Stats:
             "calls": sum(self.calls.values()),
             "calls_by_tool": dict(self.calls.most_common()),
             "failed_by_tool": dict(self.failed.most_common()),
+            "calls_by_token": dict(self.by_token.most_common()),
             "refusals": sum(self.refusals.values()),
             "refusals_by_gate": dict(self.refusals.most_common()),
             "latency_ms": {

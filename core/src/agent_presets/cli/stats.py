@@ -78,3 +78,5 @@ def _print(numbers: dict[str, Any]) -> None:
         )
     if numbers["refusals_by_gate"]:
         table("Refusals by gate", ["gate", "refusals"], numbers["refusals_by_gate"].items())
+    if numbers["calls_by_token"]:
+        table("Calls by token", ["token", "calls"], numbers["calls_by_token"].items())

@@ -13,7 +13,17 @@ the ASGI scope (``SCOPE_KEY``), which the SDK hands to request handlers as
 request's own task. The server's list and call handlers read it
 (``token_of``) to narrow the tools and count the token's budgets.
 
-This module imports nothing from ``mcp``: it is plain ASGI.
+A session belongs to the token that opened it. The middleware also names
+the token's principal in ``scope["user"]`` (the SDK's ``AuthenticatedUser``,
+client id = the token's name, never its secret); the SDK's session manager
+records the principal that opens each session and answers a request of
+another principal carrying that session's id (a POST, the GET stream, a
+replay with ``Last-Event-ID``, a DELETE) ``404 Session not found``, exactly
+as for an id it never issued, so the answer tells the caller nothing. A
+token replaced under the same name (``tokens create --replace``) is the same
+principal and keeps its sessions.
+
+Apart from that principal this module is plain ASGI.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ import contextvars
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 
 from agent_presets.console import is_loopback
 from agent_presets.model import PresetError
@@ -102,11 +115,18 @@ class TokenAuth:
             await _refuse(send, verdict.reason or "unknown")
             return
         scope[SCOPE_KEY] = verdict.record.name
+        scope["user"] = _principal(verdict.record.name)
         reset = current_token.set(verdict.record.name)
         try:
             await self.app(scope, receive, send)
         finally:
             current_token.reset(reset)
+
+
+def _principal(name: str) -> AuthenticatedUser:
+    """The SDK's user for token ``name``: its sessions are bound to the name (see above)."""
+    # The secret stays in this module: the SDK compares the client id only.
+    return AuthenticatedUser(AccessToken(token="", client_id=name, scopes=[]))
 
 
 def _bearer(scope: Scope) -> str | None:

@@ -13,6 +13,12 @@ little:
   ``max_finished`` finished streams are kept (1,000), since a result can be
   large and a client resumes a POST only if it dropped before the response.
 
+Event ids are random (``secrets.token_urlsafe``, 128 bits each): one id
+tells nothing about another, so an id cannot be guessed from the ones a
+client has seen. The order of events, which a replay needs, is a counter
+the store keeps to itself; an id from an earlier server run is simply
+unknown.
+
 The SDK hands every session the same store and names streams by the
 session's own ids (``_GET_stream`` in each session, a request id that every
 client starts at 1). ``HttpSessions`` (``sessions.py``) tells the store which
@@ -63,7 +69,8 @@ SESSION: ContextVar[SessionScope | None] = ContextVar("agent_presets_http_sessio
 
 _UNSCOPED: Final = SessionScope()
 
-_Event = tuple[int, JSONRPCMessage | None]
+_Event = tuple[int, EventId, JSONRPCMessage | None]
+"""One stored event: its place in the store's order, its id, its message."""
 _Where = tuple["weakref.ref[SessionScope]", StreamId]
 
 
@@ -81,15 +88,13 @@ class MemoryEventStore(EventStore):
             raise ValueError("every bound of the event store must be at least 1")
         self.per_stream = per_stream
         self.max_events = max_events
-        # Event ids name this store, so an id from an earlier server run is unknown, not misread.
-        self._prefix = secrets.token_hex(4)
-        self._seq = itertools.count(1)
+        self._seq = itertools.count(1)  # the order of events; never on the wire
         self._scopes: weakref.WeakKeyDictionary[SessionScope, dict[StreamId, deque[_Event]]] = (
             weakref.WeakKeyDictionary()
         )
         # Every stored event in order: the oldest goes first when the store is full.
-        self._order: deque[tuple[int, _Where]] = deque()
-        self._where: dict[int, _Where] = {}
+        self._order: deque[tuple[EventId, _Where]] = deque()
+        self._where: dict[EventId, tuple[int, _Where]] = {}
         self._finished: deque[_Where] = deque(maxlen=max_finished)
 
     # No __len__: the SDK tests ``if event_store:``, and an empty store must still count.
@@ -99,14 +104,15 @@ class MemoryEventStore(EventStore):
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         scope = _current()
         seq = next(self._seq)
+        event_id = secrets.token_urlsafe(16)
         streams = self._scopes.setdefault(scope, {})
         events = streams.get(stream_id)
         if events is None:
             events = streams[stream_id] = deque(maxlen=self.per_stream)
-        events.append((seq, message))
+        events.append((seq, event_id, message))
         where = (weakref.ref(scope), stream_id)
-        self._where[seq] = where
-        self._order.append((seq, where))
+        self._where[event_id] = (seq, where)
+        self._order.append((event_id, where))
         # A POST's stream ends with its answer (an error without an id goes to the GET stream).
         if stream_id != GET_STREAM_KEY and isinstance(message, JSONRPCResponse | JSONRPCError):
             if len(self._finished) == self._finished.maxlen:
@@ -116,38 +122,30 @@ class MemoryEventStore(EventStore):
             old, (ref, sid) = self._order.popleft()
             self._where.pop(old, None)
             old_events = self._streams(ref).get(sid)
-            if old_events and old_events[0][0] == old:
+            if old_events and old_events[0][1] == old:
                 old_events.popleft()
-        return f"{self._prefix}-{seq}"
+        return event_id
 
     async def replay_events_after(
         self, last_event_id: EventId, send_callback: EventCallback
     ) -> StreamId | None:
-        seq = self._parse(last_event_id)
-        where = self._where.get(seq) if seq is not None else None
-        if seq is None or where is None:
+        found = self._where.get(last_event_id)
+        if found is None:
             return None
-        ref, stream_id = where
+        seq, (ref, stream_id) = found
         if ref() is not _current():  # another session's event: as if unknown
             return None
-        for event_seq, message in list(self._streams(ref).get(stream_id, ())):
+        for event_seq, event_id, message in list(self._streams(ref).get(stream_id, ())):
             if event_seq > seq and message is not None:
-                await send_callback(EventMessage(message, f"{self._prefix}-{event_seq}"))
+                await send_callback(EventMessage(message, event_id))
         return stream_id
 
     def stream_of(self, event_id: str) -> StreamId | None:
         """The stream (of the current session) that ``event_id`` belongs to, if still stored."""
-        seq = self._parse(event_id)
-        where = self._where.get(seq) if seq is not None else None
-        if where is None or where[0]() is not _current():
+        found = self._where.get(event_id)
+        if found is None or found[1][0]() is not _current():
             return None
-        return where[1]
-
-    def _parse(self, event_id: str) -> int | None:
-        prefix, _, number = event_id.partition("-")
-        if prefix != self._prefix or not number.isdigit():
-            return None
-        return int(number)
+        return found[1][1]
 
     def _streams(self, ref: weakref.ref[SessionScope]) -> dict[StreamId, deque[_Event]]:
         scope = ref()
@@ -156,8 +154,8 @@ class MemoryEventStore(EventStore):
     def _drop_stream(self, where: _Where) -> None:
         ref, stream_id = where
         events = self._streams(ref).pop(stream_id, None)
-        for seq, _message in events or ():
-            self._where.pop(seq, None)
+        for _seq, event_id, _message in events or ():
+            self._where.pop(event_id, None)
 
 
 def _current() -> SessionScope:

@@ -492,20 +492,40 @@ class PresetServer(Server[Any]):
         return {}
 
     def status(self, token: str | None = None) -> dict[str, Any]:
+        """The status resource for a session of ``token`` (``docs/security.md``).
+
+        A session narrowed by ``--allow`` or by a token sees the active
+        presets behind its tools (``_presets_seen``) and the overrides of
+        presets that hold one of its tools (an ``off`` one too, which hides
+        them); the policy part is ``ToolPolicy.status``, which shows a token
+        only its own.
+        """
         manager = self.presets.manager
         narrowed = self.policy.allow is not None or token is not None
         seen = self._presets_seen(token) if narrowed else None
+        overrides = manager.get_overrides()
+        if narrowed:
+            overrides = {n: v for n, v in overrides.items() if self._holds_allowed(n, token)}
         return {
             "context": manager.get_context(),
-            "overrides": manager.get_overrides(),
+            "overrides": overrides,
             "active_presets": [
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
                 for a in manager.get_active_presets()
                 if seen is None or a.name in seen
             ],
             "tools": [n for n in self.tool_registry.names() if self.policy.allows(n, token)],
-            "policy": self.policy.status(),
+            "policy": self.policy.status(token),
         }
+
+    def _holds_allowed(self, preset_name: str, token: str | None) -> bool:
+        """Whether the preset, active or not, holds a tool the allow-lists let this session use."""
+        preset = self.presets.registry.get(preset_name)
+        adapters = self.presets.tool_adapters
+        return preset is not None and any(
+            (name := adapters.mcp_name_of(tool_id)) is not None and self.policy.allows(name, token)
+            for tool_id in preset.tool_ids
+        )
 
 
 @asynccontextmanager
