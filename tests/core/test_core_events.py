@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_presets.eventlog import GENESIS
 from agent_presets.events import (
     KINDS,
     MAX_ARGS,
@@ -147,7 +148,8 @@ def test_rotation_keeps_n_files_and_the_reader_reads_them_all_oldest_first(
     seen = [int(e["tool"].removeprefix("tool-")) for e in read_events(path)]
     # The newest lines survive, in order, with no gap: only whole old files are dropped.
     assert seen == list(range(seen[0], 500))
-    assert len(seen) > 3 * 2048 // len(encode(Call(tool="tool-499", ok=True, latency_ms=499.0)))
+    line = encode(Call(tool="tool-499", ok=True, latency_ms=499.0), prev=GENESIS)
+    assert len(seen) > 3 * 2048 // len(line)
 
 
 def test_no_backups_means_the_log_starts_over_when_full(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from agent_presets.eventlog import EventLog as EventLog
 from agent_presets.eventlog import encode as encode
 from agent_presets.eventlog import read_events as read_events
 from agent_presets.eventlog import rotated_paths as rotated_paths
+from agent_presets.eventlog import verify_log as verify_log
 from agent_presets.model import PresetError
 
 SCHEMA_VERSION = 1
@@ -314,7 +315,7 @@ def check_event(line: Mapping[str, Any]) -> None:
         raise EventSchemaError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}
-    extra = set(line) - names - {"v", "kind"}
+    extra = set(line) - names - {"v", "kind", "prev"}
     missing = names - set(line)
     if extra or missing:
         raise EventSchemaError(
