@@ -193,7 +193,7 @@ def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
     a request from the server (it would need a multi-round-trip result, not
     done here), so such a call waits for ``presets approve`` instead.
     """
-    if not ctx.session.can_send_request:
+    if ctx is None or not ctx.session.can_send_request:  # a call from outside MCP
         return False
     capabilities = ctx.session.client_capabilities
     if capabilities is None or capabilities.elicitation is None:

@@ -258,9 +258,17 @@ class PresetServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        token = token_of(ctx.request)
-        call = PendingCall(params.name, arguments_of(params), token, ctx, params)
-        with self.telemetry.tool_call(call.name, call.principal, token):
+        call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
+        return await self.run_call(call)
+
+    async def run_call(self, call: PendingCall) -> dict[str, Any]:
+        """Run one call through the pipeline, in its span: what ``tools/call`` does.
+
+        Public for a host that receives calls another way (and for tests):
+        a call without an MCP request (``call.request`` None) cannot ask the
+        client anything, so a confirmation waits for ``presets approve``.
+        """
+        with self.telemetry.tool_call(call.name, call.principal, call.token):
             return await self.pipeline(call)
 
     def exposed_because(self, preset: str | None) -> Reason | None:
