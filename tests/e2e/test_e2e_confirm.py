@@ -256,7 +256,9 @@ async def test_a_cancelled_call_is_withdrawn_and_a_later_approval_runs_nothing(
         assert not result.is_error, text(result)
     assert not (state / "files" / "gone.txt").exists()
     assert decisions(state) == [("withdrawn", "client")]
-    assert calls_of(state, WRITE_TOOL) == []
+    # One line for the call: cancelled while it waited, so it never ran.
+    [line] = calls_of(state, WRITE_TOOL)
+    assert (line["outcome"], line["confirm"], line["ok"]) == ("cancelled", "withdrawn", False)
 
 
 async def test_confirm_destructive_does_not_ask_about_a_file_write(tmp_path: Path) -> None:

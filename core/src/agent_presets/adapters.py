@@ -402,15 +402,25 @@ class ToolAdapterRegistry:
         call = ToolCall(name, adapter.id)
         with_call = takes_call(handler)
 
-        def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
-            # context: the server's per-call context; handlers see it as ToolCall.context.
-            args = dict(arguments or {})
+        def check(arguments: Mapping[str, Any]) -> None:
+            args = arguments if isinstance(arguments, dict) else dict(arguments)
             if not quick:
                 quick.append(self._arguments_check(adapter))
             if not quick[0](args):
                 if not validators:
                     validators.append(self._validator(adapter))
                 check_arguments(name, validators[0], args)
+
+        def run(
+            arguments: Mapping[str, Any] | None = None,
+            *,
+            context: Any = None,
+            checked: bool = False,
+        ) -> Any:
+            # context: the server's per-call context; handlers see it as ToolCall.context.
+            args = dict(arguments or {})
+            if not checked:
+                check(args)
             if not with_call:
                 result = handler(target, args)
             else:
@@ -435,6 +445,7 @@ class ToolAdapterRegistry:
             title=adapter.title,
             output_schema=adapter.output_schema,
             accepts_context=with_call and getattr(handler, "_action_takes_call", True),
+            check=check,
         )
 
     def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:

@@ -8,16 +8,22 @@ classes in ``events`` are the only ones written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BACKUPS = 5
+
+GENESIS: Final = "0" * 32
+"""The ``prev`` of the first line a log ever has: no line came before it."""
+TAIL_BYTES: Final = 64 * 1024
+"""How far back from its end an opened log is read to find its last whole line."""
 
 
 class Line(Protocol):
@@ -29,13 +35,25 @@ class Line(Protocol):
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
-def encode(event: Line) -> bytes:
-    """One line of the log, newline included.
+def encode(event: Line, prev: str | None = None) -> bytes:
+    """One line of the log, newline included; ``prev`` chains it to the line before.
 
     ASCII-only JSON: an agent-chosen name with a lone surrogate or a control
     character is escaped instead of breaking the line or the encoding.
     """
-    return (_ENCODER.encode(event.to_json()) + "\n").encode("ascii")
+    line = event.to_json()
+    if prev is not None:
+        line["prev"] = prev
+    return (_ENCODER.encode(line) + "\n").encode("ascii")
+
+
+def line_hash(raw: bytes) -> str:
+    """The chain's link to a line: the first 128 bits of the SHA-256 of its bytes.
+
+    ``raw`` is the line as written, newline included, so any change to it
+    (a field, a space, the line's end) changes the hash.
+    """
+    return hashlib.sha256(raw).hexdigest()[:32]
 
 
 # --------------------------------------------------------------------- the file
@@ -69,6 +87,15 @@ class EventLog:
     lines from threads (or a second process) never interleave, and a crash
     loses at most the line being written. The file opens on the first write:
     a server that records nothing creates nothing.
+
+    Tamper evidence: every line carries ``prev``, the ``line_hash`` of the
+    line written before it, across rotations too (the first line of a new
+    file links to the last line of the one rotated away), so a removed,
+    altered or reordered line breaks the chain where it was (``verify_log``).
+    A state directory has one server, so one writer: the chain's last link and
+    the file's size are kept in memory rather than read back per line (a
+    second writer on one file still never interleaves or loses a line, but
+    its lines do not chain with the first writer's).
     """
 
     def __init__(
@@ -87,15 +114,21 @@ class EventLog:
         self.backups = backups
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._size = 0
+        self._prev = GENESIS
 
     def write(self, event: Line) -> None:
-        line = encode(event)
         with self._lock:
             fd = self._open()
-            size = os.fstat(fd).st_size
-            if size and size + len(line) > self.max_bytes:
-                fd = self._rotate()
+            line = encode(event, self._prev)
+            if self._size and self._size + len(line) > self.max_bytes:
+                # The size kept in memory says full; the file decides (another writer).
+                self._size = os.fstat(fd).st_size
+                if self._size + len(line) > self.max_bytes:
+                    fd = self._rotate()
             os.write(fd, line)
+            self._size += len(line)
+            self._prev = line_hash(line)
 
     def close(self) -> None:
         with self._lock:
@@ -119,10 +152,14 @@ class EventLog:
                 # A line torn by a crash must not swallow the next one.
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     os.write(fd, b"\n")
+                    size += 1
+                if size:
+                    self._prev = _last_link(fd, size, self._prev)
             except BaseException:
                 os.close(fd)
                 raise
             self._fd = fd
+            self._size = size
         return self._fd
 
     def _rotate(self) -> int:
@@ -147,6 +184,38 @@ class EventLog:
         return self._open()
 
 
+def _last_link(fd: int, size: int, default: str) -> str:
+    """The hash of the last whole line of an opened log, so new lines chain on to it.
+
+    A torn last line (a crash mid-write) is not a line: the chain continues
+    from the whole line before it, as a reader skips the torn one.
+    """
+    start = max(0, size - TAIL_BYTES)
+    tail = os.pread(fd, size - start, start)
+    lines = tail.split(b"\n")[:-1]  # the file ends with a newline here
+    if start:
+        lines = lines[1:]  # the first piece may be the end of a longer line
+    for raw in reversed(lines):
+        if _parse(raw + b"\n") is not None:
+            return line_hash(raw + b"\n")
+    return default
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    """A line's object if it is an event line (an integer ``v``, a string ``kind``)."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return None
+    if (
+        isinstance(line, dict)
+        and isinstance(line.get("v"), int)
+        and isinstance(line.get("kind"), str)
+    ):
+        return line
+    return None
+
+
 def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every event in the log and its rotated files, oldest first.
 
@@ -162,13 +231,87 @@ def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
             continue
         with handle:
             for raw in handle:
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue
-                if (
-                    isinstance(line, dict)
-                    and isinstance(line.get("v"), int)
-                    and isinstance(line.get("kind"), str)
-                ):
+                line = _parse(raw)
+                if line is not None:
                     yield line
+
+
+# --------------------------------------------------------------------- verifying
+
+
+class ChainBreak(NamedTuple):
+    """Where the hash chain breaks: the first line that does not link to the one before."""
+
+    file: Path
+    line: int
+    """1-based line number in ``file``."""
+    problem: str
+
+
+class Verified(NamedTuple):
+    """What ``verify_log`` found: the lines it checked, and the first break (None: intact)."""
+
+    lines: int
+    broken: ChainBreak | None
+    unchained: int
+    """Lines before the chain began (written before the log had one), not checked."""
+
+
+def verify_log(path: str | Path) -> Verified:
+    """Follow the hash chain through the log and its rotated files, oldest first.
+
+    Each line's ``prev`` must be the hash of the line before it. The first
+    line that does not link is reported, with what most likely happened:
+    lines swapped (its ``prev`` names a line that comes later), lines removed
+    further back (it names a line before the one before it), or a line before
+    it removed or altered (it names no line of the log: a removed line and an
+    altered one leave the same trace). The oldest file's first line links to a
+    file rotated away long ago, so the chain is checked from there on. Lines
+    that are not event lines (torn by a crash) are not links and are skipped,
+    as the writer skips them; lines from before the log had a chain are
+    counted apart.
+    """
+    seen: dict[str, tuple[Path, int]] = {}
+    order: list[tuple[Path, int, str, str]] = []  # file, line, hash, prev
+    unchained = 0
+    for file in rotated_paths(path):
+        try:
+            handle = file.open("rb")
+        except FileNotFoundError:
+            continue
+        with handle:
+            for number, raw in enumerate(handle, 1):
+                line = _parse(raw)
+                if line is None:
+                    continue
+                prev = line.get("prev")
+                if not isinstance(prev, str):
+                    if order:
+                        return Verified(
+                            len(order),
+                            ChainBreak(
+                                file, number, "the line has no link (prev) to the one before"
+                            ),
+                            unchained,
+                        )
+                    unchained += 1
+                    continue
+                digest = line_hash(raw if raw.endswith(b"\n") else raw + b"\n")
+                order.append((file, number, digest, prev))
+                seen.setdefault(digest, (file, number))
+    for index in range(1, len(order)):
+        file, number, _digest, prev = order[index]
+        expected = order[index - 1][2]
+        if prev == expected:
+            continue
+        target = seen.get(prev)
+        position = {d: i for i, (_f, _n, d, _p) in enumerate(order)}.get(prev)
+        if position is not None and position < index - 1:
+            problem = f"{index - 1 - position} line(s) before it were removed"
+        elif position is not None and position > index - 1:
+            assert target is not None
+            problem = f"lines were reordered: it follows {target[0].name}:{target[1]}"
+        else:
+            problem = "a line before it was removed or altered (or this line's link was)"
+        return Verified(index + 1, ChainBreak(file, number, problem), unchained)
+    return Verified(len(order), None, unchained)

@@ -37,6 +37,7 @@ from agent_presets.eventlog import EventLog as EventLog
 from agent_presets.eventlog import encode as encode
 from agent_presets.eventlog import read_events as read_events
 from agent_presets.eventlog import rotated_paths as rotated_paths
+from agent_presets.eventlog import verify_log as verify_log
 from agent_presets.model import PresetError
 
 SCHEMA_VERSION = 1
@@ -48,6 +49,8 @@ MAX_ARGS = 32
 State = Literal["auto", "on", "off"]
 Asks = Literal["override", "call"]
 Outcome = Literal["approved", "denied", "expired", "withdrawn"]
+CallOutcome = Literal["ok", "error", "bad-arguments", "cancelled"]
+Reason = Literal["context", "override"]
 
 
 def now() -> float:
@@ -211,6 +214,14 @@ class Call(Event):
     """The error's class name (``ToolArgumentError``, ``internal`` ...); null when ok."""
     arg: str | None = None
     """For an argument error, the path of the argument at fault (``points.3.x``)."""
+    principal: str | None = None
+    """Who presented the authorization: the token's name, or ``local``."""
+    outcome: CallOutcome | None = None
+    """How it ended: ``ok``, ``error``, ``bad-arguments`` or ``cancelled``."""
+    reason: Reason | None = None
+    """Why the tool was served: its preset is active by ``context`` or by ``override``."""
+    confirm: Outcome | None = None
+    """The person's answer when the call waited for one (``--confirm``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +235,10 @@ class Refusal(Event):
     preset: str | None = None
     count: int = 1
     """Refusals this line stands for; above 1 on a summary of counted refusals."""
+    principal: str | None = None
+    """Who presented the authorization: the token's name, or ``local``."""
+    confirm: Outcome | None = None
+    """For a ``confirm`` refusal, the person's answer: denied, expired, withdrawn."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,7 +329,7 @@ def check_event(line: Mapping[str, Any]) -> None:
         raise EventSchemaError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}
-    extra = set(line) - names - {"v", "kind"}
+    extra = set(line) - names - {"v", "kind", "prev"}
     missing = names - set(line)
     if extra or missing:
         raise EventSchemaError(

@@ -299,6 +299,8 @@ class Resolution:
 # ---------------------------------------------------------------------- tools
 
 ToolRun = Callable[[Mapping[str, Any]], Any]
+ToolCheck = Callable[[Mapping[str, Any]], None]
+"""Raises ``ToolArgumentError`` for arguments the tool's input schema refuses."""
 
 
 def effective_risk(risk: Risk, annotations: Mapping[str, Any] | None) -> Risk | None:
@@ -325,6 +327,10 @@ class ToolDef:
     ``output_schema`` is the JSON Schema its structured results follow (served
     as ``outputSchema``); ``accepts_context`` says ``run`` takes ``context=``
     and its handler can use it, so the server builds a call context only then.
+    ``check`` validates arguments against ``input_schema`` without running
+    anything (the server's pipeline checks them before it asks anyone to
+    confirm the call); a ``run`` that has a ``check`` accepts ``checked=True``
+    to skip checking again.
     """
 
     name: str
@@ -340,3 +346,4 @@ class ToolDef:
     runtime: str | None = None
     output_schema: Mapping[str, Any] | None = None
     accepts_context: bool = False
+    check: ToolCheck | None = field(default=None, compare=False)

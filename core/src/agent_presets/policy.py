@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.model import PresetValidationError, ToolCallError
@@ -28,10 +28,44 @@ from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
-    from agent_presets.events import Event, Refusal
+    from agent_presets.events import Event, Reason, Refusal
+    from agent_presets.events import Outcome as Decided
 
 SUMMARY_SECONDS = 60.0
 """How often counted refusals of a spent budget are written as one summary line."""
+
+LOCAL: Final = "local"
+"""The principal of a call without a token: stdio, or an unauthenticated loopback server."""
+
+Outcome = Literal["ok", "error", "bad-arguments", "refused", "cancelled"]
+"""How a call ended: it ran and succeeded or failed (``error``), its arguments did not
+match the schema, a gate refused it (the record's ``gate`` says which), or the client
+cancelled it."""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """The one outcome record of one tool call: the log, stats, the console and telemetry read it.
+
+    ``principal`` is who presented the authorization (the token's name, or
+    ``local``); ``reason`` is why the tool was exposed (its preset is active
+    by ``context`` or by ``override``); ``confirm`` is the person's answer when
+    the call waited for one. ``arguments`` and ``error`` are only described
+    (names, types, lengths, the error's class), never written.
+    """
+
+    tool: str
+    outcome: Outcome
+    principal: str = LOCAL
+    token: str | None = None
+    gate: str | None = None
+    preset: str | None = None
+    risk: str | None = None
+    reason: Reason | None = None
+    confirm: Decided | None = None
+    seconds: float = 0.0
+    arguments: Mapping[str, Any] | None = None
+    error: BaseException | None = None
 
 
 class GateError(ToolCallError):
@@ -164,7 +198,16 @@ class ToolPolicy:
         """Count a call to ``tool`` or raise the ``GateError`` of the first closed layer.
 
         With a ``token``, its profile's allow-list and budgets apply too; a
-        refused call counts against no budget.
+        refused call counts against no budget. ``check`` then ``charge``.
+        """
+        self.check(tool, token)
+        self.charge(tool, token)
+
+    def check(self, tool: str, token: str | None = None) -> None:
+        """Raise the ``GateError`` of the allow-list or token that closes ``tool``; count nothing.
+
+        Checked again after a call waited for a person: a token revoked
+        meanwhile refuses it then.
         """
         if self.allow is not None and tool not in self.allow.tools:
             raise GateError(
@@ -188,6 +231,13 @@ class ToolPolicy:
                     "does not include it. Only the user can change that, with "
                     "`presets tokens create --replace` and a wider --allow.",
                 )
+
+    def charge(self, tool: str, token: str | None = None) -> None:
+        """Count a call to ``tool`` against every budget, or raise the spent one's ``GateError``.
+
+        Atomic: a call is counted against all of its budgets or none of them.
+        """
+        profile = self.profile(token) if token is not None else None
         with self._lock:
             if self.max_calls is not None and self.calls >= self.max_calls:
                 raise GateError(
@@ -229,6 +279,52 @@ class ToolPolicy:
 
     # -- event log -----------------------------------------------------------
 
+    def write(self, record: CallRecord) -> None:
+        """Log a call's one record: a ``refusal`` line for a gate's refusal, else ``call``."""
+        if self.events is None:
+            return
+        # The event classes load with the first line, not with the server.
+        from agent_presets.events import Call, Refusal, describe_arguments, error_class
+
+        if record.outcome == "refused":
+            self._refused(
+                Refusal(
+                    tool=record.tool,
+                    gate=record.gate or "unknown",
+                    preset=record.preset,
+                    token=record.token,
+                    principal=record.principal,
+                    confirm=record.confirm,
+                )
+            )
+            return
+        arguments = record.arguments
+        described, more = describe_arguments(arguments) if arguments else ({}, 0)
+        ok = record.outcome == "ok"
+        if ok:
+            kind, path = None, None
+        elif record.outcome == "cancelled":
+            kind, path = "cancelled", None
+        else:
+            kind, path = error_class(record.tool, record.error, None)
+        self.events.write(
+            Call(
+                tool=record.tool,
+                preset=record.preset,
+                ok=ok,
+                latency_ms=round(record.seconds * 1000, 3),
+                args=described,
+                args_more=more,
+                error=kind,
+                arg=path,
+                token=record.token,
+                principal=record.principal,
+                outcome=record.outcome,
+                reason=record.reason,
+                confirm=record.confirm,
+            )
+        )
+
     def record(
         self,
         tool: str,
@@ -243,7 +339,8 @@ class ToolPolicy:
         token: str | None = None,
     ) -> None:
         """Log one call: a ``refusal`` line if ``layer`` names the gate that refused it,
-        else a ``call`` line.
+        else a ``call`` line. (The server writes a ``CallRecord`` with ``write``; this
+        is the same line from loose facts, for a host that runs tools itself.)
 
         ``error`` is the message the caller got; it is never written, since
         messages quote argument values. The line keeps the class of ``exc``

@@ -1,4 +1,4 @@
-"""``presets stats``: what the event log says, as a table or JSON.
+"""``presets stats`` and ``presets events verify``: what the log says, and whether it is whole.
 
 Reads the log a server of ``--state-dir`` writes (its rotated files
 included); no server needs to run, and nothing here loads plugins.
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
-from agent_presets.events import rotated_paths
+from agent_presets.events import rotated_paths, verify_log
 from agent_presets.model import PresetError
 from agent_presets.stats import stats_of_log
 
@@ -21,26 +21,37 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} ms"
 
 
-@click.command()
-@state_dir_option("The state folder whose events.jsonl to read (as given to serve).")
-@click.option(
-    "--event-log",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read this event log instead (as given to serve --event-log).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def stats(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
-    """Calls by tool, refusals by gate, latency p50/p95 and the approval rate.
+def _log_options(command: Any) -> Any:
+    """``--state-dir`` and ``--event-log``: which log a reading command reads."""
+    command = click.option(
+        "--event-log",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Read this event log instead (as given to serve --event-log).",
+    )(command)
+    return state_dir_option("The state folder whose events.jsonl to read (as given to serve).")(
+        command
+    )
 
-    Counted from the event log, rotated files included (docs/events.md).
-    """
+
+def _log_path(state_dir: Path | None, event_log: Path | None) -> Path:
     path = event_log or (state_dir or default_state_dir()) / "events.jsonl"
     if not rotated_paths(path):
         raise PresetError(
             f"no event log at {path}; run presets serve with this --state-dir "
             "(or pass --event-log FILE)"
         )
-    numbers = stats_of_log(path)
+    return path
+
+
+@click.command()
+@_log_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def stats(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
+    """Calls by tool, refusals by gate, latency p50/p95 and the approval rate.
+
+    Counted from the event log, rotated files included (docs/events.md).
+    """
+    numbers = stats_of_log(_log_path(state_dir, event_log))
     if as_json:
         emit_json(numbers)
         return
@@ -80,3 +91,45 @@ def _print(numbers: dict[str, Any]) -> None:
         table("Refusals by gate", ["gate", "refusals"], numbers["refusals_by_gate"].items())
     if numbers["calls_by_token"]:
         table("Calls by token", ["token", "calls"], numbers["calls_by_token"].items())
+
+
+@click.group()
+def events() -> None:
+    """The event log itself: `presets events verify` checks it was not tampered with."""
+
+
+@events.command()
+@_log_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
+    """Follow the log's hash chain, rotated files included: `ok N lines`, or the first break.
+
+    Every line carries the hash of the line before it (docs/events.md), so a
+    line removed, altered or moved is found where the chain breaks: exit 1
+    with FILE:LINE and what most likely happened.
+
+    \b
+    Examples:
+      presets events verify
+      presets events verify --event-log /var/log/presets/events.jsonl --json
+    """
+    found = verify_log(_log_path(state_dir, event_log))
+    broken = found.broken
+    if as_json:
+        emit_json(
+            {
+                "ok": broken is None,
+                "lines": found.lines,
+                "unchained": found.unchained,
+                "break": None
+                if broken is None
+                else {"file": str(broken.file), "line": broken.line, "problem": broken.problem},
+            }
+        )
+    elif broken is None:
+        note = f" ({found.unchained} older lines have no chain)" if found.unchained else ""
+        click.echo(f"ok {found.lines} lines{note}")
+    else:
+        click.echo(f"{broken.file}:{broken.line}: the chain breaks here: {broken.problem}")
+    if broken is not None:
+        raise SystemExit(1)

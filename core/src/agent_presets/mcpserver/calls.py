@@ -132,11 +132,18 @@ class ToolCalls:
         *,
         offload: bool = False,
         context: Any = None,
+        checked: bool = False,
     ) -> Any:
-        """Run ``tool``; ``context`` (a call context) reaches a handler that accepts one."""
-        run: Callable[[dict[str, Any]], Any] = (
-            tool.run if context is None else partial(tool.run, context=context)  # type: ignore[call-arg]
-        )
+        """Run ``tool``; ``context`` (a call context) reaches a handler that accepts one.
+
+        ``checked``: the arguments passed ``tool.check`` already (the pipeline checks them).
+        """
+        run: Callable[[dict[str, Any]], Any] = tool.run
+        if context is not None or checked:
+            keywords: dict[str, Any] = {"context": context} if context is not None else {}
+            if checked:
+                keywords["checked"] = True
+            run = partial(tool.run, **keywords)
         pooled = offload or tool.name in self.slow
         try:
             if not self._turns and not pooled:

@@ -24,7 +24,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -76,6 +76,14 @@ def summarize(arguments: Mapping[str, Any]) -> str:
     return ", ".join(parts) if parts else "no arguments"
 
 
+class ConfirmAnswer(NamedTuple):
+    """What came of asking: the request's ``outcome``, and the refusal the model reads
+    (None when the call may run)."""
+
+    outcome: Outcome | None
+    refusal: str | None
+
+
 class CallConfirmation:
     """Asks a person before a call of a tool in ``risks`` runs (module docstring)."""
 
@@ -96,8 +104,8 @@ class CallConfirmation:
 
     async def ask(
         self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
-    ) -> str | None:
-        """None when the call may run now; else the refusal the model reads.
+    ) -> ConfirmAnswer:
+        """The person's answer: ``refusal`` None when the call may run now.
 
         Raises the loop's cancellation when the call is cancelled meanwhile,
         after withdrawing its request.
@@ -113,25 +121,29 @@ class CallConfirmation:
                 ttl=self.timeout,
             )
         except RequestLimitError as exc:
-            return f"{tool.name} did not run: it needs the user's confirmation, and {exc}"
+            return ConfirmAnswer(
+                None, f"{tool.name} did not run: it needs the user's confirmation, and {exc}"
+            )
         try:
             outcome = await self._outcome(ctx, tool, request, summary)
         except anyio.get_cancelled_exc_class():
             self._decide(request, "withdrawn", "client")
             raise
         if outcome == "approved":
-            return None
+            return ConfirmAnswer(outcome, None)
         if outcome == "denied":
-            return (
+            return ConfirmAnswer(
+                outcome,
                 f"The user refused to run {tool.name} (request {request.id}); it did not run "
                 "and nothing changed. Do not call it again with these arguments: ask the user "
-                "what to do instead."
+                "what to do instead.",
             )
-        return (
+        return ConfirmAnswer(
+            outcome,
             f"{tool.name} did not run: it needs the user's confirmation (its risk is "
             f"{tool.risk}) and nobody confirmed request {request.id} within "
             f"{self.timeout:g} seconds. Ask the user to watch for it (`presets requests`, "
-            "then `presets approve ID`, or the console), then call it again."
+            "then `presets approve ID`, or the console), then call it again.",
         )
 
     async def _outcome(
@@ -181,7 +193,7 @@ def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
     a request from the server (it would need a multi-round-trip result, not
     done here), so such a call waits for ``presets approve`` instead.
     """
-    if not ctx.session.can_send_request:
+    if ctx is None or not ctx.session.can_send_request:  # a call from outside MCP
         return False
     capabilities = ctx.session.client_capabilities
     if capabilities is None or capabilities.elicitation is None:

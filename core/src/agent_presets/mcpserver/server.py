@@ -9,11 +9,9 @@ in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,31 +28,37 @@ from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, CallConfirmation, ConfirmMode
-from agent_presets.mcpserver.context import InputRequired, McpCallContext, set_level_handler
+from agent_presets.mcpserver.context import set_level_handler
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
 from agent_presets.mcpserver.invalid_params import name_invalid_params
-from agent_presets.mcpserver.telemetry import CallSpan, Telemetry
+from agent_presets.mcpserver.pipeline import (
+    PendingCall,
+    Pipeline,
+    Stage,
+    arguments_of,
+    standard_stages,
+)
+from agent_presets.mcpserver.telemetry import Telemetry
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
     PROMPT_URI,
     STATUS_URI,
-    error_result,
     page_cursor,
     plain,
     prompt_entry,
     prompt_text,
     read_cursor,
-    success_result,
     tool_entry,
 )
-from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
-from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.model import PromptFragment, Resolution, ToolDef
+from agent_presets.policy import ToolPolicy
 from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import Presets
+    from agent_presets.events import Reason
 
 log = logging.getLogger("agent_presets.server")
 
@@ -88,6 +92,7 @@ class PresetServer(Server[Any]):
         telemetry: Telemetry | None = None,
         confirm: ConfirmMode = "none",
         confirm_timeout: float = DEFAULT_TIMEOUT,
+        stages: Sequence[Stage] = (),
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -108,6 +113,8 @@ class PresetServer(Server[Any]):
         self.calls = ToolCalls()
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._resolution: Resolution | None = presets.manager.resolve()
+        # Every tools/call passes this one chain (pipeline.py); `stages` are the host's own.
+        self.pipeline = Pipeline(standard_stages(self, stages))
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         super().__init__(
@@ -251,103 +258,32 @@ class PresetServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
-        token = token_of(ctx.request)
-        with self.telemetry.tool_call(params.name, token) as span:
-            return await self._run_call(ctx, params, token, span)
+        call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
+        return await self.run_call(call)
 
-    async def _run_call(
-        self,
-        ctx: ServerRequestContext[Any],
-        params: types.CallToolRequestParams,
-        token: str | None,
-        span: CallSpan,
-    ) -> dict[str, Any]:
-        name = params.name
-        start = time.perf_counter()
-        tool = self.tool_registry.get(name)
-        try:
-            if tool is None and self.policy.allows(name, token):
-                message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
-                span.refused("preset")
-                return error_result(message)
-            self.policy.admit(name, token)
-            assert tool is not None  # admit() refuses every name the allow-list leaves out
-        except GateError as exc:
-            preset = tool.preset if tool is not None else None
-            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
-            span.refused(exc.layer, preset)
-            return error_result(str(exc))
-        refused = await self._confirm(ctx, tool, params.arguments or {})
-        if refused is not None:
-            return refused
-        error: str | None = None
-        failure: BaseException | None = None
-        # Built only for a handler that can receive it: other calls pay nothing.
-        context = McpCallContext(ctx, name, params) if tool.accepts_context else None
-        try:
-            try:
-                # A handler that takes the context runs on a thread: its notices go out
-                # while it runs, and its questions never make it run twice.
-                value = await self.calls.run(
-                    tool,
-                    params.arguments or {},
-                    offload=context is not None or self._does_io(tool),
-                    context=context,
-                )
-            except asyncio.CancelledError:
-                if context is not None:  # free a handler waiting for the client's answer
-                    context.cancel()
-                raise
-            finally:
-                if context is not None:
-                    await context.flush()
-            result = success_result(value)
-        except InputRequired as asked:  # modern era: the client answers, then calls again
-            return asked.result()
-        except PresetError as exc:
-            error, failure = str(exc), exc
-            result = error_result(error)
-        except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
-            log.exception("tool %s failed", name)
-            error, failure = f"internal error: {type(exc).__name__}", exc
-            result = error_result(
-                f"{name} failed with an internal error (the server logged the details). "
-                "Do not retry it with the same arguments; tell the user it failed."
-            )
-        seconds = time.perf_counter() - start
-        self.policy.record(
-            name,
-            ok=error is None,
-            seconds=seconds,
-            error=error,
-            exc=failure,
-            arguments=params.arguments,
-            preset=tool.preset,
-            token=token,
-        )
-        span.ran(ok=error is None, preset=tool.preset, risk=tool.risk, seconds=seconds)
-        if self.fanout.pending:
-            await self.fanout.settle()
-        return result
+    async def run_call(self, call: PendingCall) -> dict[str, Any]:
+        """Run one call through the pipeline, in its span: what ``tools/call`` does.
 
-    async def _confirm(
-        self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """The refusal when ``tool`` needs a person's yes (``--confirm``) and did not get it.
-
-        Called after every gate, so a call the policy refuses never bothers
-        anyone; a refusal is logged with the gate ``confirm``.
+        Public for a host that receives calls another way (and for tests):
+        a call without an MCP request (``call.request`` None) cannot ask the
+        client anything, so a confirmation waits for ``presets approve``.
         """
-        if not self.confirmation.needed(tool):
-            return None
-        refusal = await self.confirmation.ask(ctx, tool, arguments)
-        if refusal is None:
-            return None
-        self.policy.record(tool.name, ok=False, seconds=0.0, layer="confirm", preset=tool.preset)
-        return error_result(refusal)
+        with self.telemetry.tool_call(call.name, call.principal, call.token):
+            return await self.pipeline(call)
 
-    def _does_io(self, tool: ToolDef) -> bool:
+    def exposed_because(self, preset: str | None) -> Reason | None:
+        """Why ``preset``'s tools are served now: ``context`` or ``override`` (None: no preset)."""
+        if preset is None:
+            return None
+        resolution = self._resolution
+        if resolution is None:
+            return None
+        for active in resolution.active_presets:
+            if active.name == preset:
+                return active.reason
+        return None
+
+    def does_io(self, tool: ToolDef) -> bool:
         """Whether ``tool`` may block on files or processes, so it runs on the thread pool.
 
         Its preset's risk says so, not the tool's effective risk: a read-only
@@ -548,6 +484,7 @@ def build_server(
     page_size: int = TOOLS_PAGE_SIZE,
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
+    stages: Sequence[Stage] = (),
 ) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
     return PresetServer(
@@ -557,4 +494,5 @@ def build_server(
         page_size=page_size,
         confirm=confirm,
         confirm_timeout=confirm_timeout,
+        stages=stages,
     )

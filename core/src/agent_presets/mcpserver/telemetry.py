@@ -17,7 +17,6 @@ outcome and the latency.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final
@@ -30,52 +29,22 @@ from agent_presets.model import ActivePreset, Resolution
 if TYPE_CHECKING:
     from opentelemetry import metrics
 
+    from agent_presets.policy import CallRecord
+
 SCOPE: Final = "agent_presets"
 
 TOOL: Final = "presets.tool"
 PRESET: Final = "presets.preset"
 RISK: Final = "presets.risk"
 OUTCOME: Final = "presets.outcome"
-"""``ok``, ``error`` (the tool ran and failed) or ``refused`` (a gate stopped it)."""
+"""The record's outcome: ``ok``, ``error`` (the tool ran and failed), ``bad-arguments``,
+``refused`` (a gate stopped it: ``presets.gate`` says which) or ``cancelled``."""
 GATE: Final = "presets.gate"
 LATENCY: Final = "presets.latency_ms"
 TOKEN: Final = "presets.token"
-
-
-class CallSpan:
-    """What one tool call tells its span and the metrics once it is decided."""
-
-    def __init__(self, telemetry: Telemetry, span: trace.Span, tool: str, token: str | None):
-        self._telemetry = telemetry
-        self._span = span
-        self._tool = tool
-        self._token = token
-        self._start = time.perf_counter()
-
-    def refused(self, gate: str, preset: str | None = None) -> None:
-        span = self._span
-        if span.is_recording():
-            span.set_attributes({OUTCOME: "refused", GATE: gate})
-            if preset is not None:
-                span.set_attribute(PRESET, preset)
-            span.set_status(trace.StatusCode.ERROR, f"refused by {gate}")
-        self._telemetry.instruments().refusals.add(1, {TOOL: self._tool, GATE: gate})
-
-    def ran(self, *, ok: bool, preset: str | None, risk: str | None, seconds: float) -> None:
-        outcome = "ok" if ok else "error"
-        span = self._span
-        if span.is_recording():
-            span.set_attributes({OUTCOME: outcome, LATENCY: round(seconds * 1000, 3)})
-            if preset is not None:
-                span.set_attribute(PRESET, preset)
-            if risk is not None:
-                span.set_attribute(RISK, risk)
-            if not ok:
-                span.set_status(trace.StatusCode.ERROR)
-        attributes = {TOOL: self._tool, OUTCOME: outcome}
-        instruments = self._telemetry.instruments()
-        instruments.calls.add(1, attributes)
-        instruments.latency.record(seconds, attributes)
+PRINCIPAL: Final = "presets.principal"
+REASON: Final = "presets.reason"
+CONFIRM: Final = "presets.confirm"
 
 
 class Instruments:
@@ -125,8 +94,8 @@ class Telemetry:
         return made
 
     @contextmanager
-    def tool_call(self, tool: str, token: str | None) -> Iterator[CallSpan]:
-        """A span for one ``tools/call``, current while the call runs.
+    def tool_call(self, tool: str, principal: str, token: str | None) -> Iterator[None]:
+        """A span for one ``tools/call``, current while the call runs; ``record`` ends its story.
 
         Made only when the SDK's request span around it records: a child of
         an unsampled parent is dropped by the default (parent-based) sampler
@@ -134,13 +103,44 @@ class Telemetry:
         (tens of microseconds on a busy machine). Metrics are always counted.
         """
         if not trace.get_current_span().is_recording():
-            yield CallSpan(self, trace.INVALID_SPAN, tool, token)
+            yield
             return
-        attributes = {TOOL: tool} if token is None else {TOOL: tool, TOKEN: token}
+        attributes = {TOOL: tool, PRINCIPAL: principal}
+        if token is not None:
+            attributes[TOKEN] = token
         with self.tracer.start_as_current_span(
             f"presets.tool_call {tool}", kind=trace.SpanKind.INTERNAL, attributes=attributes
-        ) as span:
-            yield CallSpan(self, span, tool, token)
+        ):
+            yield
+
+    def record(self, record: CallRecord) -> None:
+        """Tell the call's span and the metrics its one record (the pipeline's ``Record``)."""
+        span = trace.get_current_span()
+        outcome = record.outcome
+        if span.is_recording():
+            span.set_attribute(OUTCOME, outcome)
+            for key, value in (
+                (GATE, record.gate),
+                (PRESET, record.preset),
+                (RISK, record.risk),
+                (REASON, record.reason),
+                (CONFIRM, record.confirm),
+            ):
+                if value is not None:
+                    span.set_attribute(key, value)
+            if outcome == "refused":
+                span.set_status(trace.StatusCode.ERROR, f"refused by {record.gate}")
+            else:
+                span.set_attribute(LATENCY, round(record.seconds * 1000, 3))
+                if outcome != "ok":
+                    span.set_status(trace.StatusCode.ERROR)
+        instruments = self.instruments()
+        if outcome == "refused":
+            instruments.refusals.add(1, {TOOL: record.tool, GATE: record.gate or "unknown"})
+            return
+        attributes = {TOOL: record.tool, OUTCOME: outcome}
+        instruments.calls.add(1, attributes)
+        instruments.latency.record(record.seconds, attributes)
 
     def context_switch(self, before: Resolution | None, after: Resolution) -> None:
         """A span for one change of what is active: presets and tool ids in and out.

@@ -1,0 +1,369 @@
+"""One call pipeline: every ``tools/call``, from either era and either transport.
+
+A call passes one ordered chain of small stages, each an object with one
+method, ``handle(call, call_next)`` (the shape of an ASGI stack, or of
+FastMCP's ``Middleware.on_call_tool``):
+
+1. ``Record``: the outermost. It times the call and, once the call is over,
+   however it ended, makes its one ``CallRecord`` and hands it to every sink
+   (the event log through the policy, OpenTelemetry's span and metrics).
+   The log is what ``presets stats`` and the console read.
+2. ``Resolve``: the name to a served tool, or the inactive-tool answer.
+3. ``Gates``: the server's allow-list and the token's profile.
+4. ``Budgets``: the server's and the token's call budgets (this counts the call).
+5. The embedder's own stages (``PresetServer(stages=...)``), in their order.
+6. ``Arguments``: the tool's input schema.
+7. ``Confirm``: a person's yes for a risky call (``--confirm``), after which
+   every gate above is checked again.
+8. ``Run``: the handler itself.
+
+A stage refuses by raising ``CallRefused(gate, message)``: ``Record`` turns
+it into the ``isError`` result the model reads and a ``refusal`` line. What
+a stage learns about the call (the tool, the confirmation's outcome, how the
+run ended) it writes on the ``PendingCall``, and ``Record`` reads it there:
+one record per call, made in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agent_presets.mcpserver.context import InputRequired, McpCallContext
+from agent_presets.mcpserver.wire import error_result, success_result
+from agent_presets.model import PresetError, ToolArgumentError, ToolDef
+from agent_presets.policy import LOCAL, CallRecord, GateError, Outcome
+
+if TYPE_CHECKING:
+    from agent_presets.events import Outcome as Decided
+    from agent_presets.events import Reason
+    from agent_presets.mcpserver.calls import ToolCalls
+    from agent_presets.mcpserver.confirm import CallConfirmation
+    from agent_presets.mcpserver.fanout import ChangeFanout
+    from agent_presets.mcpserver.telemetry import Telemetry
+    from agent_presets.policy import ToolPolicy
+    from agent_presets.tools import ToolRegistry
+
+log = logging.getLogger("agent_presets.server")
+
+Result = dict[str, Any]
+Next = Callable[["PendingCall"], Awaitable[Result]]
+
+
+class CallRefused(Exception):
+    """Raised by a stage to refuse a call: ``gate`` names the stage, ``message`` is for the model.
+
+    The message is what the calling model reads (an ``isError`` result), so it
+    says what to do next; the event log keeps only the gate.
+    """
+
+    def __init__(self, gate: str, message: str) -> None:
+        super().__init__(message)
+        self.gate = gate
+        self.message = message
+
+
+@dataclass(eq=False)
+class PendingCall:
+    """One tool call on its way down the pipeline, and what the stages learned of it.
+
+    ``request`` and ``params`` are the SDK's request context and call
+    parameters, for stages that need the client (the confirmation, the call
+    context). ``principal`` is who presented the authorization: the token's
+    name, or ``"local"`` without one.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    token: str | None
+    request: Any = None
+    params: Any = None
+    tool: ToolDef | None = None
+    principal: str = LOCAL
+    started: float = field(default_factory=time.perf_counter)
+    outcome: Outcome | None = None
+    """How the call ended, set by the stage that ended it; None for a call that paused."""
+    gate: str | None = None
+    confirm: Decided | None = None
+    """The person's answer when the call waited for one: approved, denied, expired ..."""
+    error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        if self.token is not None:
+            self.principal = self.token
+
+
+class Served(Protocol):
+    """What the built-in stages use of the server (``PresetServer`` is one)."""
+
+    tool_registry: ToolRegistry
+    policy: ToolPolicy
+    telemetry: Telemetry
+    confirmation: CallConfirmation
+    calls: ToolCalls
+    fanout: ChangeFanout
+
+    def unavailable_message(self, name: str) -> str: ...
+
+    def exposed_because(self, preset: str | None) -> Reason | None: ...
+
+    def does_io(self, tool: ToolDef) -> bool: ...
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One step of the pipeline. Call ``call_next(call)`` to go on, or raise ``CallRefused``.
+
+    A stage may also return a result of its own without calling on (then the
+    stages after it never see the call). Stages are shared by concurrent
+    calls: keep per-call facts on the ``PendingCall``, and guard any state of
+    your own (a rate limiter's counters) for concurrent use.
+    """
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result: ...
+
+
+class Pipeline:
+    """The chain of stages, built once; ``await pipeline(call)`` runs a call through it."""
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        self.stages = tuple(stages)
+
+        async def end(call: PendingCall) -> Result:
+            raise RuntimeError(f"the last stage ({type(self.stages[-1]).__name__}) called on")
+
+        step: Next = end
+        for stage in reversed(self.stages):
+            step = _link(stage, step)
+        self._first = step
+
+    def __call__(self, call: PendingCall) -> Awaitable[Result]:
+        return self._first(call)
+
+
+def _link(stage: Stage, following: Next) -> Next:
+    handle = stage.handle
+
+    def step(call: PendingCall) -> Awaitable[Result]:
+        return handle(call, following)
+
+    return step
+
+
+# --------------------------------------------------------------------- the stages
+
+
+class Record:
+    """Times the call and makes its one record, whatever ended it (see the module docstring)."""
+
+    def __init__(self, server: Served) -> None:
+        self.server = server
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        try:
+            result = await call_next(call)
+        except CallRefused as refused:
+            call.outcome, call.gate = "refused", refused.gate
+            result = error_result(refused.message)
+        except asyncio.CancelledError:
+            call.outcome = "cancelled"
+            self._record(call)
+            raise
+        if call.outcome is not None:
+            self._record(call)
+        return result
+
+    def _record(self, call: PendingCall) -> None:
+        server = self.server
+        tool = call.tool
+        preset = tool.preset if tool is not None else None
+        record = CallRecord(
+            tool=call.name,
+            principal=call.principal,
+            token=call.token,
+            outcome=call.outcome or "error",
+            gate=call.gate,
+            preset=preset,
+            risk=tool.risk if tool is not None else None,
+            reason=server.exposed_because(preset),
+            confirm=call.confirm,
+            seconds=0.0 if call.outcome == "refused" else time.perf_counter() - call.started,
+            arguments=call.arguments if call.outcome != "refused" else None,
+            error=call.error,
+        )
+        server.policy.write(record)
+        server.telemetry.record(record)
+
+
+class Resolve:
+    """The served tool of the call's name; a tool not served now is the ``preset`` refusal."""
+
+    def __init__(self, server: Served) -> None:
+        self.server = server
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        server = self.server
+        call.tool = server.tool_registry.get(call.name)
+        if call.tool is None and server.policy.allows(call.name, call.token):
+            raise CallRefused("preset", server.unavailable_message(call.name))
+        return await call_next(call)
+
+
+class Gates:
+    """The server's allow-list and the token's profile; a name they hide is refused here."""
+
+    def __init__(self, server: Served) -> None:
+        self.policy = server.policy
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        try:
+            self.policy.check(call.name, call.token)
+        except GateError as exc:
+            raise CallRefused(exc.layer, str(exc)) from None
+        # Every name the allow-lists pass either resolved or was refused by Resolve.
+        assert call.tool is not None
+        return await call_next(call)
+
+
+class Budgets:
+    """The call budgets, server-wide and the token's; a call that passes is counted."""
+
+    def __init__(self, server: Served) -> None:
+        self.policy = server.policy
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        try:
+            self.policy.charge(call.name, call.token)
+        except GateError as exc:
+            raise CallRefused(exc.layer, str(exc)) from None
+        return await call_next(call)
+
+
+class Arguments:
+    """The tool's input schema, before anyone is asked to confirm a call that cannot run."""
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        assert call.tool is not None
+        check = call.tool.check
+        if check is not None:
+            try:
+                check(call.arguments)
+            except ToolArgumentError as exc:
+                call.outcome, call.error = "bad-arguments", exc
+                return error_result(str(exc))
+        return await call_next(call)
+
+
+class Confirm:
+    """A person's yes for a risky call (``--confirm``); then every gate again.
+
+    The wait can be long: a preset may be turned off, or the token revoked,
+    while the person reads the request, so an approval runs the call only if
+    the tool is still served to this caller.
+    """
+
+    def __init__(self, server: Served) -> None:
+        self.server = server
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        server = self.server
+        tool = call.tool
+        assert tool is not None
+        confirmation = server.confirmation
+        if not confirmation.needed(tool):
+            return await call_next(call)
+        try:
+            answer = await confirmation.ask(call.request, tool, call.arguments)
+        except asyncio.CancelledError:
+            call.confirm = "withdrawn"  # ask() withdrew the request before this
+            raise
+        call.confirm = answer.outcome
+        if answer.refusal is not None:
+            raise CallRefused("confirm", answer.refusal)
+        served = server.tool_registry.get(call.name)
+        if served is None or served.managed_source != tool.managed_source:
+            raise CallRefused("preset", server.unavailable_message(call.name))
+        try:
+            server.policy.check(call.name, call.token)
+        except GateError as exc:
+            raise CallRefused(exc.layer, str(exc)) from None
+        return await call_next(call)
+
+
+class Run:
+    """The handler itself, on the loop or the pool (``ToolCalls``); the last stage."""
+
+    def __init__(self, server: Served) -> None:
+        self.server = server
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        server = self.server
+        tool = call.tool
+        assert tool is not None
+        # Built only for a handler that can receive it: other calls pay nothing.
+        context = (
+            McpCallContext(call.request, call.name, call.params) if tool.accepts_context else None
+        )
+        try:
+            try:
+                # A handler that takes the context runs on a thread: its notices go out
+                # while it runs, and its questions never make it run twice.
+                value = await server.calls.run(
+                    tool,
+                    call.arguments,
+                    offload=context is not None or server.does_io(tool),
+                    context=context,
+                    checked=tool.check is not None,
+                )
+            except asyncio.CancelledError:
+                if context is not None:  # free a handler waiting for the client's answer
+                    context.cancel()
+                raise
+            finally:
+                if context is not None:
+                    await context.flush()
+            call.outcome = "ok"
+            result = success_result(value)
+        except InputRequired as asked:  # modern era: the client answers, then calls again
+            return asked.result()
+        except ToolArgumentError as exc:
+            call.outcome, call.error = "bad-arguments", exc
+            result = error_result(str(exc))
+        except PresetError as exc:
+            call.outcome, call.error = "error", exc
+            result = error_result(str(exc))
+        except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
+            log.exception("tool %s failed", call.name)
+            call.outcome, call.error = "error", exc
+            result = error_result(
+                f"{call.name} failed with an internal error (the server logged the details). "
+                "Do not retry it with the same arguments; tell the user it failed."
+            )
+        if server.fanout.pending:
+            await server.fanout.settle()
+        return result
+
+
+def standard_stages(server: Served, extra: Sequence[Stage] = ()) -> list[Stage]:
+    """The built-in chain, with an embedder's ``extra`` stages after the budgets."""
+    return [
+        Record(server),
+        Resolve(server),
+        Gates(server),
+        Budgets(server),
+        *extra,
+        Arguments(),
+        Confirm(server),
+        Run(server),
+    ]
+
+
+def arguments_of(params: Any) -> dict[str, Any]:
+    arguments = getattr(params, "arguments", None)
+    return dict(arguments) if isinstance(arguments, Mapping) else {}
