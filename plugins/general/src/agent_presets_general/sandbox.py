@@ -151,6 +151,13 @@ def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
     for name in ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    # All of the fresh /proc read-only, not only the few folders bubblewrap
+    # covers itself (it skips /proc/sys, whose folder mode is r-x though its
+    # files are not). A sysctl write is checked against the file's mode and the
+    # writer's uid alone, no capability needed, and the sandbox's uid 0 is the
+    # host's root when the server runs as root: `kernel/core_pattern` would run
+    # a program as real root outside every namespace.
+    args += ["--remount-ro", "/proc"]
     args += ["--bind", str(root), str(root), "--chdir", str(root)]
     # The sandbox's own / is a tmpfs holding the mount points; without this a
     # command could write there, a writable path besides the root and /tmp.
