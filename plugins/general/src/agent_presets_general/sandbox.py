@@ -4,12 +4,13 @@ A command sees the host's system directories read-only, the file root as the
 only writable path (and its working folder), a private ``/tmp``, a fresh
 read-only ``/proc`` for its own PID namespace and a minimal ``/dev``; nothing
 else of the host exists inside, and nothing host-wide is writable (where the
-server runs as root, the sandbox's uid 0 is the host's root). It runs in new user, PID, IPC, UTS and cgroup namespaces
-(and a new network namespace unless the operator allows the network) with
-every capability dropped. When the sandbox's first process (bubblewrap's init,
-PID 1 inside) dies, the kernel kills everything else in the namespace, so
-nothing a command starts can outlive the call, ``setsid`` or not. Its
-processes, memory and files are limited (``SandboxLimits``).
+server runs as root, the sandbox's uid 0 is the host's root). It runs in new
+user, PID, IPC, UTS and cgroup namespaces (and a new network namespace unless
+the operator allows the network) with every capability dropped. When the
+sandbox's first process (bubblewrap's init, PID 1 inside) dies, the kernel
+kills everything else in the namespace, so nothing a command starts can
+outlive the call, ``setsid`` or not. Its processes, memory and files are
+limited (``SandboxLimits``).
 
 Whether bubblewrap works here is decided by running it, not by finding it:
 user namespaces can be switched off, blocked by a container's seccomp policy
