@@ -11,6 +11,9 @@ own, and only that group is killed.
 
 Output is drained as it comes and only the first ``output_cap`` bytes of each
 stream are kept, so a command that prints without end cannot fill memory.
+A sandboxed command's processes, memory and files are limited
+(``SandboxLimits``); its processes by a pids cgroup of its own where the
+server may make one, else by ``RLIMIT_NPROC`` and the runner's own count.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class BashRunner:
         self.unsafe_shell = unsafe_shell
         self.bwrap = bwrap or find_bwrap()
         self.limits = limits or SandboxLimits()
-        # False leaves the process limit to the runner's own watch (tests of it).
+        # False: no pids cgroup, even where one could be made; the process
+        # limit is then RLIMIT_NPROC's and the runner's count (tests of it).
         self.pids_cgroup = pids_cgroup
         # The trial runs while the server starts; `_settled` waits for it.
         start_sandbox_trial(self.bwrap, network=shell_network)
