@@ -11,6 +11,9 @@ own, and only that group is killed.
 
 Output is drained as it comes and only the first ``output_cap`` bytes of each
 stream are kept, so a command that prints without end cannot fill memory.
+A sandboxed command's processes, memory and files are limited
+(``SandboxLimits``); its processes by a pids cgroup of its own where the
+server may make one, else by ``RLIMIT_NPROC`` and the runner's own count.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from typing import IO, Any, Final
 
 from agent_presets import ToolCallError
 from agent_presets_general.sandbox import (
+    PidsCgroup,
+    SandboxLimits,
     bwrap_args,
     find_bwrap,
+    limited_command,
     root_problem,
     sandbox_env,
     sandbox_status,
@@ -52,6 +58,8 @@ MAX_COMMAND_BYTES: Final = 64 * 1024
 DRAIN_GRACE: Final = 2.0
 # How long to wait for a sandbox's init to die after it is killed.
 TEARDOWN_GRACE: Final = 2.0
+# How often the process count is checked where no pids cgroup caps it.
+WATCH_EVERY: Final = 0.005
 
 
 class BashRunner:
@@ -75,6 +83,8 @@ class BashRunner:
         shell_network: bool = False,
         unsafe_shell: bool = False,
         bwrap: str | None = None,
+        limits: SandboxLimits | None = None,
+        pids_cgroup: bool = True,
     ) -> None:
         self.root = Path(root).resolve()
         self.default_timeout = default_timeout
@@ -84,6 +94,10 @@ class BashRunner:
         self.shell_network = shell_network
         self.unsafe_shell = unsafe_shell
         self.bwrap = bwrap or find_bwrap()
+        self.limits = limits or SandboxLimits()
+        # False: no pids cgroup, even where one could be made; the process
+        # limit is then RLIMIT_NPROC's and the runner's count (tests of it).
+        self.pids_cgroup = pids_cgroup
         # The trial runs while the server starts; `_settled` waits for it.
         start_sandbox_trial(self.bwrap, network=shell_network)
         self._root_problem = root_problem(self.root)
@@ -125,17 +139,21 @@ class BashRunner:
         """
         return self.status()
 
-    def argv(self, command: str, info_fd: int | None = None) -> list[str]:
+    def argv(
+        self, command: str, info_fd: int | None = None, cgroup: PidsCgroup | None = None
+    ) -> list[str]:
         """The command line ``command`` runs as: under bubblewrap when the sandbox works.
 
-        ``info_fd`` is where bubblewrap reports its init's PID and namespaces.
+        ``info_fd`` is where bubblewrap reports its init's PID and namespaces;
+        ``cgroup`` is the pids cgroup bubblewrap joins before it starts.
         """
         if not self.sandboxed:
             return ["bash", "-c", command]
         assert self.bwrap is not None
         info = [] if info_fd is None else ["--info-fd", str(info_fd)]
-        sandbox = bwrap_args(self.bwrap, self.root, network=self.shell_network)
-        return [*sandbox, *info, "bash", "-c", command]
+        sandbox = bwrap_args(self.bwrap, self.root, network=self.shell_network, limits=self.limits)
+        argv = [*sandbox, *info, *limited_command(command, self.limits)]
+        return argv if cgroup is None else cgroup.join_argv(argv)
 
     def run(
         self,
@@ -172,10 +190,13 @@ class BashRunner:
         self.root.mkdir(parents=True, exist_ok=True)
 
         info_read, info_write = os.pipe() if self.sandboxed else (-1, -1)
+        cgroup = None
+        if self.sandboxed and self.pids_cgroup:
+            cgroup = PidsCgroup.make(self.limits.processes)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                self.argv(command, info_write if self.sandboxed else None),
+                self.argv(command, info_write if self.sandboxed else None, cgroup),
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -189,6 +210,8 @@ class BashRunner:
         except OSError as exc:
             if self.sandboxed:
                 os.close(info_read)
+            if cgroup is not None:
+                cgroup.remove(0)
             raise ToolCallError(f"bash could not be started: {exc.strerror}") from None
         finally:
             if self.sandboxed:
@@ -200,8 +223,13 @@ class BashRunner:
         for capture in (out, err, info):
             if capture is not None:
                 capture.start()
+        # Without a cgroup, and as the host's root (RLIMIT_NPROC does not
+        # hold for it), only counting stops a fork loop: over the limit, the
+        # whole sandbox is killed.
+        watch = None if info is None or cgroup else _ProcessWatch(info, self.limits.processes)
         try:
-            timed_out = not _wait_unreaped(proc.pid, started + timeout, progress, timeout)
+            ended = _wait_unreaped(proc.pid, started + timeout, progress, timeout, watch)
+            timed_out = not ended
         finally:
             # The leader is still a zombie here, so its group id cannot have
             # been reused: killing the group hits only what the command started.
@@ -213,14 +241,17 @@ class BashRunner:
                 # nothing the command started is alive when the call returns.
                 info.join(TEARDOWN_GRACE)
                 _wait_namespace_gone(bytes(info.data), time.monotonic() + TEARDOWN_GRACE)
+            if cgroup is not None:
+                cgroup.remove(TEARDOWN_GRACE)
         out.join(DRAIN_GRACE)
         err.join(DRAIN_GRACE)
         duration = time.monotonic() - started
+        stopped = "" if watch is None or watch.over is None else f"\n[{watch.over}]"
         return {
             "exit_code": proc.returncode,
             "timed_out": timed_out,
             "stdout": out.text(),
-            "stderr": err.text(),
+            "stderr": err.text() + stopped,
             "stdout_truncated": out.dropped > 0,
             "stderr_truncated": err.dropped > 0,
             "duration_seconds": round(duration, 3),
@@ -258,14 +289,64 @@ class _Capture(threading.Thread):
         return text
 
 
+class _ProcessWatch:
+    """Counts a sandbox's processes; ``over`` says why it was stopped, once it was.
+
+    The count is what the sandbox's own ``/proc`` lists (its PID namespace and
+    any nested in it), seen from the host through bubblewrap's init.
+    """
+
+    def __init__(self, info: _Capture, limit: int) -> None:
+        self.info = info
+        self.limit = limit
+        self.over: str | None = None
+        self._init: tuple[str, str] | None = None
+
+    def __call__(self) -> bool:
+        """True while the sandbox is within its limit."""
+        if self._init is None:
+            try:
+                report = json.loads(bytes(self.info.data))
+                pid, namespace = int(report["child-pid"]), int(report["pid-namespace"])
+            except (ValueError, KeyError, TypeError):
+                return True  # not made yet, or bubblewrap failed before it made it
+            self._init = (f"/proc/{pid}", f"pid:[{namespace}]")
+        init, pid_namespace = self._init
+        proc = f"{init}/root/proc"
+        try:
+            if os.readlink(f"{init}/ns/pid") != pid_namespace:
+                return True  # the init is gone, its PID reused: nothing left to count
+            # bubblewrap reports the init before it has made the sandbox: until
+            # the init's /proc is the sandbox's own (its PID 1 is the init), the
+            # folder is the host's /proc.
+            if os.readlink(f"{proc}/1/ns/pid") != pid_namespace:
+                return True
+            count = sum(1 for entry in os.scandir(proc) if entry.name.isdigit())
+        except OSError:
+            return True
+        if count <= self.limit:
+            return True
+        self.over = (
+            f"sandbox stopped: it ran more than {self.limit} processes, the limit for one command"
+        )
+        return False
+
+
 def _wait_unreaped(
-    pid: int, deadline: float, progress: Progress | None = None, timeout: float = 0.0
+    pid: int,
+    deadline: float,
+    progress: Progress | None = None,
+    timeout: float = 0.0,
+    within_limits: Callable[[], bool] | None = None,
 ) -> bool:
     """Wait until ``pid`` exits without reaping it; False when the deadline passes first.
 
-    ``progress`` hears the seconds waited so far, every ``PROGRESS_EVERY`` seconds.
+    ``progress`` hears the seconds waited so far, every ``PROGRESS_EVERY``
+    seconds. ``within_limits`` is asked every ``WATCH_EVERY`` seconds at most;
+    when it says no, the wait ends as if ``pid`` had exited (the caller kills it).
     """
     delay = 0.002
+    longest = 0.05 if within_limits is None else WATCH_EVERY
     started = deadline - timeout
     next_report = started + PROGRESS_EVERY
     while True:
@@ -281,11 +362,13 @@ def _wait_unreaped(
             return True
         if result is not None:
             return True
+        if within_limits is not None and not within_limits():
+            return True
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
         time.sleep(min(delay, remaining))
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, longest)
 
 
 def _kill_group(pgid: int) -> None:

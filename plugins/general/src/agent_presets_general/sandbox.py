@@ -2,12 +2,15 @@
 
 A command sees the host's system directories read-only, the file root as the
 only writable path (and its working folder), a private ``/tmp``, a fresh
-``/proc`` for its own PID namespace and a minimal ``/dev``; nothing else of the
-host exists inside. It runs in new user, PID, IPC, UTS and cgroup namespaces
-(and a new network namespace unless the operator allows the network) with
-every capability dropped. When the sandbox's first process (bubblewrap's init,
-PID 1 inside) dies, the kernel kills everything else in the namespace, so
-nothing a command starts can outlive the call, ``setsid`` or not.
+read-only ``/proc`` for its own PID namespace and a minimal ``/dev``; nothing
+else of the host exists inside, and nothing host-wide is writable (where the
+server runs as root, the sandbox's uid 0 is the host's root). It runs in new
+user, PID, IPC, UTS and cgroup namespaces (and a new network namespace unless
+the operator allows the network) with every capability dropped. When the
+sandbox's first process (bubblewrap's init, PID 1 inside) dies, the kernel
+kills everything else in the namespace, so nothing a command starts can
+outlive the call, ``setsid`` or not. Its processes, memory and files are
+limited (``SandboxLimits``).
 
 Whether bubblewrap works here is decided by running it, not by finding it:
 user namespaces can be switched off, blocked by a container's seccomp policy
@@ -16,12 +19,17 @@ or by AppArmor, and then an installed ``bwrap`` still fails.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import itertools
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +83,19 @@ ETC_ENTRIES: Final = (
     "timezone",
 )
 
+# What one command may take, the operator's defaults (docs/security.md,
+# "Limits on what a command may take"). Processes count bubblewrap's own and,
+# where a pids cgroup or RLIMIT_NPROC enforces them, threads as well.
+MAX_PROCESSES: Final = 256
+MAX_MEMORY_BYTES: Final = 1 << 30
+"""Per process: ``RLIMIT_DATA`` (heap and private writable mappings)."""
+MAX_FILE_BYTES: Final = 1 << 30
+"""The largest file a command may write: ``RLIMIT_FSIZE``."""
+TMP_BYTES: Final = 512 << 20
+"""The size of the private ``/tmp``, a tmpfs held in the host's memory."""
+SHM_BYTES: Final = 64 << 20
+"""The size of ``/dev/shm``, the same."""
+
 ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TRIAL_TIMEOUT: Final = 10.0
 INSTALL_HINT: Final = (
@@ -127,16 +148,81 @@ class ShellOptions:
         )
 
 
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one command may take; the defaults are the constants above."""
+
+    processes: int = MAX_PROCESSES
+    memory_bytes: int = MAX_MEMORY_BYTES
+    file_bytes: int = MAX_FILE_BYTES
+    tmp_bytes: int = TMP_BYTES
+    shm_bytes: int = SHM_BYTES
+
+    def __post_init__(self) -> None:
+        for name in ("processes", "memory_bytes", "file_bytes", "tmp_bytes", "shm_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 16:
+                raise ValueError(
+                    f"sandbox limit {name} must be a whole number >= 16, not {value!r}"
+                )
+
+
+def limited_command(command: str, limits: SandboxLimits) -> list[str]:
+    """``bash -c command`` under the limits' resource limits, soft and hard.
+
+    Set inside the sandbox, after its user namespace is made: there
+    ``RLIMIT_NPROC`` counts only the sandbox's processes (the kernel counts
+    per user namespace), while set on bubblewrap it would count every process
+    the server's user has on the host. With every capability dropped the
+    command cannot raise them again. The kernel does not enforce
+    ``RLIMIT_NPROC`` for the host's root; see ``PidsCgroup``.
+    """
+    processes = _at_most(resource.RLIMIT_NPROC, limits.processes)
+    memory = _at_most(resource.RLIMIT_DATA, limits.memory_bytes)
+    files = _at_most(resource.RLIMIT_FSIZE, limits.file_bytes)
+    # In KiB, as bash counts outside its POSIX mode (which an inherited
+    # POSIXLY_CORRECT would turn on, and with it 512-byte blocks for -f).
+    ulimit = f"set +o posix; ulimit -u {processes} -d {memory // 1024} -f {files // 1024}"
+    return ["bash", "-c", f'{ulimit} && exec bash -c "$1"', "bash", command]
+
+
+def _at_most(kind: int, value: int) -> int:
+    """``value``, or the server's own hard limit where that is lower (it cannot be raised)."""
+    hard = resource.getrlimit(kind)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
 def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
+@functools.cache
+def _sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap has ``--size`` (0.7 and later) to bound a tmpfs."""
+    try:
+        shown = subprocess.run(
+            [bwrap, "--help"], capture_output=True, timeout=TRIAL_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in shown.stdout + shown.stderr
+
+
+def bwrap_args(
+    bwrap: str, root: Path, *, network: bool = False, limits: SandboxLimits | None = None
+) -> list[str]:
     """The bubblewrap command line up to (not including) the command it runs.
 
     Order matters to bubblewrap: later mounts cover earlier ones, so the root
     is bound after the private /tmp (a root under /tmp stays visible).
     """
+    limits = limits or SandboxLimits()
+    sized = _sizes_tmpfs(bwrap)
+
+    def tmpfs(path: str, size: int) -> list[str]:
+        # A tmpfs lives in the host's memory; unbounded it may take half of it.
+        return [*(["--size", str(size)] if sized else []), "--tmpfs", path]
+
     args = [bwrap, *NAMESPACES]
     if not network:
         args.append("--unshare-net")
@@ -150,12 +236,134 @@ def bwrap_args(bwrap: str, root: Path, *, network: bool = False) -> list[str]:
             args += ["--ro-bind", path, path]
     for name in ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    args += [*tmpfs("/tmp", limits.tmp_bytes), "--proc", "/proc", "--dev", "/dev"]
+    # /dev read-only (its device files stay usable) but for a bounded /dev/shm,
+    # so /dev is no unbounded tmpfs besides /tmp.
+    args += [*tmpfs("/dev/shm", limits.shm_bytes), "--remount-ro", "/dev"]
+    # All of the fresh /proc read-only, not only the few folders bubblewrap
+    # covers itself (it skips /proc/sys, whose folder mode is r-x though its
+    # files are not). A sysctl write is checked against the file's mode and the
+    # writer's uid alone, no capability needed, and the sandbox's uid 0 is the
+    # host's root when the server runs as root: `kernel/core_pattern` would run
+    # a program as real root outside every namespace.
+    args += ["--remount-ro", "/proc"]
     args += ["--bind", str(root), str(root), "--chdir", str(root)]
     # The sandbox's own / is a tmpfs holding the mount points; without this a
     # command could write there, a writable path besides the root and /tmp.
     args += ["--remount-ro", "/"]
     return args
+
+
+class PidsCgroup:
+    """A pids cgroup of one command's own, capping its processes and threads.
+
+    ``RLIMIT_NPROC`` is not enforced for the host's root (the kernel exempts
+    it), so where the server runs as root only a cgroup can stop a fork loop
+    before it starts. One is made per command under the server's own pids
+    cgroup, where the server may write there (root on cgroup v1, or a v2
+    cgroup whose children have the pids controller); ``make`` answers None
+    where it may not, and the runner watches the count itself instead.
+    bubblewrap joins it before it makes the sandbox (``join_argv``), so no
+    process of the command is ever outside it.
+    """
+
+    _names = itertools.count()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def make(cls, limit: int) -> PidsCgroup | None:
+        parent = _pids_cgroup_parent()
+        if parent is None:
+            return None
+        path = parent / f"presets-sandbox-{os.getpid()}-{next(cls._names)}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        made = cls(path)
+        try:
+            (path / "pids.max").write_text(f"{limit}\n")
+        except OSError:
+            made.remove(0)
+            return None
+        return made
+
+    def join_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` started by a shell that first moves itself into the cgroup."""
+        join = 'echo $$ > "$0" && exec "$@"'
+        return ["/bin/sh", "-c", join, str(self.path / "cgroup.procs"), *argv]
+
+    def remove(self, grace: float) -> None:
+        """Remove the cgroup once its last process has exited (within ``grace`` seconds)."""
+        deadline = time.monotonic() + grace
+        delay = 0.001
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return  # a process outlived the teardown; the empty folder is all that stays
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+@functools.cache
+def _pids_cgroup_parent() -> Path | None:
+    """The folder of the server's own pids cgroup, if its children get a ``pids.max``.
+
+    Found once per process, which then also removes the empty cgroups a
+    killed server (``kill -9``) left there.
+    """
+    folder = _find_pids_cgroup_parent()
+    if folder is not None:
+        for stale in folder.glob("presets-sandbox-*-*"):
+            server = stale.name.split("-")[2]
+            if server.isdigit() and not Path(f"/proc/{server}").exists():
+                with contextlib.suppress(OSError):
+                    stale.rmdir()
+    return folder
+
+
+def _find_pids_cgroup_parent() -> Path | None:
+    try:
+        memberships = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        return None
+    for membership in memberships:
+        _, controllers, own = membership.split(":", 2)
+        v2 = controllers == ""
+        if not v2 and "pids" not in controllers.split(","):
+            continue
+        for fields in mounts:
+            if "-" not in fields:
+                continue
+            kind = fields[fields.index("-") + 1 :]
+            if len(kind) < 3 or kind[0] != ("cgroup2" if v2 else "cgroup"):
+                continue
+            if not v2 and "pids" not in kind[2].split(","):
+                continue
+            mount_root, mount_point = fields[3], fields[4]
+            if not Path(own).is_relative_to(mount_root):
+                continue
+            folder = Path(mount_point) / Path(own).relative_to(mount_root)
+            if v2 and not _v2_children_get_pids(folder):
+                continue
+            if os.access(folder, os.W_OK):
+                return folder
+    return None
+
+
+def _v2_children_get_pids(folder: Path) -> bool:
+    try:
+        return "pids" in (folder / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return False
 
 
 def root_problem(root: Path) -> str | None:
@@ -249,7 +457,10 @@ def _trial(bwrap: str | None, network: bool) -> tuple[bool, str]:
         path = Path(root).resolve()
         try:
             proc = subprocess.run(
-                [*bwrap_args(bwrap, path, network=network), "bash", "-c", "exit 0"],
+                [
+                    *bwrap_args(bwrap, path, network=network),
+                    *limited_command("exit 0", SandboxLimits()),
+                ],
                 env=sandbox_env(path, ()),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
