@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_presets import ToolCallError
-from agent_presets_general.sandbox import sandbox_status
+from agent_presets_general.sandbox import SandboxLimits, sandbox_status
 from agent_presets_units import UnitFolder
 from agent_presets_units.adapters import RELOAD_OUTPUT
 from agent_presets_units.loading import UnitLoader, _checked
@@ -157,6 +157,26 @@ def test_a_unit_that_never_returns_is_stopped_at_the_timeout(tmp_path: Path) -> 
     error = units.reload("spinner")["status"]["error"]
     assert error["type"] == "TimeoutError"
     assert "within 1 s" in error["message"]
+
+
+@needs_sandbox
+def test_a_load_is_held_to_the_shell_sandboxs_limits(tmp_path: Path) -> None:
+    limits = SandboxLimits(file_bytes=1024 * 1024, processes=32)
+    units = UnitFolder(tmp_path / "units", loader=UnitLoader(tmp_path / "root", limits=limits))
+    units.create("big", 'with open("big.bin", "wb") as f:\n    f.write(bytes(2 * 1024 * 1024))\n')
+    error = units.reload("big")["status"]["error"]
+    assert error["type"] in ("OSError", "LoadProcessError"), error  # EFBIG, or SIGXFSZ
+    assert (tmp_path / "root" / "big.bin").stat().st_size <= 1024 * 1024
+    forks = (
+        "import os, time\n"
+        "for _ in range(200):\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(5)\n"
+        "        os._exit(0)\n"
+    )
+    units.create("forks", forks)
+    error = units.reload("forks")["status"]["error"]
+    assert error["type"] in ("BlockingIOError", "OSError"), error  # the fork loop is stopped
 
 
 def test_each_reload_runs_the_current_source(editing_app: UnitsApp) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -35,8 +36,11 @@ from typing import IO, Any, Final
 from agent_presets import ToolCallError
 from agent_presets_general.sandbox import (
     SYSTEM_DIRS,
+    PidsCgroup,
+    SandboxLimits,
     bwrap_args,
     find_bwrap,
+    limited_command,
     root_problem,
     sandbox_env,
     sandbox_status,
@@ -73,11 +77,14 @@ class UnitLoader:
         unsafe: bool = False,
         bwrap: str | None = None,
         timeout: float = LOAD_TIMEOUT,
+        limits: SandboxLimits | None = None,
     ) -> None:
         self.root = Path(root).resolve() if root is not None else None
         self.unsafe = unsafe
         self.bwrap = bwrap or find_bwrap()
         self.timeout = timeout
+        # A load is held to a shell command's limits: processes, memory, file size.
+        self.limits = limits if limits is not None else SandboxLimits()
         start_sandbox_trial(self.bwrap)
 
     @cached_property
@@ -113,10 +120,20 @@ class UnitLoader:
         with self._root() as root:
             python, binds = _python()
             command = [python, "-I", "-S", "-c", PROGRAM, name, str(path)]
-            if sandboxed:
-                assert self.bwrap is not None
-                command = [*_with_binds(bwrap_args(self.bwrap, root), binds), *command]
-            return self._run(command, root, data, sandboxed)
+            if not sandboxed:
+                return self._run(command, root, data, sandboxed)
+            assert self.bwrap is not None
+            sandbox = _with_binds(bwrap_args(self.bwrap, root, limits=self.limits), binds)
+            command = [*sandbox, *limited_command(shlex.join(command), self.limits)]
+            # As the host's root RLIMIT_NPROC does not hold: a pids cgroup caps a fork loop.
+            cgroup = PidsCgroup.make(self.limits.processes)
+            if cgroup is not None:
+                command = cgroup.join_argv(command)
+            try:
+                return self._run(command, root, data, sandboxed)
+            finally:
+                if cgroup is not None:
+                    cgroup.remove(DRAIN_GRACE)
 
     @contextlib.contextmanager
     def _root(self) -> Iterator[Path]:
