@@ -268,3 +268,19 @@ async def test_console_refuses_a_token_with_other_characters_without_failing(
 ) -> None:
     status, _ = await call(console, "GET", "/api/state", headers={TOKEN_HEADER: "t\u00f6ken"})
     assert status == 401
+
+
+async def test_console_views_are_well_formed_whatever_a_runtime_writes(stack: Any) -> None:
+    # A plugin that writes an agent's name into its SVG as it is, controls and all.
+    import xml.etree.ElementTree as ET
+
+    class Careless:
+        def console_view(self) -> dict[str, Any]:
+            text = "a\x01b\x1b[31m\x00\ud800\uffff\x85z"
+            return {"kind": "svg", "svg": f"<svg xmlns='http://www.w3.org/2000/svg'>{text}</svg>"}
+
+    class One(Host):
+        runtimes = {"careless": Careless()}
+
+    (view,) = Console(Controller(stack.manager), app=One(), token=TOKEN).views()
+    assert ET.fromstring(view["svg"]).text == "a\ufffdb\ufffd[31m" + "\ufffd" * 4 + "z"

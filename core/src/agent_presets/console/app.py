@@ -49,7 +49,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_presets.console import allowed_hosts, foreign_request
+from agent_presets.console import allowed_hosts, foreign_request, svg_safe
 from agent_presets.control import ConfirmationRequired, Controller
 from agent_presets.events import read_events, rotated_paths
 from agent_presets.model import PresetError
@@ -173,6 +173,8 @@ class Console:
                 if not callable(view):
                     continue
                 shown = dict(view())
+                if isinstance(shown.get("svg"), str):
+                    shown["svg"] = svg_safe(shown["svg"])  # a stray control breaks the image
             except Exception as exc:  # a plugin's bug must not take the console down
                 log.warning("console view of runtime %r failed: %s", name, exc)
                 shown = {"kind": "error", "error": f"{type(exc).__name__}"}
