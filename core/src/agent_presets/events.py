@@ -24,6 +24,7 @@ What the log promises, and where the code keeps each promise:
 
 from __future__ import annotations
 
+import hashlib
 import time
 import types
 from collections.abc import Mapping
@@ -64,6 +65,17 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…[{len(text)} chars]"
+
+
+def unknown_tool(name: str) -> dict[str, Any]:
+    """The ``Refusal`` fields that stand for ``name``, a tool no plugin provides.
+
+    Its length and a short hash: enough to see one name tried a thousand
+    times, or a thousand names tried once, without keeping what the agent
+    wrote (``docs/events.md``: the log holds no free text from the agent).
+    """
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return {"tool": None, "tool_len": len(name), "tool_sha256": digest}
 
 
 # --------------------------------------------------------------------- arguments
@@ -215,10 +227,20 @@ class Call(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Refusal(Event):
-    """One or more calls a gate refused before they ran."""
+    """One or more calls a gate refused before they ran.
+
+    A name no installed plugin provides is the agent's own text, so it is not
+    kept: ``tool`` is null, and ``tool_len`` and ``tool_sha256`` let a reader
+    tell one unknown name from another, and count them (``unknown_tool``).
+    """
 
     KIND: ClassVar[str] = "refusal"
-    tool: str
+    tool: str | None
+    """The tool asked for; ``"*"`` on a summary of the server-wide budget; null if unknown."""
+    tool_len: int | None = None
+    """Characters of an unknown tool's name; null when ``tool`` is given."""
+    tool_sha256: str | None = None
+    """The first 12 hex digits of the SHA-256 of an unknown tool's name (UTF-8)."""
     gate: str
     """The layer that refused: ``allow-list``, ``budget``, ``preset`` ..."""
     preset: str | None = None

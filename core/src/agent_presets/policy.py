@@ -241,9 +241,14 @@ class ToolPolicy:
         exc: BaseException | None = None,
         arguments: Mapping[str, Any] | None = None,
         token: str | None = None,
+        known: bool = True,
     ) -> None:
         """Log one call: a ``refusal`` line if ``layer`` names the gate that refused it,
         else a ``call`` line.
+
+        ``known`` says whether ``tool`` is a name the server's plugins provide
+        (the caller, which has the catalog, decides). A refusal of a name that
+        is not keeps only its length and a hash: the name is the agent's text.
 
         ``error`` is the message the caller got; it is never written, since
         messages quote argument values. The line keeps the class of ``exc``
@@ -253,10 +258,17 @@ class ToolPolicy:
         if self.events is None:
             return
         # The event classes load with the first line, not with the server.
-        from agent_presets.events import Call, Refusal, describe_arguments, error_class
+        from agent_presets.events import (
+            Call,
+            Refusal,
+            describe_arguments,
+            error_class,
+            unknown_tool,
+        )
 
         if layer is not None:
-            self._refused(Refusal(tool=tool, gate=layer, preset=preset, token=token))
+            named: dict[str, Any] = {"tool": tool} if known else unknown_tool(tool)
+            self._refused(Refusal(**named, gate=layer, preset=preset, token=token))
             return
         described, more = describe_arguments(arguments) if arguments else ({}, 0)
         kind, path = (None, None) if ok else error_class(tool, exc, error)
@@ -310,7 +322,8 @@ class ToolPolicy:
                     and counts is not None
                     and counts.calls >= profile.max_calls
                 )
-            key = "*" if server_spent or token_spent else refusal.tool
+            # Only a tool that exists has a budget, so a budget refusal names its tool.
+            key = "*" if server_spent or token_spent else str(refusal.tool)
             if refusal.token is not None and not server_spent:
                 # A token's budgets are its own: its tallies never merge with another's.
                 key = f"{refusal.token}\0{key}"

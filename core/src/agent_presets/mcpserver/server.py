@@ -268,14 +268,24 @@ class PresetServer(Server[Any]):
         try:
             if tool is None and self.policy.allows(name, token):
                 message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
+                self.policy.record(
+                    name,
+                    ok=False,
+                    seconds=0.0,
+                    layer="preset",
+                    token=token,
+                    known=self._provided(name),
+                )
                 span.refused("preset")
                 return error_result(message)
             self.policy.admit(name, token)
             assert tool is not None  # admit() refuses every name the allow-list leaves out
         except GateError as exc:
             preset = tool.preset if tool is not None else None
-            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
+            known = tool is not None or self._provided(name)
+            self.policy.record(
+                name, ok=False, seconds=0.0, layer=exc.layer, token=token, known=known
+            )
             span.refused(exc.layer, preset)
             return error_result(str(exc))
         refused = await self._confirm(ctx, tool, params.arguments or {})
@@ -355,6 +365,14 @@ class PresetServer(Server[Any]):
         """
         preset = self.presets.registry.get(tool.preset) if tool.preset is not None else None
         return preset is not None and preset.risk in OFFLOAD_RISKS
+
+    def _provided(self, name: str) -> bool:
+        """Whether an installed plugin provides a tool of this MCP name or id.
+
+        Any other name the agent sent is its own text, which the event log
+        never keeps (``ToolPolicy.record(known=...)``).
+        """
+        return self.presets.tool_adapters.find(name) is not None
 
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
