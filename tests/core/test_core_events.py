@@ -31,6 +31,7 @@ from agent_presets.events import (
     Request,
     check_event,
     clip,
+    declared_path,
     describe_arguments,
     encode,
     error_class,
@@ -239,6 +240,28 @@ def test_a_refusal_of_a_name_no_plugin_provides_keeps_its_length_and_hash_only(
     assert "instructions" not in path.read_text() and "xxx" not in path.read_text()
     for line in lines(path):
         check_event(line)
+
+
+def test_names_and_path_steps_a_schema_does_not_declare_are_hashed() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "points": {"type": "array", "items": {"type": "object", "properties": {"x": {}}}},
+            "data": {"type": "object"},
+        },
+    }
+    described, _ = describe_arguments({"points": [], "secret plan": 1}, {"points", "data"})
+    assert list(described) == ["points", "sha256:" + sha12("secret plan")]
+    assert declared_path("points.3.x", schema) == "points.3.x"
+    assert declared_path("data.my diary.0", schema) == f"data.sha256:{sha12('my diary')}.0"
+    assert declared_path("made up.x", schema) == f"sha256:{sha12('made up')}.sha256:{sha12('x')}"
+    assert declared_path("", schema) == ""
+
+
+def sha12(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def test_clip_marks_what_it_cut() -> None:

@@ -152,6 +152,23 @@ async def test_an_unknown_tool_name_reaches_the_event_log_as_a_length_and_a_hash
     assert "hunter2" not in (tmp_path / "events.jsonl").read_text()
 
 
+async def test_argument_names_the_schema_does_not_declare_reach_the_log_hashed(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    import hashlib
+
+    async with serve() as (client, _):
+        made_up = {"theme": "dark", "the password is hunter2": 1}
+        assert (await client.call_tool("space_app_set_theme", made_up)).is_error
+    (line,) = events(tmp_path)
+    hashed = "sha256:" + hashlib.sha256(b"the password is hunter2").hexdigest()[:12]
+    assert line["args"] == {
+        "theme": {"type": "string", "len": 4},
+        hashed: {"type": "integer", "len": None},
+    }
+    assert "hunter2" not in (tmp_path / "events.jsonl").read_text()
+
+
 async def test_a_secret_given_as_an_argument_never_reaches_the_event_log(
     serve: Callable[..., Any], tmp_path: Path
 ) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import time
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -74,8 +74,43 @@ def unknown_tool(name: str) -> dict[str, Any]:
     times, or a thousand names tried once, without keeping what the agent
     wrote (``docs/events.md``: the log holds no free text from the agent).
     """
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return {"tool": None, "tool_len": len(name), "tool_sha256": digest}
+    return {"tool": None, "tool_len": len(name), "tool_sha256": _digest(name)}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def undeclared(name: str) -> str:
+    """How a line writes a name the tool's schema does not declare: ``sha256:`` and 12 hex.
+
+    An argument the schema does not name, or a key inside a free-form object
+    (a graph node's ``data``), was chosen by the agent: its text stays out.
+    """
+    return f"sha256:{_digest(name)}"
+
+
+def declared_path(path: str, schema: Mapping[str, Any] | None) -> str:
+    """``path`` (``points.3.x``) with every step the schema does not declare made ``undeclared``.
+
+    A step is declared when the schema at that depth lists it in
+    ``properties``, or it is an index into an array; once a step is not,
+    nothing below it is either.
+    """
+    node: Any = schema
+    steps = []
+    for step in path.split(".") if path else ():
+        properties = node.get("properties") if isinstance(node, Mapping) else None
+        if isinstance(properties, Mapping) and step in properties:
+            node = properties[step]
+        elif step.isdigit() and isinstance(node, Mapping) and "items" in node:
+            node = node["items"]
+        elif step.isdigit():
+            node = None
+        else:
+            step, node = undeclared(step), None
+        steps.append(step)
+    return ".".join(steps)
 
 
 # --------------------------------------------------------------------- arguments
@@ -109,17 +144,23 @@ def shape_of(value: Any) -> ArgShape:
     return ArgShape("object")
 
 
-def describe_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, ArgShape], int]:
+def describe_arguments(
+    arguments: Mapping[str, Any], declared: Collection[str] | None = None
+) -> tuple[dict[str, ArgShape], int]:
     """The names, types and lengths of ``arguments`` (never their values).
 
     Returns at most ``MAX_ARGS`` entries and the count of the ones left out, so
-    a call with ten thousand arguments still makes a short line.
+    a call with ten thousand arguments still makes a short line. Given the
+    names the tool's schema ``declared``, any other name is written
+    ``undeclared``: the agent made it up.
     """
     described: dict[str, ArgShape] = {}
     for name, value in arguments.items():
         if len(described) == MAX_ARGS:
             break
-        described[clip(str(name))] = shape_of(value)
+        text = str(name)
+        key = clip(text) if declared is None or text in declared else undeclared(text)
+        described[key] = shape_of(value)
     return described, len(arguments) - len(described)
 
 

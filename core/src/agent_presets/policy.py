@@ -242,6 +242,7 @@ class ToolPolicy:
         arguments: Mapping[str, Any] | None = None,
         token: str | None = None,
         known: bool = True,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
         """Log one call: a ``refusal`` line if ``layer`` names the gate that refused it,
         else a ``call`` line.
@@ -249,6 +250,8 @@ class ToolPolicy:
         ``known`` says whether ``tool`` is a name the server's plugins provide
         (the caller, which has the catalog, decides). A refusal of a name that
         is not keeps only its length and a hash: the name is the agent's text.
+        ``schema``, the tool's input schema, says which argument names (and
+        steps of an argument's path) are the tool's; the others are hashed too.
 
         ``error`` is the message the caller got; it is never written, since
         messages quote argument values. The line keeps the class of ``exc``
@@ -261,6 +264,7 @@ class ToolPolicy:
         from agent_presets.events import (
             Call,
             Refusal,
+            declared_path,
             describe_arguments,
             error_class,
             unknown_tool,
@@ -270,8 +274,14 @@ class ToolPolicy:
             named: dict[str, Any] = {"tool": tool} if known else unknown_tool(tool)
             self._refused(Refusal(**named, gate=layer, preset=preset, token=token))
             return
-        described, more = describe_arguments(arguments) if arguments else ({}, 0)
+        declared = None
+        if schema is not None:
+            properties = schema.get("properties")
+            declared = set(properties) if isinstance(properties, Mapping) else set()
+        described, more = describe_arguments(arguments, declared) if arguments else ({}, 0)
         kind, path = (None, None) if ok else error_class(tool, exc, error)
+        if path is not None and schema is not None:
+            path = declared_path(path, schema)
         self.events.write(
             Call(
                 tool=tool,

@@ -335,6 +335,7 @@ class PresetServer(Server[Any]):
             arguments=params.arguments,
             preset=tool.preset,
             token=token,
+            schema=tool.input_schema,
         )
         span.ran(ok=error is None, preset=tool.preset, risk=tool.risk, seconds=seconds)
         if self.fanout.pending:
