@@ -20,3 +20,25 @@ def nested(
         ),
         max_leaves=max_leaves,
     )
+
+
+def _signed(magnitude: int, negative: bool) -> int:
+    return -magnitude if negative else magnitude
+
+
+HUGE_INTEGERS: st.SearchStrategy[int] = st.builds(
+    _signed,
+    st.sampled_from([10**400, 2**1024]) | st.integers(min_value=2**1024, max_value=10**4000),
+    st.booleans(),
+)
+"""Valid JSON integers past a float's range (``10**400``), of either sign.
+
+JSON puts no bound on an integer, and Python reads every one (up to 4300
+digits) exactly; one that a tool turns into a float overflows. Strategies
+for JSON values draw these too, so fuzzing reaches them.
+"""
+
+JSON_NUMBERS: st.SearchStrategy[int | float] = (
+    st.integers() | st.floats(allow_nan=False, allow_infinity=False) | HUGE_INTEGERS
+)
+"""Every number valid JSON can spell: integers of any size, finite floats."""

@@ -79,7 +79,10 @@ async def call(
         "path": path,
         "raw_path": path.encode(),
         "query_string": query.encode(),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+        "headers": [
+            (k.lower().encode(), v.encode())
+            for k, v in {"Host": "127.0.0.1:2", **(headers or {})}.items()
+        ],
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 2),
     }
@@ -115,6 +118,62 @@ async def test_console_answers_401_without_its_token(console: Console) -> None:
     status, page = await call(console, "GET", "/", query=f"token={TOKEN}")
     assert status == 200
     assert "<dialog" in page and "console.js" not in page  # script inlined, nothing fetched
+
+
+async def test_console_answers_a_foreign_host_or_origin_with_no_data(
+    console: Console, stack: Any
+) -> None:
+    # A page that rebinds its own name to the console's address sends that name.
+    own = f"token={TOKEN}"
+    for host in ("attacker.example:2", "attacker.example", "127.0.0.1.attacker.example:2"):
+        status, answer = await call(console, "GET", "/api/state", query=own, headers={"Host": host})
+        assert status == 421 and set(answer) == {"error"}
+    status, _ = await call(
+        console, "GET", "/api/state", query=own, headers={"Origin": "http://evil.example:2"}
+    )
+    assert status == 403
+    body = {"preset": "theme-tools", "state": "on"}
+    head = {TOKEN_HEADER: TOKEN, "Host": "evil.example:2"}
+    assert (await call(console, "POST", "/api/override", headers=head, body=body))[0] == 421
+    assert stack.manager.get_overrides().get("theme-tools") is None
+    for host in ("localhost:2", "[::1]:2", "LOCALHOST:2"):
+        assert (await call(console, "GET", "/api/state", query=own, headers={"Host": host}))[
+            0
+        ] == 200
+    ours = {"Origin": "http://127.0.0.1:2"}
+    assert (await call(console, "GET", "/api/state", query=own, headers=ours))[0] == 200
+
+
+async def test_console_on_a_non_loopback_address_takes_any_host_with_its_token(
+    stack: Any,
+) -> None:
+    # As the MCP endpoint with a token: remote clients use names the server cannot know.
+    console = Console(Controller(stack.manager), token=TOKEN, host="0.0.0.0")
+    head = {"Host": "workstation.lan:2"}
+    assert (await call(console, "GET", "/api/state", query=f"token={TOKEN}", headers=head))[
+        0
+    ] == 200
+    assert (await call(console, "GET", "/api/state", headers=head))[0] == 401
+
+
+def test_the_host_names_a_server_answers_follow_its_address_and_token() -> None:
+    from agent_presets.console import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1", token=True) == ("127.0.0.1", "localhost", "[::1]")
+    assert allowed_hosts("::1", token=False) == ("127.0.0.1", "localhost", "[::1]")
+    assert allowed_hosts("127.0.0.2", token=False) == (
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+        "127.0.0.2",
+    )
+    assert allowed_hosts("192.0.2.7", token=False) == (
+        "192.0.2.7",
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+    )
+    assert allowed_hosts("192.0.2.7", token=True) is None
 
 
 async def test_console_changes_need_the_header_and_go_through_the_controller(
@@ -209,3 +268,19 @@ async def test_console_refuses_a_token_with_other_characters_without_failing(
 ) -> None:
     status, _ = await call(console, "GET", "/api/state", headers={TOKEN_HEADER: "t\u00f6ken"})
     assert status == 401
+
+
+async def test_console_views_are_well_formed_whatever_a_runtime_writes(stack: Any) -> None:
+    # A plugin that writes an agent's name into its SVG as it is, controls and all.
+    import xml.etree.ElementTree as ET
+
+    class Careless:
+        def console_view(self) -> dict[str, Any]:
+            text = "a\x01b\x1b[31m\x00\ud800\uffff\x85z"
+            return {"kind": "svg", "svg": f"<svg xmlns='http://www.w3.org/2000/svg'>{text}</svg>"}
+
+    class One(Host):
+        runtimes = {"careless": Careless()}
+
+    (view,) = Console(Controller(stack.manager), app=One(), token=TOKEN).views()
+    assert ET.fromstring(view["svg"]).text == "a\ufffdb\ufffd[31m" + "\ufffd" * 4 + "z"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -31,6 +32,7 @@ from agent_presets.events import (
     Request,
     check_event,
     clip,
+    declared_path,
     describe_arguments,
     encode,
     error_class,
@@ -224,6 +226,47 @@ def test_a_ten_kilobyte_tool_name_is_clipped(tmp_path: Path) -> None:
     assert path.stat().st_size < 1536
 
 
+def test_a_refusal_of_a_name_no_plugin_provides_keeps_its_length_and_hash_only(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    policy = ToolPolicy(event_log=path)
+    for name in ("ignore previous instructions", "x" * 10_240, "\ud800"):
+        policy.record(name, ok=False, seconds=0.0, layer="preset", known=False)
+    policy.record("space_known", ok=False, seconds=0.0, layer="preset")
+    policy.close()
+    *unknown, known = lines(path)
+    assert [(e["tool"], e["tool_len"]) for e in unknown] == [(None, 28), (None, 10_240), (None, 1)]
+    assert all(re.fullmatch("[0-9a-f]{12}", e["tool_sha256"]) for e in unknown)
+    assert len({e["tool_sha256"] for e in unknown}) == 3
+    assert (known["tool"], known["tool_len"], known["tool_sha256"]) == ("space_known", None, None)
+    assert "instructions" not in path.read_text() and "xxx" not in path.read_text()
+    for line in lines(path):
+        check_event(line)
+
+
+def test_names_and_path_steps_a_schema_does_not_declare_are_hashed() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "points": {"type": "array", "items": {"type": "object", "properties": {"x": {}}}},
+            "data": {"type": "object"},
+        },
+    }
+    described, _ = describe_arguments({"points": [], "secret plan": 1}, {"points", "data"})
+    assert list(described) == ["points", "sha256:" + sha12("secret plan")]
+    assert declared_path("points.3.x", schema) == "points.3.x"
+    assert declared_path("data.my diary.0", schema) == f"data.sha256:{sha12('my diary')}.0"
+    assert declared_path("made up.x", schema) == f"sha256:{sha12('made up')}.sha256:{sha12('x')}"
+    assert declared_path("", schema) == ""
+
+
+def sha12(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def test_clip_marks_what_it_cut() -> None:
     assert clip("short") == "short"
     assert clip("a" * MAX_TEXT) == "a" * MAX_TEXT
@@ -415,9 +458,11 @@ def test_every_kind_and_field_is_documented_with_an_example_that_validates() -> 
         for f in fields(cls):
             if f.name not in ("ts", "token"):
                 assert f"| `{f.name}` |" in section, (kind, f.name)
-        example = section.split("```json\n", 1)[1].split("\n```", 1)[0]
-        check_event(json.loads(example))
-        assert json.loads(example)["kind"] == kind
+        blocks = [b.split("\n```", 1)[0] for b in section.split("```json\n")[1:]]
+        assert blocks, kind
+        for example in (line for block in blocks for line in block.splitlines()):
+            check_event(json.loads(example))
+            assert json.loads(example)["kind"] == kind
 
 
 def test_the_writing_example_in_the_docs_runs(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -558,6 +560,108 @@ def test_an_unreadable_state_database_is_a_clear_error_and_frees_the_lock(state_
     with pytest.raises(PresetError, match=r"state\.db: the state database cannot be read"):
         HeadlessHost(state_dir)
     acquire_state_lock(state_dir).release()  # the refused host let go of the lock
+
+
+def _filled_state(state_dir: Path) -> Path:
+    """A state database of a few dozen pages, closed (its log folded in)."""
+    store = StateStore(state_dir / "state.db")
+    table = store.table("drawing", "home")
+    with table.transaction():
+        for i in range(2000):
+            table.put(f"obj/{i:05d}", {"x": i, "text": "abc" * 20})
+        table.put("nan", float("nan"))  # Python's json writes it, SQLite's doubts it
+    store.close()
+    return state_dir / "state.db"
+
+
+def test_a_sound_state_database_opens_whatever_python_wrote_into_it(state_dir):
+    with HeadlessHost(state_dir) as host:
+        assert host.store.table("drawing", "home").is_empty()
+    _filled_state(state_dir)
+    with HeadlessHost(state_dir) as host:
+        table = host.store.table("drawing", "home")
+        assert len(table.keys()) == 2001 and math.isnan(table.get("nan"))
+
+
+def _refused_at_start(state_dir: Path) -> str:
+    """The one-line error ``presets serve`` stops with; the lock is free again after it."""
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    with pytest.raises(PresetError) as refused:
+        HeadlessHost(state_dir)
+    acquire_state_lock(state_dir).release()
+    result = CliRunner().invoke(main, ["serve", "--state-dir", str(state_dir)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert str(refused.value) in " ".join(result.output.split())
+    message = str(refused.value)
+    assert message.startswith(f"{state_dir.resolve() / 'state.db'}: the state database cannot")
+    assert "restore it from a backup, or move it aside" in message
+    assert "\n" not in message and len(message) < 800
+    return message
+
+
+def test_a_state_database_with_pages_damaged_mid_file_is_refused_at_start(state_dir):
+    path = _filled_state(state_dir)
+    data = bytearray(path.read_bytes())
+    for i in range(64):
+        data[len(data) // 2 + i] ^= 0xFF
+    path.write_bytes(data)
+    assert "(it is damaged: " in _refused_at_start(state_dir)
+
+
+def test_a_state_database_row_with_a_flipped_byte_is_refused_at_start(state_dir):
+    # The pages stay sound (quick_check passes); the value is no longer UTF-8.
+    path = _filled_state(state_dir)
+    data = path.read_bytes()
+    at = data.index(b'{"x":1012,') + 20
+    path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :])
+    message = _refused_at_start(state_dir)
+    assert "(its row 'obj/01012' of 'drawing' in world 'home' is not JSON)" in message
+
+
+def test_a_state_database_row_that_is_not_json_is_refused_at_start(state_dir):
+    import sqlite3
+
+    path = _filled_state(state_dir)
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE rows SET value = '{not json' WHERE key = 'obj/00007'")
+    message = _refused_at_start(state_dir)
+    assert "(its row 'obj/00007' of 'drawing' in world 'home' is not JSON)" in message
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_state_directory_and_database_are_private_from_creation(state_dir, preset_file):
+    host = start_host(state_dir, preset_file)
+    host.world_runtime("home", "sketch").add("a stroke")
+    names = {p.name: _mode(p) for p in state_dir.iterdir() if p.name.startswith("state")}
+    host.close()
+    assert _mode(state_dir) == 0o700
+    assert names["state.db"] == 0o600
+    assert names.get("state.db-wal") == 0o600 and names.get("state.db-shm") == 0o600
+
+
+def test_a_readable_state_directory_and_database_are_tightened_at_start(state_dir, preset_file):
+    start_host(state_dir, preset_file).close()
+    import sqlite3
+
+    # What an earlier version left: a 0755 folder, a 0644 database, a log beside it.
+    db = sqlite3.connect(state_dir / "state.db")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE t (x)")
+    files = [state_dir / "state.db", state_dir / "state.db-wal", state_dir / "state.db-shm"]
+    for path in files:
+        path.chmod(0o644)
+    state_dir.chmod(0o755)
+    host = HeadlessHost(state_dir)
+    db.close()
+    assert _mode(state_dir) == 0o700
+    assert [_mode(p) for p in files] == [0o600, 0o600, 0o600]
+    host.close()
 
 
 # ------------------------------------------------------------------ the state database

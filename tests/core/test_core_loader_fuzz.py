@@ -93,6 +93,9 @@ TOKENS: Final = [
     ".nan",
     "=",
     "9" * 5000,
+    "1" + "0" * 400,  # valid YAML and JSON, past a float's range
+    "-1" + "0" * 400,
+    "1e400",
     "a" * 2000,
     "[" * 200,
     "{a: " * 120,

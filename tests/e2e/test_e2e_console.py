@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 from e2e.conftest import HttpServer
 from e2e.test_e2e_confirm import calls_of, decisions
+from e2e.test_e2e_http import post_status
 from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 
@@ -136,6 +137,19 @@ def test_console_refuses_requests_without_its_token(console_server: ConsoleServe
     assert _status(f"{base}/api/state") == 401
     assert _status(f"{base}/?token={token}") == 200
     assert _status(f"{base}/api/state?token={token}") == 200
+
+
+def test_console_refuses_a_foreign_host_as_the_mcp_endpoint_does(
+    console_server: ConsoleServer,
+) -> None:
+    # DNS rebinding: the page's own name arrives as the Host, the token or not.
+    base, token = console_server.base, console_server.token
+    foreign = {"Host": "attacker.example"}
+    assert _status(f"{base}/api/state?token={token}", headers=foreign) == 421
+    assert post_status(console_server.port, foreign) == 421
+    evil = {"Origin": "http://evil.example"}
+    assert _status(f"{base}/api/state?token={token}", headers=evil) == 403
+    assert post_status(console_server.port, evil) == 403
 
 
 def test_console_changes_need_the_token_in_a_header(console_server: ConsoleServer) -> None:

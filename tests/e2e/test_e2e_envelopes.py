@@ -30,6 +30,7 @@ import mcp_types as types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_strategies import JSON_NUMBERS
 from mcp_types import methods as mcp_methods
 from pydantic import ValidationError
 
@@ -244,7 +245,7 @@ _VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
+    JSON_NUMBERS,
     st.text(max_size=5),
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),

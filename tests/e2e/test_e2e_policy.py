@@ -126,6 +126,49 @@ async def test_the_event_log_has_one_line_per_call_with_preset_outcome_and_laten
     assert inactive["tool"] == "space_drawing_undo"
 
 
+async def test_an_unknown_tool_name_reaches_the_event_log_as_a_length_and_a_hash(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    # A name no plugin provides is the agent's own text, whichever gate refuses it.
+    import hashlib
+
+    secret = "space_the_password_is_hunter2"
+    async with serve() as (client, _):
+        assert (await client.call_tool(secret, {})).is_error
+    async with serve(allow=["general-theme-tools"]) as (client, _):
+        assert (await client.call_tool(secret, {})).is_error
+        assert (await client.call_tool("space_drawing_undo", {})).is_error  # known: named
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:12]
+    *unknown, known = events(tmp_path)
+    assert [(e["gate"], e["tool"], e["tool_len"], e["tool_sha256"]) for e in unknown] == [
+        ("preset", None, len(secret), digest),
+        ("allow-list", None, len(secret), digest),
+    ]
+    assert (known["tool"], known["tool_len"], known["tool_sha256"]) == (
+        "space_drawing_undo",
+        None,
+        None,
+    )
+    assert "hunter2" not in (tmp_path / "events.jsonl").read_text()
+
+
+async def test_argument_names_the_schema_does_not_declare_reach_the_log_hashed(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    import hashlib
+
+    async with serve() as (client, _):
+        made_up = {"theme": "dark", "the password is hunter2": 1}
+        assert (await client.call_tool("space_app_set_theme", made_up)).is_error
+    (line,) = events(tmp_path)
+    hashed = "sha256:" + hashlib.sha256(b"the password is hunter2").hexdigest()[:12]
+    assert line["args"] == {
+        "theme": {"type": "string", "len": 4},
+        hashed: {"type": "integer", "len": None},
+    }
+    assert "hunter2" not in (tmp_path / "events.jsonl").read_text()
+
+
 async def test_a_secret_given_as_an_argument_never_reaches_the_event_log(
     serve: Callable[..., Any], tmp_path: Path
 ) -> None:

@@ -12,8 +12,12 @@ depends on them (optional fields, nulls, hits and misses).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import itertools
+import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +33,8 @@ import agent_presets_general
 import agent_presets_graph
 import agent_presets_scene
 import agent_presets_units
-from agent_presets import ToolCallError, ToolResultError
+from agent_presets import ToolArgumentError, ToolCallError, ToolResultError
+from agent_presets.adapters import plain_mapping
 from agent_presets.model import ToolDef
 from agent_presets.testing import PresetsHost, mcp_name, plugin_adapters, plugin_presets
 
@@ -55,9 +60,13 @@ class RecordingHost(PresetsHost):
         super().__init__(BUILT_INS, directory / "state", root=directory / "files")
         self.enable(*OFF_PRESETS)
         self.calls: list[tuple[ToolDef, Any]] = []
+        self.first_calls: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        """Each tool's first call: the context it was offered in, and its arguments."""
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Call ``space_<name>``, which the current context must offer."""
+        context = dict(self.manager.get_context())
+        self.first_calls.setdefault(name, (context, copy.deepcopy(arguments)))
         tool = self.tools().get(f"space_{name}")
         result = self.call_tool(f"space_{name}", arguments)  # fails when it is not offered
         assert tool is not None
@@ -263,6 +272,87 @@ def test_a_dict_result_without_an_output_schema_is_reported(app: RecordingHost) 
         "space_drawing_inspect returned structured content but declares no output schema"
     ]
     assert problems([(tool, {"width": "wide"})]) != []
+
+
+# -- numbers at the far ends of a float ------------------------------------------------
+
+TOO_LARGE = (10**400, -(10**400), 2**1024)
+"""Valid JSON integers past a float's range: refused by name before any tool computes."""
+FAR_ENDS = (sys.float_info.max, -sys.float_info.max, 10**308, -(10**308), 5e-324, -0.0)
+"""Numbers a tool must compute with: each gets an answer or a refusal, never a crash."""
+
+
+def numeric_paths(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """Every place a number goes in arguments of ``schema``; ``('points', 0, 0)`` in a pair list."""
+    if schema.get("type") in ("number", "integer"):
+        yield path
+    items = schema.get("items")
+    if isinstance(items, dict):
+        yield from numeric_paths(items, (*path, 0))
+    for name, inner in schema.get("properties", {}).items():
+        yield from numeric_paths(inner, (*path, name))
+
+
+def smallest(schema: Any) -> Any:
+    """A value of ``schema``'s shape to put a number into: its required parts only."""
+    kind = schema.get("type")
+    if kind == "array":
+        return [smallest(schema.get("items", {})) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind == "object":
+        return {k: smallest(schema["properties"][k]) for k in schema.get("required", [])}
+    if "enum" in schema:
+        return schema["enum"][0]
+    return "a" if kind == "string" else 1
+
+
+def with_number(
+    arguments: dict[str, Any], schema: Any, path: tuple[str | int, ...], number: Any
+) -> dict[str, Any]:
+    """``arguments`` with ``number`` at ``path``; a container they lack is made up."""
+    result = copy.deepcopy(arguments)
+    holder: Any = result
+    for key in path[:-1]:
+        schema = schema["properties"][key] if isinstance(key, str) else schema["items"]
+        if isinstance(key, str) and not isinstance(holder.get(key), list | dict):
+            holder[key] = smallest(schema)
+        holder = holder[key]
+    holder[path[-1]] = number
+    return result
+
+
+def test_every_numeric_argument_refuses_an_integer_past_a_float_by_name(
+    app: RecordingHost,
+) -> None:
+    for scenario in SCENARIOS:
+        scenario(app)
+    numeric_tools = {
+        name.removeprefix("space_")
+        for p in BUILT_INS
+        for a in plugin_adapters(p).values()
+        if any(numeric_paths(plain_mapping(a.input_schema)))
+        for name in [mcp_name(a)]
+    }
+    assert numeric_tools <= app.first_calls.keys()
+    places = 0
+    for name in sorted(numeric_tools):
+        context, arguments = app.first_calls[name]
+        app.into({key: context.get(key) for key in ("surface", "activity")})
+        schema = plain_mapping(app.tools()[f"space_{name}"].input_schema)
+        for path in numeric_paths(schema):
+            places += 1
+            where = ".".join(map(str, path))
+            for number in TOO_LARGE:
+                with pytest.raises(ToolArgumentError) as refused:
+                    app.call_tool(f"space_{name}", with_number(arguments, schema, path, number))
+                message = str(refused.value)
+                exponent = math.floor(math.log10(abs(number)))
+                assert f"argument '{where}': an integer of about " in message
+                assert f"10**{exponent} is out of range; give a number between" in message
+            for number in FAR_ENDS:
+                # A refusal the model can read is fine; anything else fails the test.
+                with contextlib.suppress(ToolCallError):
+                    app.call_tool(f"space_{name}", with_number(arguments, schema, path, number))
+    assert places >= 43  # the numeric arguments of the built-ins when this test was written
 
 
 # -- arguments drawn at random ---------------------------------------------------------

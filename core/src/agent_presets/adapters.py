@@ -14,10 +14,11 @@ import inspect
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.callcontext import CallContext
 from agent_presets.metaschema import schema_problem
@@ -498,9 +499,9 @@ class ToolAdapterRegistry:
             compiled = _not_certain if "$id" in str(schema) else compile_check(schema, schema)
 
             def check(arguments: dict[str, Any]) -> bool:
-                # Non-finite numbers first: JSON Schema's "number" lets NaN through.
+                # Unusable numbers first: JSON Schema's "number" lets NaN and 10**400 through.
                 try:
-                    return _non_finite_number(arguments) is None and compiled(arguments)
+                    return _unusable_number(arguments) is None and compiled(arguments)
                 except RecursionError:  # nested deeper than the quick reading goes
                     return False
 
@@ -546,17 +547,17 @@ class ToolAdapterRegistry:
 def check_arguments(tool: str, validator: Validator, arguments: dict[str, Any]) -> None:
     """Raise ``ToolArgumentError`` naming the argument and what was expected.
 
-    Non-finite numbers are refused first, wherever they are: Python's ``json``
-    reads ``NaN`` and ``Infinity``, and JSON Schema's ``type: number`` (and
-    every ``minimum``, since a comparison with NaN is false) lets NaN through.
+    Numbers no tool can compute with are refused first, wherever they are:
+    Python's ``json`` reads ``NaN`` and ``Infinity``, and JSON Schema's
+    ``type: number`` (and every ``minimum``, since a comparison with NaN is
+    false) lets NaN through; JSON has integers of any size, and one past a
+    float's range (``10**400``) overflows the first arithmetic a tool does
+    with it.
     """
-    non_finite = _non_finite_number(arguments)
-    if non_finite is not None:
-        path, value = non_finite
-        raise ToolArgumentError(
-            f"{tool}: {_argument(path)}: {_json_number(value)} is not a number; "
-            "give a finite number"
-        )
+    unusable = _unusable_number(arguments)
+    if unusable is not None:
+        path, value = unusable
+        raise ToolArgumentError(f"{tool}: {_argument(path)}: {_number_problem(value)}")
     from jsonschema.exceptions import best_match
 
     error = best_match(validator.iter_errors(arguments))
@@ -618,18 +619,25 @@ def _not_certain(arguments: Any) -> bool:
     return False
 
 
-def _non_finite_number(arguments: Any) -> tuple[str, float] | None:
-    """The dotted path and value of a NaN or infinity in ``arguments``, or None.
+LARGEST_NUMBER: Final = sys.float_info.max
+"""The largest magnitude an argument's number may have: a float's, which tools compute in."""
+
+
+def _unusable_number(arguments: Any) -> tuple[str, float | int] | None:
+    """The dotted path and value of a NaN, an infinity or a too-large integer, or None.
 
     Every call runs this, so the common case (nothing found) is a plain scan
     that builds no paths; only a hit walks again to say where it is.
     """
     stack = [arguments]
-    pop, push, finite = stack.pop, stack.extend, math.isfinite
+    pop, push, finite, largest = stack.pop, stack.extend, math.isfinite, LARGEST_NUMBER
     while stack:
         value = pop()
         if isinstance(value, float):
             if not finite(value):
+                break
+        elif isinstance(value, int):
+            if not -largest <= value <= largest:
                 break
         elif isinstance(value, dict):
             push(value.values())
@@ -637,11 +645,13 @@ def _non_finite_number(arguments: Any) -> tuple[str, float] | None:
             push(value)
     else:
         return None
-    return _first_non_finite((), arguments)
+    return _first_unusable((), arguments)
 
 
-def _first_non_finite(path: tuple[str, ...], value: Any) -> tuple[str, float] | None:
+def _first_unusable(path: tuple[str, ...], value: Any) -> tuple[str, float | int] | None:
     if isinstance(value, float) and not math.isfinite(value):
+        return ".".join(path), value
+    if isinstance(value, int) and not -LARGEST_NUMBER <= value <= LARGEST_NUMBER:
         return ".".join(path), value
     children = (
         value.items()
@@ -651,17 +661,21 @@ def _first_non_finite(path: tuple[str, ...], value: Any) -> tuple[str, float] | 
         else ()
     )
     for key, child in children:
-        found = _first_non_finite((*path, str(key)), child)
+        found = _first_unusable((*path, str(key)), child)
         if found is not None:
             return found
     return None
 
 
-def _json_number(value: float) -> str:
-    """How JSON-with-extensions (and so the caller) spells a non-finite number."""
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+def _number_problem(value: float | int) -> str:
+    """What is wrong with an unusable number, told without echoing its hundreds of digits."""
+    if isinstance(value, int):
+        sign = "-" if value < 0 else ""
+        # log10, not str(): str() of an integer past 4300 digits raises.
+        size = f"{sign}10**{math.floor(math.log10(abs(value)))}"
+        return f"an integer of about {size} is out of range; give a number between -1e308 and 1e308"
+    spelt = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    return f"{spelt} is not a number; give a finite number"
 
 
 def takes_call(function: Callable[..., Any]) -> bool:

@@ -36,6 +36,28 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     _fsync_dir(path.parent)
 
 
+def private_directory(path: Path) -> None:
+    """Make ``path`` (and its missing parents) a folder only its owner can enter.
+
+    A new folder is made mode 0700; an existing one loses its group and other
+    bits, so a state directory an earlier version made 0755 is tightened on the
+    next start. A folder of another owner is left alone: only its owner may
+    change its mode, and the files made in it are private on their own.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_file(path)
+
+
+def private_file(path: Path) -> None:
+    """Drop the group and other bits of ``path`` if it exists (0644 becomes 0600)."""
+    try:
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            os.chmod(path, mode & 0o7700)
+    except (FileNotFoundError, PermissionError):
+        pass
+
+
 def write_json_atomic(path: Path, value: Any, *, mode: int | None = None) -> None:
     data = json.dumps(value, indent=1, sort_keys=True).encode("utf-8") + b"\n"
     write_atomic(path, data, mode=mode)

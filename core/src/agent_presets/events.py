@@ -24,9 +24,10 @@ What the log promises, and where the code keeps each promise:
 
 from __future__ import annotations
 
+import hashlib
 import time
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -69,6 +70,52 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     return f"{text[:limit]}…[{len(text)} chars]"
 
 
+def unknown_tool(name: str) -> dict[str, Any]:
+    """The ``Refusal`` fields that stand for ``name``, a tool no plugin provides.
+
+    Its length and a short hash: enough to see one name tried a thousand
+    times, or a thousand names tried once, without keeping what the agent
+    wrote (``docs/events.md``: the log holds no free text from the agent).
+    """
+    return {"tool": None, "tool_len": len(name), "tool_sha256": _digest(name)}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def undeclared(name: str) -> str:
+    """How a line writes a name the tool's schema does not declare: ``sha256:`` and 12 hex.
+
+    An argument the schema does not name, or a key inside a free-form object
+    (a graph node's ``data``), was chosen by the agent: its text stays out.
+    """
+    return f"sha256:{_digest(name)}"
+
+
+def declared_path(path: str, schema: Mapping[str, Any] | None) -> str:
+    """``path`` (``points.3.x``) with every step the schema does not declare made ``undeclared``.
+
+    A step is declared when the schema at that depth lists it in
+    ``properties``, or it is an index into an array; once a step is not,
+    nothing below it is either.
+    """
+    node: Any = schema
+    steps = []
+    for step in path.split(".") if path else ():
+        properties = node.get("properties") if isinstance(node, Mapping) else None
+        if isinstance(properties, Mapping) and step in properties:
+            node = properties[step]
+        elif step.isdigit() and isinstance(node, Mapping) and "items" in node:
+            node = node["items"]
+        elif step.isdigit():
+            node = None
+        else:
+            step, node = undeclared(step), None
+        steps.append(step)
+    return ".".join(steps)
+
+
 # --------------------------------------------------------------------- arguments
 
 
@@ -100,17 +147,23 @@ def shape_of(value: Any) -> ArgShape:
     return ArgShape("object")
 
 
-def describe_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, ArgShape], int]:
+def describe_arguments(
+    arguments: Mapping[str, Any], declared: Collection[str] | None = None
+) -> tuple[dict[str, ArgShape], int]:
     """The names, types and lengths of ``arguments`` (never their values).
 
     Returns at most ``MAX_ARGS`` entries and the count of the ones left out, so
-    a call with ten thousand arguments still makes a short line.
+    a call with ten thousand arguments still makes a short line. Given the
+    names the tool's schema ``declared``, any other name is written
+    ``undeclared``: the agent made it up.
     """
     described: dict[str, ArgShape] = {}
     for name, value in arguments.items():
         if len(described) == MAX_ARGS:
             break
-        described[clip(str(name))] = shape_of(value)
+        text = str(name)
+        key = clip(text) if declared is None or text in declared else undeclared(text)
+        described[key] = shape_of(value)
     return described, len(arguments) - len(described)
 
 
@@ -226,10 +279,20 @@ class Call(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Refusal(Event):
-    """One or more calls a gate refused before they ran."""
+    """One or more calls a gate refused before they ran.
+
+    A name no installed plugin provides is the agent's own text, so it is not
+    kept: ``tool`` is null, and ``tool_len`` and ``tool_sha256`` let a reader
+    tell one unknown name from another, and count them (``unknown_tool``).
+    """
 
     KIND: ClassVar[str] = "refusal"
-    tool: str
+    tool: str | None
+    """The tool asked for; ``"*"`` on a summary of the server-wide budget; null if unknown."""
+    tool_len: int | None = None
+    """Characters of an unknown tool's name; null when ``tool`` is given."""
+    tool_sha256: str | None = None
+    """The first 12 hex digits of the SHA-256 of an unknown tool's name (UTF-8)."""
     gate: str
     """The layer that refused: ``allow-list``, ``budget``, ``preset`` ..."""
     preset: str | None = None

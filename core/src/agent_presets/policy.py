@@ -66,6 +66,12 @@ class CallRecord:
     seconds: float = 0.0
     arguments: Mapping[str, Any] | None = None
     error: BaseException | None = None
+    message: str | None = None
+    """The error message the caller got, when there is no ``error`` to classify."""
+    known: bool = True
+    """Whether ``tool`` is a name an installed plugin provides (else it is the agent's text)."""
+    schema: Mapping[str, Any] | None = None
+    """The tool's input schema: argument names it does not declare are hashed in the log."""
 
 
 class GateError(ToolCallError):
@@ -280,16 +286,34 @@ class ToolPolicy:
     # -- event log -----------------------------------------------------------
 
     def write(self, record: CallRecord) -> None:
-        """Log a call's one record: a ``refusal`` line for a gate's refusal, else ``call``."""
+        """Log a call's one record: a ``refusal`` line for a gate's refusal, else ``call``.
+
+        A refusal of a name no plugin provides (``record.known`` False) keeps
+        only its length and a hash: the name is the agent's text. Argument
+        names (and steps of an argument's path) that the tool's input schema
+        (``record.schema``) does not declare are hashed for the same reason.
+        Messages are never written, since they quote argument values: the line
+        keeps the error's class and the argument's path.
+        """
         if self.events is None:
             return
         # The event classes load with the first line, not with the server.
-        from agent_presets.events import Call, Refusal, describe_arguments, error_class
+        from agent_presets.events import (
+            Call,
+            Refusal,
+            declared_path,
+            describe_arguments,
+            error_class,
+            unknown_tool,
+        )
 
         if record.outcome == "refused":
+            named: dict[str, Any] = (
+                {"tool": record.tool} if record.known else unknown_tool(record.tool)
+            )
             self._refused(
                 Refusal(
-                    tool=record.tool,
+                    **named,
                     gate=record.gate or "unknown",
                     preset=record.preset,
                     token=record.token,
@@ -298,15 +322,22 @@ class ToolPolicy:
                 )
             )
             return
+        schema = record.schema
+        declared = None
+        if schema is not None:
+            properties = schema.get("properties")
+            declared = set(properties) if isinstance(properties, Mapping) else set()
         arguments = record.arguments
-        described, more = describe_arguments(arguments) if arguments else ({}, 0)
+        described, more = describe_arguments(arguments, declared) if arguments else ({}, 0)
         ok = record.outcome == "ok"
         if ok:
             kind, path = None, None
         elif record.outcome == "cancelled":
             kind, path = "cancelled", None
         else:
-            kind, path = error_class(record.tool, record.error, None)
+            kind, path = error_class(record.tool, record.error, record.message)
+        if path is not None and schema is not None:
+            path = declared_path(path, schema)
         self.events.write(
             Call(
                 tool=record.tool,
@@ -337,37 +368,31 @@ class ToolPolicy:
         exc: BaseException | None = None,
         arguments: Mapping[str, Any] | None = None,
         token: str | None = None,
+        known: bool = True,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
-        """Log one call: a ``refusal`` line if ``layer`` names the gate that refused it,
-        else a ``call`` line. (The server writes a ``CallRecord`` with ``write``; this
-        is the same line from loose facts, for a host that runs tools itself.)
+        """Log one call from loose facts: a ``refusal`` if ``layer`` names the gate that
+        refused it, else a ``call``. The server's pipeline writes a ``CallRecord`` with
+        ``write``; this is the same line for a host that runs tools itself.
 
-        ``error`` is the message the caller got; it is never written, since
-        messages quote argument values. The line keeps the class of ``exc``
-        (or, given only a message, whether it was an argument error) and the
-        argument's path; ``arguments`` contributes names, types and lengths.
+        ``error`` is the message the caller got (never written; with no ``exc``
+        it says whether the error was an argument error).
         """
-        if self.events is None:
-            return
-        # The event classes load with the first line, not with the server.
-        from agent_presets.events import Call, Refusal, describe_arguments, error_class
-
-        if layer is not None:
-            self._refused(Refusal(tool=tool, gate=layer, preset=preset, token=token))
-            return
-        described, more = describe_arguments(arguments) if arguments else ({}, 0)
-        kind, path = (None, None) if ok else error_class(tool, exc, error)
-        self.events.write(
-            Call(
+        outcome: Outcome = "refused" if layer is not None else "ok" if ok else "error"
+        self.write(
+            CallRecord(
                 tool=tool,
-                preset=preset,
-                ok=ok,
-                latency_ms=round(seconds * 1000, 3),
-                args=described,
-                args_more=more,
-                error=kind,
-                arg=path,
+                outcome=outcome,
+                principal=token if token is not None else LOCAL,
                 token=token,
+                gate=layer,
+                preset=preset,
+                seconds=seconds,
+                arguments=arguments,
+                error=exc,
+                message=error,
+                known=known,
+                schema=schema,
             )
         )
 
@@ -407,7 +432,8 @@ class ToolPolicy:
                     and counts is not None
                     and counts.calls >= profile.max_calls
                 )
-            key = "*" if server_spent or token_spent else refusal.tool
+            # Only a tool that exists has a budget, so a budget refusal names its tool.
+            key = "*" if server_spent or token_spent else str(refusal.tool)
             if refusal.token is not None and not server_spent:
                 # A token's budgets are its own: its tallies never merge with another's.
                 key = f"{refusal.token}\0{key}"

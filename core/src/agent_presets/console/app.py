@@ -12,6 +12,10 @@ the console has no rule of its own. What it guards itself is the door:
   other page can change anything, even one that learned the URL.
 - The app binds loopback unless the person passes ``--insecure``
   (``agent_presets.console.is_loopback``; the CLI decides).
+- A request must name the console's own address as its Host (and Origin),
+  as the MCP endpoint requires (``agent_presets.console.allowed_hosts``): a
+  page that rebinds its own name to this address gets 421 (403 for a foreign
+  Origin) and no data, token or not.
 
 The page is live through Server-Sent Events: the manager's and the request
 store's ``on_change`` listeners bump a version, the event log is watched by
@@ -45,6 +49,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_presets.console import allowed_hosts, foreign_request, svg_safe
 from agent_presets.control import ConfirmationRequired, Controller
 from agent_presets.events import read_events, rotated_paths
 from agent_presets.model import PresetError
@@ -69,7 +74,9 @@ class Console:
     """The state a console shows, and the Starlette app that shows it.
 
     ``app`` is the host (anything with ``runtime_names()`` and
-    ``runtime(name)``); ``event_log`` is the server's log, or None.
+    ``runtime(name)``); ``event_log`` is the server's log, or None;
+    ``host`` the address the console listens on, which decides the Host
+    names it answers.
     """
 
     def __init__(
@@ -79,8 +86,10 @@ class Console:
         app: Any = None,
         event_log: Path | None = None,
         token: str | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.controller = controller
+        self.hosts = allowed_hosts(host, token=True)
         self.host_app = app
         self.event_log = event_log
         self.token = token or secrets.token_urlsafe(24)
@@ -164,6 +173,8 @@ class Console:
                 if not callable(view):
                     continue
                 shown = dict(view())
+                if isinstance(shown.get("svg"), str):
+                    shown["svg"] = svg_safe(shown["svg"])  # a stray control breaks the image
             except Exception as exc:  # a plugin's bug must not take the console down
                 log.warning("console view of runtime %r failed: %s", name, exc)
                 shown = {"kind": "error", "error": f"{type(exc).__name__}"}
@@ -186,10 +197,18 @@ class Console:
 
         async def gate(scope: Scope, receive: Receive, send: Send) -> None:
             # Before routing: without the token, even a wrong path or method is a 401,
-            # so nothing about the app shows to someone who does not hold it.
-            if scope["type"] == "http" and not self._allowed(Request(scope)):
-                await self._refused()(scope, receive, send)
-                return
+            # so nothing about the app shows to someone who does not hold it. Before
+            # the token: a foreign Host is a rebinding page, whatever it learned.
+            if scope["type"] == "http":
+                request = Request(scope)
+                headers = request.headers
+                status = foreign_request(headers.get("host"), headers.get("origin"), self.hosts)
+                if status:
+                    await self._misdirected(status)(scope, receive, send)
+                    return
+                if not self._allowed(request):
+                    await self._refused()(scope, receive, send)
+                    return
             await routes(scope, receive, send)
 
         return gate
@@ -208,6 +227,13 @@ class Console:
         return JSONResponse(
             {"error": "unauthorized: open the console URL that presets serve printed"},
             status_code=401,
+        )
+
+    @staticmethod
+    def _misdirected(status: int) -> Response:
+        return JSONResponse(
+            {"error": "wrong host: open the console URL that presets serve printed"},
+            status_code=status,
         )
 
     async def _page(self, request: Request) -> Response:

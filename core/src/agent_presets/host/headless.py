@@ -486,7 +486,8 @@ def _open_store(path: Path) -> StateStore:
     except sqlite3.DatabaseError as exc:
         raise PresetError(
             f"{path}: the state database cannot be read ({exc}); restore it from a backup, "
-            "or move it aside to start with an empty state"
+            f"or move it aside (with any {path.name}-wal and {path.name}-shm beside it) "
+            "to start with an empty state"
         ) from None
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from agent_presets.atomicfile import private_directory
 from agent_presets.model import PresetError
 
 LOCK_FILE: Final = "state.lock"
@@ -57,7 +58,7 @@ class StateLock:
     def acquire(self) -> StateLock:
         if self._fd is not None:
             return self
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(self.state_dir)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

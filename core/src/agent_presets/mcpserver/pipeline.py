@@ -113,6 +113,8 @@ class Served(Protocol):
 
     def does_io(self, tool: ToolDef) -> bool: ...
 
+    def provides(self, name: str) -> bool: ...
+
 
 @runtime_checkable
 class Stage(Protocol):
@@ -183,6 +185,7 @@ class Record:
         server = self.server
         tool = call.tool
         preset = tool.preset if tool is not None else None
+        refused = call.outcome == "refused"
         record = CallRecord(
             tool=call.name,
             principal=call.principal,
@@ -193,9 +196,12 @@ class Record:
             risk=tool.risk if tool is not None else None,
             reason=server.exposed_because(preset),
             confirm=call.confirm,
-            seconds=0.0 if call.outcome == "refused" else time.perf_counter() - call.started,
-            arguments=call.arguments if call.outcome != "refused" else None,
+            seconds=0.0 if refused else time.perf_counter() - call.started,
+            arguments=None if refused else call.arguments,
             error=call.error,
+            # A name no plugin provides is the agent's text: the log keeps a hash of it.
+            known=tool is not None or not refused or server.provides(call.name),
+            schema=tool.input_schema if tool is not None else None,
         )
         server.policy.write(record)
         server.telemetry.record(record)

@@ -292,6 +292,14 @@ class PresetServer(Server[Any]):
         preset = self.presets.registry.get(tool.preset) if tool.preset is not None else None
         return preset is not None and preset.risk in OFFLOAD_RISKS
 
+    def provides(self, name: str) -> bool:
+        """Whether an installed plugin provides a tool of this MCP name or id.
+
+        Any other name the agent sent is its own text, which the event log
+        never keeps (``CallRecord.known``).
+        """
+        return self.presets.tool_adapters.find(name) is not None
+
     def unavailable_message(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
         from agent_presets.explain import explain_tool  # only on this rare path, not at start

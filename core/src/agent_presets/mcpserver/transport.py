@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from agent_presets.console import allowed_hosts
 from agent_presets.control import ControlListener
 from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
 from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode
@@ -127,7 +128,9 @@ def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
         sock = _bind(options.host, options.port)
     except PresetError as exc:
         raise PresetError(str(exc).replace("--port", "--console [HOST:]PORT")) from None
-    console = Console(server.control, app=options.app, event_log=server.policy.event_log)
+    console = Console(
+        server.control, app=options.app, event_log=server.policy.event_log, host=options.host
+    )
     return partial(serve_console, console, sock, options)
 
 
@@ -200,22 +203,17 @@ async def _serve_http(
 
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    security = None
-    if tokens is not None and not is_loopback(host):
-        # A page that rebinds a name to this address cannot present a bearer
-        # token, so the token check is the protection; a Host check would only
-        # refuse the names remote clients legitimately use (and every name,
-        # for a wildcard address such as 0.0.0.0).
+    # The names a request may give as its Host, decided where the console decides its own.
+    names = allowed_hosts(host, token=tokens is not None)
+    if names is None:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    elif not is_loopback(host):
-        # The SDK protects loopback hosts by itself; elsewhere accept only the
-        # address given (and loopback), so a rebinding name is still refused.
-        names = [shown, "127.0.0.1", "localhost", "[::1]"]
+    else:
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[f"{n}:*" for n in names],
             allowed_origins=[f"http://{n}:*" for n in names],
         )
+    if tokens is None and not is_loopback(host):
         log.warning(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
             host,

@@ -210,8 +210,8 @@ def point_in_polygon(p: Point, points: Sequence[Point]) -> bool:
 
 
 def point_in_ellipse(local: Point, a: float, b: float) -> bool:
-    x, y = local
-    return (x / a) ** 2 + (y / b) ** 2 <= 1.0
+    # hypot, not squares: a far point (x near 1e308) overflows ``**`` but not hypot.
+    return math.hypot(local[0] / a, local[1] / b) <= 1.0
 
 
 def distance_to_ellipse(local: Point, a: float, b: float) -> float:

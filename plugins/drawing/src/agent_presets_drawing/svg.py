@@ -8,6 +8,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from agent_presets.console import svg_safe
+
 SVG_NS = "http://www.w3.org/2000/svg"
 
 
@@ -96,4 +98,4 @@ def render(doc: dict[str, Any]) -> str:
         for obj in layer["objects"]:
             group.append(_element(obj))
     ET.indent(root)
-    return ET.tostring(root, encoding="unicode")
+    return svg_safe(ET.tostring(root, encoding="unicode"))

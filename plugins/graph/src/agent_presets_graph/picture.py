@@ -10,6 +10,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from agent_presets.console import svg_safe
 from agent_presets_graph.model import Edge, Node
 
 SIZE = 400
@@ -86,4 +87,4 @@ def node_link_svg(nodes: Sequence[Node], edges: Sequence[Edge], focused: str | N
             {"x": str(centre), "y": str(centre), "text-anchor": "middle", "fill": "#687083"},
         )
         empty.text = "no nodes yet"
-    return ET.tostring(root, encoding="unicode")
+    return svg_safe(ET.tostring(root, encoding="unicode"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from agent_presets.console import svg_safe
 from agent_presets_scene.model import Cuboid, Light
 from agent_presets_scene.terrain import Heightfield
 
@@ -119,4 +120,4 @@ def top_down_svg(
         )
         empty.set("fill", "#687083")
         empty.text = "nothing in the scene yet"
-    return ET.tostring(root, encoding="unicode")
+    return svg_safe(ET.tostring(root, encoding="unicode"))

@@ -205,7 +205,7 @@
   function describe(e) {
     switch (e.kind) {
       case "call": return e.tool + (e.ok ? " ok" : " failed: " + e.error) + " in " + ms(e.latency_ms);
-      case "refusal": return e.tool + " refused by " + e.gate + (e.count > 1 ? " ×" + e.count : "");
+      case "refusal": return (e.tool ?? "an unknown tool (" + e.tool_len + " chars)") + " refused by " + e.gate + (e.count > 1 ? " ×" + e.count : "");
       case "request": return e.id + " asks " + (e.asks === "call" ? "to run " + e.tool : e.preset + " " + e.state);
       case "decision": return e.id + " " + e.outcome + " by " + e.by;
       case "change": return e.preset + " " + (e.previous || "?") + " → " + e.state + " by " + e.by;
