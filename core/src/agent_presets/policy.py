@@ -160,11 +160,12 @@ class ToolPolicy:
         """The token's profile now; None when no source knows it (then it may do nothing)."""
         return self.profiles(token) if self.profiles is not None else None
 
-    def admit(self, tool: str, token: str | None = None) -> None:
+    def admit(self, tool: str, token: str | None = None, *, count: bool = True) -> None:
         """Count a call to ``tool`` or raise the ``GateError`` of the first closed layer.
 
         With a ``token``, its profile's allow-list and budgets apply too; a
-        refused call counts against no budget.
+        refused call counts against no budget. ``count=False`` only checks: a
+        call that waits for a person is admitted (and counted) again after.
         """
         if self.allow is not None and tool not in self.allow.tools:
             raise GateError(
@@ -221,6 +222,8 @@ class ToolPolicy:
                         f"Tool {tool!r} has used the token {profile.name!r}'s budget of "
                         f"{profile.max_calls_per_tool} calls. Use other tools, or tell the user.",
                     )
+            if not count:
+                return
             self.calls += 1
             self.calls_by_tool[tool] = used + 1
             if counts is not None:

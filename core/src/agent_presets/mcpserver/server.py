@@ -29,7 +29,12 @@ from agent_presets._version import __version__
 from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
-from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, CallConfirmation, ConfirmMode
+from agent_presets.mcpserver.confirm import (
+    DEFAULT_TIMEOUT,
+    CallConfirmation,
+    ConfirmMode,
+    ConfirmVia,
+)
 from agent_presets.mcpserver.context import InputRequired, McpCallContext, set_level_handler
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
@@ -50,6 +55,7 @@ from agent_presets.mcpserver.wire import (
 )
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
 from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.requests import PendingRequest
 from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
@@ -88,6 +94,7 @@ class PresetServer(Server[Any]):
         telemetry: Telemetry | None = None,
         confirm: ConfirmMode = "none",
         confirm_timeout: float = DEFAULT_TIMEOUT,
+        confirm_via: ConfirmVia = "operator",
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -101,7 +108,9 @@ class PresetServer(Server[Any]):
         )
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.
-        self.confirmation = CallConfirmation(self.control.requests, confirm, confirm_timeout)
+        self.confirmation = CallConfirmation(
+            self.control.requests, confirm, confirm_timeout, confirm_via
+        )
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
@@ -265,22 +274,22 @@ class PresetServer(Server[Any]):
         name = params.name
         start = time.perf_counter()
         tool = self.tool_registry.get(name)
-        try:
-            if tool is None and self.policy.allows(name, token):
-                message = self.unavailable_message(name)
-                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
-                span.refused("preset")
-                return error_result(message)
-            self.policy.admit(name, token)
-            assert tool is not None  # admit() refuses every name the allow-list leaves out
-        except GateError as exc:
-            preset = tool.preset if tool is not None else None
-            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
-            span.refused(exc.layer, preset)
-            return error_result(str(exc))
-        refused = await self._confirm(ctx, tool, params.arguments or {})
+        waits = tool is not None and self.confirmation.needed(tool)
+        # A call that waits for a person is counted once, when it may run (below).
+        refused = self._admit(name, tool, token, span, count=not waits)
         if refused is not None:
             return refused
+        assert tool is not None  # _admit refuses a name the registry does not hold
+        if waits:
+            approved = await self._confirm(ctx, tool, params.arguments or {})
+            if isinstance(approved, dict):
+                return approved
+            # The wait may have been long: every gate again, on the tool as it is now.
+            tool = self.tool_registry.get(name)
+            refused = self._admit(name, tool, token, span, after=approved.id)
+            if refused is not None:
+                return refused
+            assert tool is not None
         error: str | None = None
         failure: BaseException | None = None
         # Built only for a handler that can receive it: other calls pay nothing.
@@ -331,21 +340,49 @@ class PresetServer(Server[Any]):
             await self.fanout.settle()
         return result
 
+    def _admit(
+        self,
+        name: str,
+        tool: ToolDef | None,
+        token: str | None,
+        span: CallSpan,
+        *,
+        count: bool = True,
+        after: str | None = None,
+    ) -> dict[str, Any] | None:
+        """The refusal when a gate is closed to a call of ``name`` (``tool`` as served now).
+
+        ``after`` names the approved request of a call that waited for a
+        person: the refusal then says the approval came too late to matter.
+        """
+        try:
+            if tool is None and self.policy.allows(name, token):
+                message = self.unavailable_message(name)
+                self.policy.record(name, ok=False, seconds=0.0, layer="preset", token=token)
+                span.refused("preset")
+                return error_result(_approved_but(after, name, message))
+            self.policy.admit(name, token, count=count)
+            assert tool is not None  # admit() refuses every name the allow-list leaves out
+        except GateError as exc:
+            preset = tool.preset if tool is not None else None
+            self.policy.record(name, ok=False, seconds=0.0, layer=exc.layer, token=token)
+            span.refused(exc.layer, preset)
+            return error_result(_approved_but(after, name, str(exc)))
+        return None
+
     async def _confirm(
         self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """The refusal when ``tool`` needs a person's yes (``--confirm``) and did not get it.
+    ) -> PendingRequest | dict[str, Any]:
+        """The approved request, or the refusal when the person's yes (``--confirm``) did not come.
 
         Called after every gate, so a call the policy refuses never bothers
         anyone; a refusal is logged with the gate ``confirm``.
         """
-        if not self.confirmation.needed(tool):
-            return None
-        refusal = await self.confirmation.ask(ctx, tool, arguments)
-        if refusal is None:
-            return None
+        answer = await self.confirmation.ask(ctx, tool, arguments)
+        if not isinstance(answer, str):
+            return answer
         self.policy.record(tool.name, ok=False, seconds=0.0, layer="confirm", preset=tool.preset)
-        return error_result(refusal)
+        return error_result(answer)
 
     def _does_io(self, tool: ToolDef) -> bool:
         """Whether ``tool`` may block on files or processes, so it runs on the thread pool.
@@ -508,6 +545,15 @@ class PresetServer(Server[Any]):
         }
 
 
+def _approved_but(request: str | None, name: str, refusal: str) -> str:
+    if request is None:
+        return refusal
+    return (
+        f"{name} did not run: the user approved request {request}, but while it waited "
+        f"this changed: {refusal}"
+    )
+
+
 @asynccontextmanager
 async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
     # Entered once per stdio/in-memory connection and once per HTTP app: it
@@ -528,6 +574,7 @@ def build_server(
     page_size: int = TOOLS_PAGE_SIZE,
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
+    confirm_via: ConfirmVia = "operator",
 ) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
     return PresetServer(
@@ -537,4 +584,5 @@ def build_server(
         page_size=page_size,
         confirm=confirm,
         confirm_timeout=confirm_timeout,
+        confirm_via=confirm_via,
     )
