@@ -284,3 +284,47 @@ async def test_console_views_are_well_formed_whatever_a_runtime_writes(stack: An
 
     (view,) = Console(Controller(stack.manager), app=One(), token=TOKEN).views()
     assert ET.fromstring(view["svg"]).text == "a\ufffdb\ufffd[31m" + "\ufffd" * 4 + "z"
+ATTACK = (
+    "x\x1b[999D\x1b[2K r1 override general-theme-tools on \x1b]0;owned\x07 "
+    "[link=https://evil.example/]docs[/link]\nr9  call  forged-line"
+)
+
+
+async def test_console_shows_agent_words_as_text_and_calls_in_full(console: Console) -> None:
+    store = console.controller.requests
+    store.file("override", preset="shell-tools", state="on", reason=ATTACK)
+    padded = "echo tidy-up-temp-files" + " " * 30 + "; echo HIDDEN-PART-RAN > hidden.txt"
+    call_request, _ = store.file(
+        "call",
+        preset="shell-tools",
+        tool="space_app_run_bash",
+        reason="r",
+        arguments={"command": padded},
+    )
+    status, state = await call(console, "GET", "/api/state", query=f"token={TOKEN}")
+    assert status == 200
+    override, waiting = (r["shown"] for r in state["pending"])
+    assert "\x1b" not in json.dumps(override, ensure_ascii=False)
+    assert override["reason"].startswith("x\\x1b[999D\\x1b[2K r1 override")
+    assert "[link=https://evil.example/]docs[/link]\\nr9" in override["reason"]
+    assert waiting["arguments"] == [["command", f"'{padded}'"]]  # in full, never clipped
+    assert waiting["digest"] == call_request.digest
+    # The page puts agent words in as text only, from the escaped "shown" form.
+    _, page = await call(console, "GET", "/", query=f"token={TOKEN}")
+    assert "innerHTML" not in page and "insertAdjacentHTML" not in page
+    assert "const s = r.shown;" in page and "body.digest = r.digest" in page
+
+
+async def test_console_approves_a_call_only_with_the_digest_it_showed(console: Console) -> None:
+    store = console.controller.requests
+    first, _ = store.file("call", tool="space_app_run_bash", reason="r", arguments={"c": "1"})
+    second, _ = store.file("call", tool="space_app_run_bash", reason="r", arguments={"c": "2"})
+    head = {TOKEN_HEADER: TOKEN}
+    crossed = {"id": second.id, "digest": first.digest}
+    status, answer = await call(console, "POST", "/api/approve", headers=head, body=crossed)
+    assert status == 400 and "is not the call you checked" in answer["error"]
+    assert not second.outcome.done() and not first.outcome.done()
+    body = {"id": first.id, "digest": first.digest}
+    status, _ = await call(console, "POST", "/api/approve", headers=head, body=body)
+    assert status == 200 and first.outcome.result(timeout=5) == "approved"
+    assert not second.outcome.done() and [r.id for r in store.pending()] == [second.id]

@@ -128,7 +128,7 @@ async def test_a_client_with_elicitation_is_asked_and_its_answer_decides(tmp_pat
         asked.append(params.message)
         return types.ElicitResult(action=answers.pop(0), content={})
 
-    command = confirming(state, "--confirm", "risky")
+    command = confirming(state, "--confirm", "risky", "--confirm-via", "client")
     async with Client(command, mode="legacy", elicitation_callback=elicit) as client:
         accepted = await client.call_tool(
             WRITE_TOOL, {"path": "yes.txt", "content": "a" * 100}, read_timeout_seconds=120
@@ -141,8 +141,10 @@ async def test_a_client_with_elicitation_is_asked_and_its_answer_decides(tmp_pat
     assert (state / "files" / "yes.txt").exists() and not (state / "files" / "no.txt").exists()
     assert len(asked) == 2
     message = asked[0]
-    for part in (WRITE_TOOL, WRITE, "filesystem-write", "path='yes.txt'", "(100 chars)"):
+    # Every argument in full, and the digest the approval binds to.
+    for part in (WRITE_TOOL, WRITE, "filesystem-write", "path='yes.txt'", f"'{'a' * 100}'"):
         assert part in message, (part, message)
+    assert "sha256:" in message
     assert decisions(state) == [("approved", "elicitation"), ("denied", "elicitation")]
     assert len(calls_of(state, WRITE_TOOL)) == 1
 
@@ -150,7 +152,9 @@ async def test_a_client_with_elicitation_is_asked_and_its_answer_decides(tmp_pat
 async def test_over_http_the_client_is_asked_on_the_calls_own_stream(tmp_path: Path) -> None:
     from e2e.conftest import HttpServer
 
-    http = HttpServer(tmp_path / "state", "--on", WRITE, "--confirm", "risky")
+    http = HttpServer(
+        tmp_path / "state", "--on", WRITE, "--confirm", "risky", "--confirm-via", "client"
+    )
     asked: list[str] = []
 
     async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -178,7 +182,7 @@ async def test_when_the_client_fails_to_elicit_the_call_waits_for_presets_approv
     async def broken(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
         return types.ErrorData(code=types.INTERNAL_ERROR, message="no UI here")
 
-    command = confirming(state, "--confirm", "risky")
+    command = confirming(state, "--confirm", "risky", "--confirm-via", "client")
     async with Client(command, mode="legacy", elicitation_callback=broken) as client:
         results: list[Any] = []
 
@@ -210,7 +214,7 @@ async def test_a_2026_client_is_not_elicited_and_its_call_waits_for_presets_appr
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={})
 
-    command = confirming(state, "--confirm", "risky")
+    command = confirming(state, "--confirm", "risky", "--confirm-via", "client")
     async with Client(command, elicitation_callback=accept) as client:  # mode auto: 2026-07-28
         results: list[Any] = []
 
@@ -271,9 +275,10 @@ async def test_confirm_destructive_does_not_ask_about_a_file_write(tmp_path: Pat
     assert [e for e in events(state) if e["kind"] in ("request", "decision")] == []
 
 
-def test_serve_refuses_an_unknown_confirm_mode(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flag", ["--confirm", "--confirm-via"])
+def test_serve_refuses_an_unknown_confirm_mode(tmp_path: Path, flag: str) -> None:
     done = subprocess.run(
-        serve_command("--state-dir", str(tmp_path), "--confirm", "always"),
+        serve_command("--state-dir", str(tmp_path), flag, "always"),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

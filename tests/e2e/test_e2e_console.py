@@ -432,3 +432,48 @@ async def test_console_approving_a_call_runs_it_once_and_denying_one_changes_not
     assert sorted(p.name for p in root.iterdir()) == ["hello.txt"]
     assert len(calls_of(state, WRITE_TOOL)) == 1  # ran once, for the one approval
     assert decisions(state) == [("approved", "console"), ("denied", "console")]
+
+
+@browser
+async def test_console_shows_an_agents_words_as_text_and_each_call_in_full(
+    confirm_server: ConsoleServer, tmp_path: Path
+) -> None:
+    from playwright.async_api import expect
+
+    from agent_presets.safetext import shown
+
+    attack = (
+        "x\x1b[999D\x1b[2K r1 override general-theme-tools on \x1b]0;owned\x07 "
+        "<b>bold</b> [link=https://evil.example/]docs[/link]\nr9  call  forged-line"
+    )
+    padded = "tidy-up-temp-files" + " " * 30 + "; HIDDEN-PART"
+    async with (
+        _open_page(confirm_server) as page,
+        Client(confirm_server.url, mode="legacy") as client,
+    ):
+        asked = await client.call_tool(
+            ASK, {"preset": DESTRUCTIVE, "state": "on", "reason": attack}
+        )
+        assert not asked.is_error, text(asked)
+        override = page.locator(f"li[data-request='{json.loads(text(asked))['request']}']")
+        await expect(override.locator(".reason")).to_have_text(f"“{shown(attack)}”")
+        assert await page.locator("#requests a, #requests b").count() == 0  # no markup took
+
+        results: list[Any] = []
+
+        async def write() -> None:
+            results.append(
+                await client.call_tool(
+                    WRITE_TOOL, {"path": "p.txt", "content": padded}, read_timeout_seconds=120
+                )
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            item = page.locator("#requests li", has_text=f"run {WRITE_TOOL}")
+            await expect(item.locator(".arg-value").nth(1)).to_have_text(f"'{padded}'")
+            await expect(item.locator(".digest")).to_contain_text("sha256:")
+            await _shot(page, "08-requests-shown-as-text")
+            await item.get_by_role("button", name="Approve").click()  # sends the digest shown
+        assert not results[0].is_error, text(results[0])
+    assert (tmp_path / "root" / "p.txt").read_text() == padded

@@ -54,6 +54,7 @@ from agent_presets.model import (
 from agent_presets.requests import (
     DEFAULT_TTL,
     MAX_REASON,
+    DigestMismatchError,
     RequestStore,
     UnknownRequestError,
     iso_utc,
@@ -260,12 +261,22 @@ class Controller:
             "active": name in self.manager.resolve().active_names,
         }
 
-    def approve(self, request_id: str, *, by: str, confirmed: bool = False) -> dict[str, Any]:
-        """Approve a pending request: an override is set now; a waiting call may run."""
+    def approve(
+        self, request_id: str, *, by: str, confirmed: bool = False, digest: str | None = None
+    ) -> dict[str, Any]:
+        """Approve a pending request: an override is set now; a waiting call may run.
+
+        With ``digest`` (what the person was shown), a call is approved only
+        if it is that call (``DigestMismatchError`` otherwise, nothing changes).
+        """
         _check_by(by)
         with self._lock:
             request = self.requests.get(request_id)
+            if digest is not None:
+                self.requests.check_digest(request, digest)
             result: dict[str, Any] = {"id": request.id, "kind": request.kind}
+            if request.kind == "call":
+                result.update(tool=request.tool, digest=request.digest)
             if request.kind == "override":
                 assert request.preset is not None and request.state is not None
                 preset = self.manager.registry.get(request.preset)
@@ -430,6 +441,8 @@ def respond(controller: Controller, line: bytes) -> dict[str, Any]:
         return _error("unknown-preset", str(exc))
     except UnknownRequestError as exc:
         return _error("unknown-request", str(exc))
+    except DigestMismatchError as exc:
+        return _error("digest-mismatch", str(exc))
     except PresetError as exc:
         return _error("invalid", str(exc))
     except Exception:
@@ -451,7 +464,13 @@ def _dispatch(controller: Controller, message: dict[str, Any]) -> Any:
             _text(message, "preset"), _text(message, "state"), by=by, confirmed=confirmed
         )
     if op == "approve":
-        return controller.approve(_text(message, "id"), by=by, confirmed=confirmed)
+        digest = message.get("digest")
+        return controller.approve(
+            _text(message, "id"),
+            by=by,
+            confirmed=confirmed,
+            digest=None if digest is None else _text(message, "digest"),
+        )
     if op == "deny":
         return controller.deny(_text(message, "id"), by=by)
     raise PresetValidationError(f"unknown op {op!r}; use one of: {', '.join(OPS)}")

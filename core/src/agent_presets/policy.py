@@ -200,7 +200,7 @@ class ToolPolicy:
         """The token's profile now; None when no source knows it (then it may do nothing)."""
         return self.profiles(token) if self.profiles is not None else None
 
-    def admit(self, tool: str, token: str | None = None) -> None:
+    def admit(self, tool: str, token: str | None = None, *, count: bool = True) -> None:
         """Count a call to ``tool`` or raise the ``GateError`` of the first closed layer.
 
         With a ``token``, its profile's allow-list and budgets apply too; a
@@ -238,10 +238,12 @@ class ToolPolicy:
                     "`presets tokens create --replace` and a wider --allow.",
                 )
 
-    def charge(self, tool: str, token: str | None = None) -> None:
+    def charge(self, tool: str, token: str | None = None, *, count: bool = True) -> None:
         """Count a call to ``tool`` against every budget, or raise the spent one's ``GateError``.
 
         Atomic: a call is counted against all of its budgets or none of them.
+        ``count=False`` only checks: a call that waits for a person is charged
+        when it may run, so a denied or expired call costs no budget.
         """
         profile = self.profile(token) if token is not None else None
         with self._lock:
@@ -277,6 +279,10 @@ class ToolPolicy:
                         f"Tool {tool!r} has used the token {profile.name!r}'s budget of "
                         f"{profile.max_calls_per_tool} calls. Use other tools, or tell the user.",
                     )
+            if not count:
+                return
+            if not count:
+                return
             self.calls += 1
             self.calls_by_tool[tool] = used + 1
             if counts is not None:

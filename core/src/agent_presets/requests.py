@@ -19,16 +19,24 @@ What the store promises:
 - *Decided once.* A request leaves the store when it is decided; a second
   decision on the same id is an ``UnknownRequestError``, so a later approval of
   a withdrawn call runs nothing.
-- *No agent text in the log.* The reason lives on the request only; the
-  ``request`` and ``decision`` events name the id, kind, preset and tool.
+- *Bound to its call.* A ``call`` request keeps the call's full arguments
+  and ``digest``, the sha256 of its tool and canonical arguments
+  (``call_digest``): the person reads every argument, and an approval that
+  names the digest it was shown (``presets approve ID --digest``) approves
+  that call or nothing.
+- *No agent text in the log.* The reason and arguments live on the request
+  only; the ``request`` and ``decision`` events name the id, kind, preset and
+  tool.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.listeners import Listeners
 from agent_presets.model import PresetError, ToolCallError
+from agent_presets.safetext import shown, shown_arguments, shown_value
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -49,6 +58,8 @@ DEFAULT_TTL: Final = 600.0
 MAX_PENDING: Final = 20
 MAX_REASON: Final = 500
 """Longest reason (characters) kept with a request; the tool's schema enforces it."""
+MIN_DIGEST: Final = 16
+"""Hex digits of a call's digest that ``presets requests`` shows and an approval must give."""
 
 
 class RequestLimitError(ToolCallError):
@@ -57,6 +68,26 @@ class RequestLimitError(ToolCallError):
 
 class UnknownRequestError(PresetError, LookupError):
     """No pending request has this id (never filed, decided already, or expired)."""
+
+
+class DigestMismatchError(PresetError):
+    """An approval named a digest that is not the waiting call's: it approved nothing."""
+
+
+def call_digest(tool: str, arguments: Mapping[str, Any]) -> str:
+    """The sha256 (hex) of ``tool`` and its arguments in canonical JSON.
+
+    Canonical: keys sorted, no spaces, ASCII only, so equal calls have one
+    digest whatever order or spelling their JSON arrived in.
+    """
+    canonical = json.dumps(
+        {"tool": tool, "arguments": arguments},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def iso_utc(ts: float) -> str:
@@ -78,6 +109,10 @@ class PendingRequest:
     """For an override: the state asked for (``on``)."""
     tool: str | None = None
     """For a call: the MCP name of the tool waiting to run."""
+    arguments: Mapping[str, Any] | None = None
+    """For a call: its arguments, in full, as they will run."""
+    digest: str | None = None
+    """For a call: ``call_digest(tool, arguments)``."""
     outcome: Future[Outcome] = field(default_factory=Future, repr=False)
 
     @property
@@ -93,11 +128,54 @@ class PendingRequest:
         if self.kind == "override":
             data["state"] = self.state
         else:
-            data["tool"] = self.tool
+            data.update(tool=self.tool, arguments=dict(self.arguments or {}), digest=self.digest)
         data.update(
             reason=self.reason, created=iso_utc(self.created), expires=iso_utc(self.expires)
         )
         return data
+
+
+def shown_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a person reads of one request (``PendingRequest.to_json``'s object).
+
+    Every word an agent could have chosen is safe text (``safetext.shown``):
+    ``id``, ``asks`` (the tool, or the state), ``what`` (``run TOOL`` or
+    ``turn on PRESET``), ``preset``,
+    ``summary`` (one line, long arguments clipped) and ``clipped``, and for a
+    call ``arguments`` (``[[name, value], ...]``, every value in full) and
+    ``digest``; for an override ``reason``. ``presets requests`` and the
+    console both show this, so a terminal and a page read the same.
+    """
+    kind = data.get("kind")
+    reason = shown(str(data.get("reason") or ""))
+    out: dict[str, Any] = {
+        "id": shown(str(data.get("id"))),
+        "kind": kind,
+        "preset": shown(str(data["preset"])) if data.get("preset") else None,
+        "expires": shown(str(data.get("expires"))),
+    }
+    arguments = data.get("arguments")
+    if kind == "call" and isinstance(arguments, Mapping):
+        tool = shown(str(data.get("tool")))
+        summary, clipped = shown_arguments(arguments)
+        out.update(
+            asks=tool,
+            what=f"run {tool}",
+            summary=f"{tool}({summary})",
+            clipped=clipped,
+            arguments=[[shown(str(k)), shown_value(v)] for k, v in arguments.items()],
+            digest=data.get("digest"),
+        )
+    else:
+        state = shown(str(data.get("state")))
+        out.update(
+            asks=state,
+            what=f"turn {state} {out['preset']}",
+            summary=reason,
+            clipped=False,
+            reason=reason,
+        )
+    return out
 
 
 Listener = Callable[[], None]
@@ -142,6 +220,7 @@ class RequestStore:
         preset: str | None = None,
         state: State | None = None,
         tool: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
         ttl: float | None = None,
     ) -> tuple[PendingRequest, bool]:
         """File a request, or merge it into the waiting one for the same change.
@@ -153,6 +232,9 @@ class RequestStore:
         expires = now + (self.ttl if ttl is None else ttl)
         reason = reason[:MAX_REASON]
         probe = PendingRequest("", kind, reason, now, expires, preset, state, tool)
+        if kind == "call":
+            probe.arguments = dict(arguments or {})
+            probe.digest = call_digest(tool or "", probe.arguments)
         with self._lock:
             expired = self._take_expired(now)
             key = probe.merge_key
@@ -215,6 +297,26 @@ class RequestStore:
             return min((r.expires for r in self._pending.values()), default=None)
 
     # -- deciding ------------------------------------------------------------
+
+    def check_digest(self, request: PendingRequest, digest: str) -> None:
+        """Raise ``DigestMismatchError`` unless ``digest`` names ``request``'s call.
+
+        ``digest`` is the full hex digest or its first ``MIN_DIGEST`` digits
+        or more, as ``presets requests`` shows it (``sha256:`` may lead).
+        """
+        given = digest.strip().lower().removeprefix("sha256:")
+        if request.digest is None:
+            raise DigestMismatchError(
+                f"request {request.id} is a {request.kind} request, not a call: it has no "
+                "digest to check; approve it without --digest"
+            )
+        if len(given) < MIN_DIGEST or not request.digest.startswith(given):
+            raise DigestMismatchError(
+                f"request {request.id} is not the call you checked: its digest is "
+                f"sha256:{request.digest[:MIN_DIGEST]}…, not {digest!r} (give at least "
+                f"{MIN_DIGEST} hex digits). Nothing was approved; `presets requests --full` "
+                "shows the call that waits now."
+            )
 
     def decide(self, request_id: str, outcome: Outcome, *, by: str) -> PendingRequest:
         """Take ``request_id`` out of the store with ``outcome``, resolve it, log it."""

@@ -8,6 +8,7 @@ as long as that server: with no server running, there is nothing to change.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,8 @@ import click
 
 from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
 from agent_presets.control import ControlError, NoServerError, control_request
+from agent_presets.requests import MIN_DIGEST, shown_request
+from agent_presets.safetext import shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -156,51 +159,107 @@ def status(state_dir: Path | None, as_json: bool) -> None:
 
 @click.command()
 @_STATE_DIR
+@click.option(
+    "--full", is_flag=True, help="Show every argument of each waiting call in full, and its digest."
+)
 @json_option
-def requests(state_dir: Path | None, as_json: bool) -> None:
-    """List what the agent asked for that waits for you (approve or deny each by ID)."""
+def requests(state_dir: Path | None, full: bool, as_json: bool) -> None:
+    """List what the agent asked for that waits for you (approve or deny each by ID).
+
+    \b
+    The listing clips long arguments and says so; --full shows each call as it
+    will run, with the digest that `presets approve ID --digest D` checks.
+    --json prints every request with its full arguments and digest.
+    """
     where = state_dir or default_state_dir()
     result = control_request(where, {"op": "requests"})
     if as_json:
-        emit_json(result)
+        # ASCII only: a terminal never receives an agent's raw control character.
+        click.echo(json.dumps(result, indent=2, ensure_ascii=True))
         return
     if not result:
         click.echo("no pending requests")
         return
-    table(
-        None,
-        ["id", "kind", "preset", "asks", "expires", "reason"],
-        (
+    if full:
+        for r in result:
+            _show_full(shown_request(r))
+        return
+    clipped: list[str] = []
+    rows = []
+    for r in map(shown_request, result):
+        if r["clipped"]:
+            clipped.append(r["id"])
+        digest = r.get("digest")
+        rows.append(
             [
                 r["id"],
                 r["kind"],
                 r["preset"],
-                r.get("state") or r.get("tool"),
+                r["asks"],
+                f"sha256:{digest[:MIN_DIGEST]}" if digest else "",
                 r["expires"],
-                r["reason"],
+                r["summary"],
             ]
-            for r in result
-        ),
-    )
+        )
+    table(None, ["id", "kind", "preset", "asks", "digest", "expires", "reason"], rows)
+    if clipped:
+        click.echo(
+            f"clipped: the arguments of {', '.join(clipped)} are longer than shown; "
+            "`presets requests --full` shows every argument in full"
+        )
+
+
+def _show_full(r: dict[str, Any]) -> None:
+    """One request, each argument on a line of its own, every character shown."""
+    preset = f" (preset {r['preset']})" if r["preset"] else ""
+    click.echo(f"{r['id']}  {r['kind']}: {r['what']}{preset}, expires {r['expires']}")
+    if r["kind"] != "call":
+        click.echo(f"  reason: {r['reason']}")
+        return
+    click.echo(f"  digest: sha256:{r['digest']}")
+    if not r["arguments"]:
+        click.echo("  no arguments")
+    for name, value in r["arguments"]:
+        click.echo(f"  {name} = {value}")
+    click.echo(f"  approve exactly this call: presets approve {r['id']} --digest {r['digest']}")
 
 
 @click.command()
 @click.argument("request_id", metavar="ID")
+@click.option(
+    "--digest",
+    metavar="HEX",
+    help="Approve only if ID is the call with this digest (as `presets requests` shows it, "
+    f"at least {MIN_DIGEST} hex digits); else nothing is approved.",
+)
 @_STATE_DIR
 @yes_option
-def approve(request_id: str, state_dir: Path | None, yes: bool) -> None:
-    """Approve the pending request ID (`presets requests` lists them)."""
+def approve(request_id: str, digest: str | None, state_dir: Path | None, yes: bool) -> None:
+    """Approve the pending request ID (`presets requests` lists them).
+
+    An approved call runs once, as `presets requests --full` shows it, and
+    only if every gate still lets it (its preset on, its token valid, budgets
+    left). --digest binds the approval to the call you read.
+    """
     where = state_dir or default_state_dir()
-    message = {"op": "approve", "id": request_id, "by": "cli"}
+    message: dict[str, Any] = {"op": "approve", "id": request_id, "by": "cli"}
+    if digest is not None:
+        message["digest"] = digest
     result = _confirmed(where, message, yes)
     change = result.get("change")
+    rid = shown(request_id)
     if change is not None:
         click.echo(
-            f"approved {request_id}: {change['preset']} {change['state']}, "
+            f"approved {rid}: {change['preset']} {change['state']}, "
             f"{'active' if change['active'] else 'inactive'} now"
         )
+    elif result.get("digest"):
+        click.echo(
+            f"approved {rid}: {shown(str(result.get('tool')))} runs once, the call with "
+            f"digest sha256:{result['digest']}"
+        )
     else:
-        click.echo(f"approved {request_id}")
+        click.echo(f"approved {rid}")
 
 
 @click.command()
@@ -209,7 +268,7 @@ def approve(request_id: str, state_dir: Path | None, yes: bool) -> None:
 def deny(request_id: str, state_dir: Path | None) -> None:
     """Deny the pending request ID: nothing changes, and the agent is not told why."""
     control_request(state_dir or default_state_dir(), {"op": "deny", "id": request_id, "by": "cli"})
-    click.echo(f"denied {request_id}")
+    click.echo(f"denied {shown(request_id)}")
 
 
 COMMANDS = (turn_on, turn_off, turn_auto, status, requests, approve, deny)

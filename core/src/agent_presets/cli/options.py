@@ -240,6 +240,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console(soft_wrap=False)
     piped = not console.is_terminal
@@ -254,7 +255,9 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     for i, column in enumerate(columns):
         rich_table.add_column(column, no_wrap=piped or i == 0, overflow="fold")
     for row in rows:
-        rich_table.add_row(*("" if c is None else str(c) for c in row))
+        # Text, never markup: a cell may hold a plugin's or an agent's words, and
+        # "[link=...]" in them must show as typed.
+        rich_table.add_row(*(Text("" if c is None else str(c)) for c in row))
     if not piped:
         console.print(rich_table)
         return

@@ -295,8 +295,18 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     default="none",
     show_default=True,
     help="Ask the user before a tool of this effective risk runs: risky = filesystem-write, "
-    "destructive or shell; destructive = destructive or shell. Asked through MCP elicitation "
-    "when the client supports it, else the call waits for `presets approve ID`.",
+    "destructive or shell; destructive = destructive or shell. The call waits for "
+    "`presets approve ID` or the console (see --confirm-via).",
+)
+@click.option(
+    "--confirm-via",
+    type=click.Choice(["operator", "client"]),
+    default="operator",
+    show_default=True,
+    help="Who may answer --confirm: operator = only you, with `presets approve ID` or the "
+    "console; client = also the MCP client, through elicitation, when it supports it. "
+    "Choose client only for a client you trust to ask you: an agent's own client that "
+    "answers accept approves the agent's call.",
 )
 @click.option(
     "--confirm-timeout",
@@ -327,6 +337,7 @@ def serve(
     insecure: bool,
     confirm: str,
     confirm_timeout: float,
+    confirm_via: str,
     console_address: str | None,
     surface: str | None,
     activity: str | None,
@@ -472,6 +483,7 @@ def serve(
         insecure=insecure,
         confirm=cast(Any, confirm),
         confirm_timeout=confirm_timeout,
+        confirm_via=cast(Any, confirm_via),
         console=None if console_at is None else _console_options(console_at, app),
     )
 

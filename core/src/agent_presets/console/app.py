@@ -53,6 +53,7 @@ from agent_presets.console import allowed_hosts, foreign_request, svg_safe
 from agent_presets.control import ConfirmationRequired, Controller
 from agent_presets.events import read_events, rotated_paths
 from agent_presets.model import PresetError
+from agent_presets.requests import shown_request
 from agent_presets.stats import Stats
 
 log = logging.getLogger("agent_presets.console")
@@ -155,7 +156,8 @@ class Console:
         return {
             "context": status["context"],
             "presets": status["presets"],
-            "pending": self.controller.pending(),
+            # "shown" is what the page puts on screen: every agent word as safe text.
+            "pending": [{**r, "shown": shown_request(r)} for r in self.controller.pending()],
         }
 
     def views(self) -> list[dict[str, Any]]:
@@ -332,8 +334,12 @@ class Console:
     async def _approve(self, request: Request) -> Response:
         return await self._act(
             request,
+            # The page sends the digest of the call it showed: it approves that call or none.
             lambda b: self.controller.approve(
-                str(b["id"]), by="console", confirmed=b.get("confirmed") is True
+                str(b["id"]),
+                by="console",
+                confirmed=b.get("confirmed") is True,
+                digest=None if b.get("digest") is None else str(b["digest"]),
             ),
         )
 

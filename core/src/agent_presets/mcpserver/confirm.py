@@ -5,14 +5,21 @@ manager) is in the chosen set runs only once a person said yes. Every such
 call is a pending request of kind ``call`` in the server's ``RequestStore``,
 whichever way the person answers, so one rule decides it once:
 
-- The request's ``outcome`` is the only truth. ``presets approve``/``deny``
-  (and the console) decide it; so does the person's answer to an
-  ``elicitation/create`` when the client advertised ``elicitation``; so does
-  the timeout (``expired``) and a cancelled or abandoned call (``withdrawn``).
-  Whoever decides first wins; the store decides a request once, so a later
-  approval of a withdrawn call finds nothing and runs nothing.
+- The request's ``outcome`` is the only truth. A person decides it:
+  ``presets approve``/``deny`` or the console. The client's answer to an
+  ``elicitation/create`` decides it only with ``confirm_via="client"``
+  (``presets serve --confirm-via client``): by default (``operator``) the
+  client is the agent's side, and an agent must not approve its own call.
+  The timeout decides it too (``expired``), and a cancelled or abandoned call
+  (``withdrawn``). Whoever decides first wins; the store decides a request
+  once, so a later approval of a withdrawn call finds nothing and runs nothing.
+- The request holds the call's full arguments and their digest, so what the
+  person reads (``presets requests --full``, the console) is what runs; the
+  waiting call checks its arguments against the digest before it runs.
 - The call runs only when the outcome is ``approved``, and then once: the
-  waiting call runs it, an approval itself runs nothing.
+  waiting call runs it, an approval itself runs nothing. The server then
+  admits it again (``PresetServer._run_call``): a preset turned off, a token
+  revoked or a budget spent while it waited refuses it.
 - Every decision is a ``decision`` event (the store writes it); the argument
   summary the person reads is the request's reason, never logged.
 """
@@ -21,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
@@ -35,7 +41,9 @@ from agent_presets.requests import (
     RequestLimitError,
     RequestStore,
     UnknownRequestError,
+    call_digest,
 )
+from agent_presets.safetext import shown_arguments
 
 if TYPE_CHECKING:
     from agent_presets.events import Outcome
@@ -44,6 +52,10 @@ log = logging.getLogger("agent_presets.server")
 
 ConfirmMode = Literal["none", "risky", "destructive"]
 CONFIRM_MODES: Final[tuple[ConfirmMode, ...]] = ("none", "risky", "destructive")
+ConfirmVia = Literal["operator", "client"]
+CONFIRM_VIA: Final[tuple[ConfirmVia, ...]] = ("operator", "client")
+"""Who answers: ``operator`` only the person at ``presets approve`` or the console;
+``client`` the MCP client's elicitation too, for a client the operator trusts."""
 CONFIRM_RISKS: Final[Mapping[str, frozenset[str]]] = {
     "none": frozenset(),
     "risky": DANGEROUS_RISKS,  # filesystem-write, destructive, shell
@@ -53,9 +65,6 @@ DEFAULT_TIMEOUT: Final = 50.0
 """Seconds a call waits for a person: below the 60 s request timeout of the
 TypeScript MCP SDK (opencode), so the model reads our refusal, not a timeout."""
 
-MAX_SHOWN_ARGS: Final = 8
-MAX_VALUE: Final = 40
-
 # An empty form: accepting it is the answer. A field to tick would make the
 # person say yes twice.
 _NO_FIELDS: Final[dict[str, Any]] = {"type": "object", "properties": {}}
@@ -63,17 +72,7 @@ _NO_FIELDS: Final[dict[str, Any]] = {"type": "object", "properties": {}}
 
 def summarize(arguments: Mapping[str, Any]) -> str:
     """``path='notes.txt', content='hello wor…' (52 chars)``: names and short values."""
-    parts = []
-    for name, value in list(arguments.items())[:MAX_SHOWN_ARGS]:
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
-        shown = repr(text) if isinstance(value, str) else text
-        if len(shown) > MAX_VALUE:
-            shown = f"{shown[: MAX_VALUE - 1]}… ({len(text)} chars)"
-        parts.append(f"{name}={shown}")
-    more = len(arguments) - MAX_SHOWN_ARGS
-    if more > 0:
-        parts.append(f"and {more} more")
-    return ", ".join(parts) if parts else "no arguments"
+    return shown_arguments(arguments)[0]
 
 
 class ConfirmAnswer(NamedTuple):
@@ -82,22 +81,31 @@ class ConfirmAnswer(NamedTuple):
 
     outcome: Outcome | None
     refusal: str | None
+    request: PendingRequest | None = None
+    """The request the person decided (None when none could be filed)."""
 
 
 class CallConfirmation:
     """Asks a person before a call of a tool in ``risks`` runs (module docstring)."""
 
     def __init__(
-        self, requests: RequestStore, mode: ConfirmMode = "none", timeout: float = DEFAULT_TIMEOUT
+        self,
+        requests: RequestStore,
+        mode: ConfirmMode = "none",
+        timeout: float = DEFAULT_TIMEOUT,
+        via: ConfirmVia = "operator",
     ) -> None:
         if mode not in CONFIRM_RISKS:
             raise ValueError(f"confirm mode {mode!r} is not one of: {', '.join(CONFIRM_MODES)}")
+        if via not in CONFIRM_VIA:
+            raise ValueError(f"confirm via {via!r} is not one of: {', '.join(CONFIRM_VIA)}")
         if not timeout > 0:
             raise ValueError(f"the confirmation timeout must be positive, got {timeout}")
         self.requests = requests
         self.mode = mode
         self.risks = CONFIRM_RISKS[mode]
         self.timeout = timeout
+        self.via = via
 
     def needed(self, tool: ToolDef) -> bool:
         return tool.risk is not None and tool.risk in self.risks
@@ -110,14 +118,15 @@ class CallConfirmation:
         Raises the loop's cancellation when the call is cancelled meanwhile,
         after withdrawing its request.
         """
-        summary = summarize(arguments)
         try:
-            # The reason is what `presets requests` shows the person deciding.
+            # The request keeps the arguments in full: `presets requests --full` and the
+            # console show them; the reason is the short form of the default listing.
             request, _ = self.requests.file(
                 "call",
                 tool=tool.name,
                 preset=tool.preset,
-                reason=f"{tool.name}({summary})",
+                reason=f"{tool.name}({summarize(arguments)})",
+                arguments=arguments,
                 ttl=self.timeout,
             )
         except RequestLimitError as exc:
@@ -125,18 +134,26 @@ class CallConfirmation:
                 None, f"{tool.name} did not run: it needs the user's confirmation, and {exc}"
             )
         try:
-            outcome = await self._outcome(ctx, tool, request, summary)
+            outcome = await self._outcome(ctx, tool, request)
         except anyio.get_cancelled_exc_class():
             self._decide(request, "withdrawn", "client")
             raise
         if outcome == "approved":
-            return ConfirmAnswer(outcome, None)
+            if call_digest(tool.name, arguments) != request.digest:  # runs what was approved
+                return ConfirmAnswer(
+                    outcome,
+                    f"{tool.name} did not run: its arguments are not those approved in "
+                    f"request {request.id}. Call it again; the user is asked again.",
+                    request,
+                )
+            return ConfirmAnswer(outcome, None, request)
         if outcome == "denied":
             return ConfirmAnswer(
                 outcome,
                 f"The user refused to run {tool.name} (request {request.id}); it did not run "
                 "and nothing changed. Do not call it again with these arguments: ask the user "
                 "what to do instead.",
+                request,
             )
         return ConfirmAnswer(
             outcome,
@@ -144,14 +161,16 @@ class CallConfirmation:
             f"{tool.risk}) and nobody confirmed request {request.id} within "
             f"{self.timeout:g} seconds. Ask the user to watch for it (`presets requests`, "
             "then `presets approve ID`, or the console), then call it again.",
+            request,
         )
 
     async def _outcome(
-        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest, summary: str
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest
     ) -> Outcome:
         async with anyio.create_task_group() as tg:
-            if _can_elicit(ctx):
-                tg.start_soon(self._elicit, ctx, tool, request, summary)
+            # Only a client the operator trusts answers for the person (--confirm-via client).
+            if self.via == "client" and _can_elicit(ctx):
+                tg.start_soon(self._elicit, ctx, tool, request)
             with anyio.move_on_after(self.timeout):
                 await _decided(request)
             tg.cancel_scope.cancel()
@@ -161,13 +180,15 @@ class CallConfirmation:
         return await _decided(request)
 
     async def _elicit(
-        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest, summary: str
+        self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest
     ) -> None:
+        # Every argument in full: the person approves the call that runs, not a clip of it.
+        arguments, _ = shown_arguments(request.arguments or {}, clip=False)
         message = (
             f"Allow the agent to run {tool.name}? Preset {tool.preset}, risk {tool.risk}. "
-            f"Arguments: {summary}. Accept runs it once; "
-            f"decline refuses it. (Request {request.id}; `presets approve {request.id}` works "
-            "too.)"
+            f"Arguments: {arguments}. Accept runs it once; "
+            f"decline refuses it. (Request {request.id}, sha256:{request.digest}; "
+            f"`presets approve {request.id}` works too.)"
         )
         try:
             result = await ctx.session.elicit_form(

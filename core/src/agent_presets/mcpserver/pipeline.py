@@ -238,14 +238,21 @@ class Gates:
 
 
 class Budgets:
-    """The call budgets, server-wide and the token's; a call that passes is counted."""
+    """The call budgets, server-wide and the token's; a call that passes is counted.
+
+    A call that will wait for a person is only checked here and counted when
+    it may run (``Confirm``), so a denied or expired call costs no budget.
+    """
 
     def __init__(self, server: Served) -> None:
         self.policy = server.policy
+        self.confirmation = server.confirmation
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        assert call.tool is not None
+        waits = self.confirmation.needed(call.tool)
         try:
-            self.policy.charge(call.name, call.token)
+            self.policy.charge(call.name, call.token, count=not waits)
         except GateError as exc:
             raise CallRefused(exc.layer, str(exc)) from None
         return await call_next(call)
@@ -269,9 +276,10 @@ class Arguments:
 class Confirm:
     """A person's yes for a risky call (``--confirm``); then every gate again.
 
-    The wait can be long: a preset may be turned off, or the token revoked,
-    while the person reads the request, so an approval runs the call only if
-    the tool is still served to this caller.
+    The wait can be long: a preset may be turned off, the token revoked or a
+    budget spent while the person reads the request, so an approval runs the
+    call only if the tool is still served to this caller, and the call is
+    counted against its budgets only then.
     """
 
     def __init__(self, server: Served) -> None:
@@ -292,14 +300,25 @@ class Confirm:
         call.confirm = answer.outcome
         if answer.refusal is not None:
             raise CallRefused("confirm", answer.refusal)
+        approved = answer.request.id if answer.request is not None else "?"
         served = server.tool_registry.get(call.name)
         if served is None or served.managed_source != tool.managed_source:
-            raise CallRefused("preset", server.unavailable_message(call.name))
+            message = server.unavailable_message(call.name)
+            raise CallRefused("preset", _approved_but(approved, call.name, message))
+        call.tool = served
         try:
-            server.policy.check(call.name, call.token)
+            server.policy.admit(call.name, call.token)
         except GateError as exc:
-            raise CallRefused(exc.layer, str(exc)) from None
+            raise CallRefused(exc.layer, _approved_but(approved, call.name, str(exc))) from None
         return await call_next(call)
+
+
+def _approved_but(request: str, name: str, refusal: str) -> str:
+    """The refusal of an approved call whose gate closed while it waited."""
+    return (
+        f"{name} did not run: the user approved request {request}, but while it waited "
+        f"this changed: {refusal}"
+    )
 
 
 class Run:

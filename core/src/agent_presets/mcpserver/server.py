@@ -27,7 +27,12 @@ from agent_presets._version import __version__
 from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
-from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, CallConfirmation, ConfirmMode
+from agent_presets.mcpserver.confirm import (
+    DEFAULT_TIMEOUT,
+    CallConfirmation,
+    ConfirmMode,
+    ConfirmVia,
+)
 from agent_presets.mcpserver.context import set_level_handler
 from agent_presets.mcpserver.fanout import ChangeFanout
 from agent_presets.mcpserver.hints import annotations_for
@@ -93,6 +98,7 @@ class PresetServer(Server[Any]):
         confirm: ConfirmMode = "none",
         confirm_timeout: float = DEFAULT_TIMEOUT,
         stages: Sequence[Stage] = (),
+        confirm_via: ConfirmVia = "operator",
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -106,7 +112,9 @@ class PresetServer(Server[Any]):
         )
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.
-        self.confirmation = CallConfirmation(self.control.requests, confirm, confirm_timeout)
+        self.confirmation = CallConfirmation(
+            self.control.requests, confirm, confirm_timeout, confirm_via
+        )
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
@@ -493,6 +501,7 @@ def build_server(
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
     stages: Sequence[Stage] = (),
+    confirm_via: ConfirmVia = "operator",
 ) -> PresetServer:
     """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
     return PresetServer(
@@ -503,4 +512,5 @@ def build_server(
         confirm=confirm,
         confirm_timeout=confirm_timeout,
         stages=stages,
+        confirm_via=confirm_via,
     )

@@ -18,7 +18,7 @@ import anyio
 from agent_presets.console import allowed_hosts
 from agent_presets.control import ControlListener
 from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
-from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode
+from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode, ConfirmVia
 from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
 from agent_presets.policy import ToolPolicy
@@ -52,6 +52,7 @@ def serve(
     insecure: bool = False,
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
+    confirm_via: ConfirmVia = "operator",
     console: ConsoleOptions | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
@@ -63,8 +64,9 @@ def serve(
     ``banner`` receives one line once the server is ready (for http it names
     the URL, with the real port when ``port`` is 0); write it to stderr, never
     to stdout, which is the stdio transport's wire. ``page_size`` is the number
-    of tools in one ``tools/list`` page; ``confirm`` and ``confirm_timeout``
-    choose which calls wait for a person (``mcpserver/confirm.py``). Raises
+    of tools in one ``tools/list`` page; ``confirm``, ``confirm_timeout`` and
+    ``confirm_via`` choose which calls wait for a person, and who may answer
+    (``mcpserver/confirm.py``). Raises
     ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
     (bind it only while holding the state lock) the live-control channel
     listens there meanwhile; with ``console`` the browser console
@@ -85,6 +87,7 @@ def serve(
         page_size=page_size,
         confirm=confirm,
         confirm_timeout=confirm_timeout,
+        confirm_via=confirm_via,
     )
     listener: ControlListener | None = None
     extra: list[Task] = []

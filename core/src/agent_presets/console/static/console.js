@@ -108,22 +108,37 @@
     }
   }
 
+  // Agent words come as r.shown (escaped by the server) and go in as textContent only.
   function renderRequests(pending) {
     const list = $("requests");
     list.replaceChildren();
     $("no-requests").hidden = pending.length > 0;
     for (const r of pending) {
-      const what = r.kind === "call"
-        ? "run " + r.tool + (r.preset ? " (" + r.preset + ")" : "")
-        : "turn " + r.state + " " + r.preset;
+      const s = r.shown;
+      const what = s.what + (s.preset ? " (" + s.preset + ")" : "");
       const approve = el("button", { class: "approve", type: "button", text: "Approve" });
       const deny = el("button", { type: "button", text: "Deny" });
-      approve.addEventListener("click", () => act("/api/approve", { id: r.id }, "Approving " + r.id));
+      const body = { id: r.id };
+      if (r.kind === "call") body.digest = r.digest;  // approves the call shown, or nothing
+      approve.addEventListener("click", () => act("/api/approve", body, "Approving " + s.id));
       deny.addEventListener("click", () => act("/api/deny", { id: r.id }));
-      list.append(el("li", { "data-request": r.id },
-        el("span", { class: "rid", text: r.id }), el("span", { text: r.kind }),
-        el("span", { text: what }), el("span", { class: "muted", text: "expires " + r.expires }),
-        approve, deny, el("span", { class: "reason", text: r.reason ? "“" + r.reason + "”" : "" })));
+      const item = el("li", { "data-request": r.id },
+        el("span", { class: "rid", text: s.id }), el("span", { text: r.kind }),
+        el("span", { text: what }), el("span", { class: "muted", text: "expires " + s.expires }),
+        approve, deny);
+      if (r.kind === "call") {
+        // Every argument in full, one per line: the person approves the call that runs.
+        const args = el("div", { class: "arguments" });
+        for (const [name, value] of s.arguments) {
+          args.append(el("div", {}, el("span", { class: "arg-name", text: name }), "=",
+            el("span", { class: "arg-value", text: value })));
+        }
+        if (!s.arguments.length) args.append(el("div", { text: "no arguments" }));
+        item.append(args, el("span", { class: "digest muted", text: "sha256:" + s.digest }));
+      } else {
+        item.append(el("span", { class: "reason", text: s.reason ? "“" + s.reason + "”" : "" }));
+      }
+      list.append(item);
     }
   }
 
