@@ -284,6 +284,8 @@ async def test_console_views_are_well_formed_whatever_a_runtime_writes(stack: An
 
     (view,) = Console(Controller(stack.manager), app=One(), token=TOKEN).views()
     assert ET.fromstring(view["svg"]).text == "a\ufffdb\ufffd[31m" + "\ufffd" * 4 + "z"
+
+
 ATTACK = (
     "x\x1b[999D\x1b[2K r1 override general-theme-tools on \x1b]0;owned\x07 "
     "[link=https://evil.example/]docs[/link]\nr9  call  forged-line"
