@@ -291,3 +291,37 @@ def test_a_context_given_to_run_reaches_the_action_as_call_context() -> None:
         ToolCall("space_counter_add", "counter.add", context),
         ToolCall("space_counter_add", "counter.add"),
     ]
+
+
+# ------------------------------------------------------------------ the default MCP name
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "served"),
+    [
+        ("drawing.set-tool", "space_drawing_set_tool"),
+        ("unit.apply-patch", "space_unit_apply_patch"),
+        ("app.run-bash", "space_app_run_bash"),
+        ("a.b", "space_a_b"),
+    ],
+)
+def test_an_adapter_without_a_name_is_served_as_its_tool_id(tool_id: str, served: str) -> None:
+    built = ToolAdapter.for_runtime(
+        tool_id, "counter", lambda c, a: 1, description="D.", input_schema=object_schema()
+    )
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(built)
+    assert registry.resolve(tool_id).name == served
+    assert ToolAdapterRegistry(namespace_prefix="myapp_").mcp_name(built) == "myapp_" + served[6:]
+
+
+def test_name_still_overrides_the_default() -> None:
+    built = ToolAdapter.for_runtime(
+        "counter.add",
+        "counter",
+        lambda c, a: 1,
+        name="counter_plus",
+        description="D.",
+        input_schema=object_schema(),
+    )
+    assert ToolAdapterRegistry().mcp_name(built) == "space_counter_plus"

@@ -159,12 +159,14 @@ class ToolAdapter:
             raise PresetValidationError(
                 f"{where}: errors must be exception classes, got {caught!r}", source=source
             )
-        if (name is None) == (mcp_name is None):
+        if name is not None and mcp_name is not None:
             raise PresetValidationError(
                 f"{where}: give its name (without the namespace prefix) as name=, "
                 "or the prefixed form as mcp_name=, not both",
                 source=source,
             )
+        if name is None and mcp_name is None:
+            name = default_name(id)
         return cls(
             id,
             mcp_name or "",
@@ -186,6 +188,8 @@ class ToolAdapter:
                 f"tool adapter id {self.id!r} must be dotted, like 'drawing.set-tool'",
                 source=self.source,
             )
+        if self.name is None and self.mcp_name == "" and isinstance(self.id, str):
+            object.__setattr__(self, "name", default_name(self.id))
         if self.name is not None:
             if not isinstance(self.name, str) or not MCP_NAME_RE.match(self.name):
                 raise PresetValidationError(
@@ -266,6 +270,16 @@ class ToolAdapter:
             )
         object.__setattr__(self, "input_schema", MappingProxyType(dict(self.input_schema)))
         object.__setattr__(self, "annotations", MappingProxyType(dict(self.annotations or {})))
+
+
+def default_name(tool_id: str) -> str:
+    """The MCP name a tool gets when its adapter gives none: the id, ``.`` and ``-`` as ``_``.
+
+    ``drawing.set-tool`` is served as ``drawing_set_tool`` (the host prefixes
+    its namespace). Every built-in tool is named this way; ``name=`` is only
+    for a tool whose name should differ from its id.
+    """
+    return tool_id.replace(".", "_").replace("-", "_")
 
 
 _checked_schemas: dict[str, str | None] = {}

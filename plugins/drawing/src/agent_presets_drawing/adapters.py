@@ -242,7 +242,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.inspect",
             RUNTIME,
             _inspect,
-            name="drawing_inspect",
             title="Inspect the drawing",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -259,7 +258,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-tool",
             RUNTIME,
             lambda d, a: d.set_tool(a["tool"]),
-            name="drawing_set_tool",
             title="Set the drawing tool",
             output_schema=SET_TOOL_OUTPUT,
             description="Switch the active drawing tool the user sees in the toolbar.",
@@ -273,7 +271,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.insert-shape",
             RUNTIME,
             _insert_shape,
-            name="drawing_insert_shape",
             title="Insert a shape",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -326,7 +323,6 @@ def tool_adapters() -> list[ToolAdapter]:
             lambda d, a: d.insert_line(
                 a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
             ),
-            name="drawing_insert_line",
             title="Insert a line",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -350,7 +346,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.insert-stroke",
             RUNTIME,
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
-            name="drawing_insert_stroke",
             title="Insert a stroke",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -376,7 +371,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.add-layer",
             RUNTIME,
             lambda d, a: d.add_layer(a.get("name")),
-            name="drawing_add_layer",
             title="Add a layer",
             output_schema=ADD_LAYER_OUTPUT,
             description=(
@@ -390,7 +384,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.duplicate-layer",
             RUNTIME,
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
-            name="drawing_duplicate_layer",
             title="Duplicate a layer",
             output_schema=DUPLICATE_LAYER_OUTPUT,
             description=(
@@ -405,7 +398,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.rename-layer",
             RUNTIME,
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
-            name="drawing_rename_layer",
             title="Rename a layer",
             output_schema=RENAME_LAYER_OUTPUT,
             description="Rename a layer. Names are unique within the drawing.",
@@ -416,7 +408,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-active-layer",
             RUNTIME,
             lambda d, a: d.set_active_layer(a["layer"]),
-            name="drawing_set_active_layer",
             title="Set the active layer",
             output_schema=ACTIVE_LAYER_OUTPUT,
             description="Make a layer the active one: new objects are inserted on it.",
@@ -427,7 +418,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.delete-layer",
             RUNTIME,
             lambda d, a: d.delete_layer(a["layer"]),
-            name="drawing_delete_layer",
             title="Delete a layer",
             output_schema=DELETE_LAYER_OUTPUT,
             description=(
@@ -442,7 +432,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.set-defaults",
             RUNTIME,
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
-            name="drawing_set_defaults",
             title="Set the default style",
             output_schema=DEFAULTS_OUTPUT,
             description=(
@@ -457,7 +446,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.update-selection-style",
             RUNTIME,
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
-            name="drawing_update_selection_style",
             title="Restyle the selection",
             output_schema=RESTYLE_OUTPUT,
             description=(
@@ -471,7 +459,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.sample-color",
             RUNTIME,
             lambda d, a: d.sample_color(a["x"], a["y"]),
-            name="drawing_sample_color",
             title="Sample a color",
             output_schema=SAMPLE_OUTPUT,
             description=(
@@ -487,7 +474,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.undo",
             RUNTIME,
             lambda d, a: d.undo(),
-            name="drawing_undo",
             title="Undo",
             output_schema=UNDO_OUTPUT,
             description="Undo the last change to the drawing and say what it was.",
@@ -498,7 +484,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.redo",
             RUNTIME,
             lambda d, a: d.redo(),
-            name="drawing_redo",
             title="Redo",
             output_schema=REDO_OUTPUT,
             description="Redo the change most recently undone and say what it was.",
@@ -509,7 +494,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.select",
             RUNTIME,
             _select,
-            name="drawing_select",
             title="Select shapes",
             output_schema=SELECT_OUTPUT,
             description=(
@@ -547,7 +531,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.transform-selection",
             RUNTIME,
             _transform,
-            name="drawing_transform_selection",
             title="Transform the selection",
             output_schema=TRANSFORM_OUTPUT,
             description=(
@@ -578,7 +561,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.clear-selection",
             RUNTIME,
             lambda d, a: d.clear_selection(),
-            name="drawing_clear_selection",
             title="Clear the selection",
             output_schema=CLEAR_SELECTION_OUTPUT,
             description="Deselect everything.",
@@ -589,7 +571,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "drawing.delete-selected",
             RUNTIME,
             lambda d, a: d.delete_selected(),
-            name="drawing_delete_selected",
             title="Delete the selection",
             output_schema=DELETE_SELECTED_OUTPUT,
             description="Delete the selected objects. {{drawing.undo}} brings them back.",

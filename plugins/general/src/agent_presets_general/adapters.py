@@ -140,7 +140,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-theme",
             "shell",
             lambda s, a: s.set_theme(a["theme"]),
-            name="app_set_theme",
             title="Set the theme",
             output_schema=SHELL_STATE_OUTPUT,
             description="Set the app's colour theme." + SHELL_STATE_NOTE,
@@ -153,7 +152,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-canvas-visible",
             "shell",
             lambda s, a: s.set_canvas_visible(a["visible"]),
-            name="app_set_canvas_visible",
             title="Show or hide the canvas",
             output_schema=SHELL_STATE_OUTPUT,
             description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
@@ -171,7 +169,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.set-activity",
             "shell",
             lambda s, a: s.set_activity(a["activity"]),
-            name="app_set_activity",
             title="Set the activity",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -195,7 +192,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.switch-surface",
             "shell",
             lambda s, a: s.set_surface(a["surface"]),
-            name="app_switch_surface",
             title="Switch surface",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -212,7 +208,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.create-world",
             "shell",
             lambda s, a: s.create_world(a["name"]),
-            name="app_create_world",
             title="Create a world",
             output_schema=SHELL_STATE_OUTPUT,
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
@@ -222,7 +217,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.switch-world",
             "shell",
             lambda s, a: s.switch_world(a["name"]),
-            name="app_switch_world",
             title="Switch world",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -236,7 +230,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.delete-world",
             "shell",
             lambda s, a: s.delete_world(a["name"]),
-            name="app_delete_world",
             title="Delete a world",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -250,7 +243,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.list-files",
             "files",
             lambda f, a: f.list(a.get("path", ".")),
-            name="app_list_files",
             title="List files",
             output_schema=LIST_OUTPUT,
             description=(
@@ -272,7 +264,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.read-file",
             "files",
             _read_file,
-            name="app_read_file",
             title="Read a file",
             output_schema=READ_OUTPUT,
             description=(
@@ -286,7 +277,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.write-file",
             "files",
             _write_file,
-            name="app_write_file",
             title="Write a file",
             output_schema=WRITE_OUTPUT,
             description=(
@@ -306,7 +296,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "app.run-bash",
             "bash",
             _run_bash,
-            name="app_run_bash",
             title="Run a shell command",
             output_schema=BASH_OUTPUT,
             description=(

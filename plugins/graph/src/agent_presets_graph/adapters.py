@@ -142,7 +142,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.add-node",
             RUNTIME,
             add_node,
-            name="graph_add_node",
             title="Add a node",
             output_schema=NODE_OUT,
             description=(
@@ -160,7 +159,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.load-node",
             RUNTIME,
             load_node,
-            name="graph_load_node",
             title="Load a node",
             output_schema=LOAD_OUTPUT,
             description=(
@@ -190,7 +188,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.remove-nodes",
             RUNTIME,
             remove_nodes,
-            name="graph_remove_nodes",
             title="Remove nodes",
             output_schema=REMOVE_OUTPUT,
             description=(
@@ -218,7 +215,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.add-edge",
             RUNTIME,
             add_edge,
-            name="graph_add_edge",
             title="Add an edge",
             output_schema=ADD_EDGE_OUTPUT,
             description=(
@@ -242,7 +238,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.focus-node",
             RUNTIME,
             focus_node,
-            name="graph_focus_node",
             title="Focus a node",
             output_schema=VIEW_OUTPUT,
             description=(
@@ -258,7 +253,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.open-node",
             RUNTIME,
             open_node,
-            name="graph_open_node",
             title="Open a node",
             output_schema=VIEW_OUTPUT,
             description=(
@@ -274,7 +268,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.search-nodes",
             RUNTIME,
             search_nodes,
-            name="graph_search_nodes",
             title="Search nodes",
             output_schema=SEARCH_OUTPUT,
             description=(
@@ -301,7 +294,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.create-identity",
             RUNTIME,
             create_identity,
-            name="graph_create_identity",
             title="Create an identity",
             output_schema=NODE_OUT,
             description=(
@@ -323,7 +315,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.get-state",
             RUNTIME,
             get_state,
-            name="graph_get_state",
             title="View the graph",
             output_schema=STATE_OUTPUT,
             description=(
@@ -339,7 +330,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "graph.restore-state",
             RUNTIME,
             restore_state,
-            name="graph_restore_state",
             title="Restore the graph",
             output_schema=RESTORE_OUTPUT,
             description=(

@@ -274,7 +274,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-cuboid",
             RUNTIME,
             add_cuboid,
-            name="scene_add_cuboid",
             title="Add a cuboid",
             output_schema=CUBOID_OUT,
             description=(
@@ -300,7 +299,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-physics-body",
             RUNTIME,
             add_physics_body,
-            name="scene_add_physics_body",
             title="Add a physics body",
             output_schema=BODY_OUTPUT,
             description=(
@@ -327,7 +325,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.select-object",
             RUNTIME,
             select_object,
-            name="scene_select_object",
             title="Select an object",
             output_schema=SELECT_OUTPUT,
             description="Select a scene object by id, or clear the selection with null.",
@@ -349,7 +346,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-terrain",
             RUNTIME,
             add_terrain,
-            name="scene_add_terrain",
             title="Generate terrain",
             output_schema=TERRAIN_OUTPUT,
             description=(
@@ -399,7 +395,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.raycast-terrain",
             RUNTIME,
             raycast_terrain,
-            name="scene_raycast_terrain",
             title="Raycast the terrain",
             output_schema=RAYCAST_OUTPUT,
             description=(
@@ -427,7 +422,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.remove-terrain",
             RUNTIME,
             remove_terrain,
-            name="scene_remove_terrain",
             title="Remove terrain",
             output_schema=REMOVE_TERRAIN_OUTPUT,
             description="Delete the scene's terrain and its height data. This cannot be undone.",
@@ -440,7 +434,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.add-light",
             RUNTIME,
             add_light,
-            name="scene_add_light",
             title="Add a light",
             output_schema=LIGHT_OUT,
             description=(
@@ -472,7 +465,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-light-state",
             RUNTIME,
             set_light_state,
-            name="scene_set_light_state",
             title="Set a light's state",
             output_schema=LIGHT_OUT,
             description="Switch a light on or off by id.",
@@ -491,7 +483,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-skybox",
             RUNTIME,
             set_skybox,
-            name="scene_set_skybox",
             title="Set the skybox",
             output_schema=SKY_OUTPUT,
             description="Set the sky. 'none' shows the plain background color instead.",
@@ -504,7 +495,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-background",
             RUNTIME,
             set_background,
-            name="scene_set_background",
             title="Set the background",
             output_schema=SKY_OUTPUT,
             description=(
@@ -519,7 +509,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.set-camera",
             RUNTIME,
             set_camera,
-            name="scene_set_camera",
             title="Set the camera",
             output_schema=CAMERA_OUT,
             description=(
@@ -542,7 +531,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.reset-camera",
             RUNTIME,
             reset_camera,
-            name="scene_reset_camera",
             title="Reset the camera",
             output_schema=CAMERA_OUT,
             description=(
@@ -558,7 +546,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.screen-ray",
             RUNTIME,
             screen_ray,
-            name="scene_screen_ray",
             title="Cast a ray from the screen",
             output_schema=RAY_OUTPUT,
             description=(
@@ -583,7 +570,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.get-state",
             RUNTIME,
             get_state,
-            name="scene_get_state",
             title="Get the scene state",
             output_schema=STATE_OUTPUT,
             description=(
@@ -599,7 +585,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "scene.restore-state",
             RUNTIME,
             restore_state,
-            name="scene_restore_state",
             title="Restore the scene state",
             output_schema=RESTORE_OUTPUT,
             description=(

@@ -123,7 +123,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.list",
             "units",
             lambda u, a: u.list(),
-            name="unit_list",
             title="List units",
             output_schema=LIST_OUTPUT,
             description="List the code units (Python files) with size and load status. "
@@ -135,7 +134,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.inspect",
             "units",
             lambda u, a: u.inspect(a["name"]),
-            name="unit_inspect",
             title="Inspect a unit",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -150,7 +148,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.create",
             "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
-            name="unit_create",
             title="Create a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -174,7 +171,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.edit",
             "units",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
-            name="unit_edit",
             title="Edit a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -195,7 +191,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.apply-patch",
             "units",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
-            name="unit_apply_patch",
             title="Apply a patch to a unit",
             output_schema=PATCH_OUTPUT,
             description=(
@@ -220,7 +215,6 @@ def tool_adapters() -> list[ToolAdapter]:
             "unit.reload",
             "units",
             lambda u, a: u.reload(a["name"]),
-            name="unit_reload",
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
             description=(
