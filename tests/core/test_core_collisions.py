@@ -24,7 +24,11 @@ from agent_presets.model import Preset
 
 def adapter(tool_id: str, name: str) -> ToolAdapter:
     return ToolAdapter(
-        tool_id, "", f"Tool {tool_id}.", {"type": "object"}, lambda app, args: tool_id, name=name
+        tool_id,
+        description=f"Tool {tool_id}.",
+        input_schema={"type": "object"},
+        handler=lambda app, args: tool_id,
+        name=name,
     )
 
 

@@ -55,6 +55,7 @@ _EXPORTS = {
     "UnknownPresetError": "model",
     "load_preset_file": "loader",
     "ToolAdapter": "adapters",
+    "AdapterKit": "adapters",
     "ToolAdapterRegistry": "adapters",
     "require_runtime": "adapters",
     "object_schema": "adapters",
@@ -83,6 +84,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_NAMESPACE",
     "ActivePreset",
+    "AdapterKit",
     "CallContext",
     "ContextField",
     "DuplicatePresetError",
@@ -139,6 +141,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from agent_presets.adapters import (
+        AdapterKit,
         ToolAdapter,
         ToolAdapterRegistry,
         ToolCall,

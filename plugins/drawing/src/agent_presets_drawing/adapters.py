@@ -1,6 +1,6 @@
 """The drawing tools: one ``ToolAdapter`` per MCP tool in the spec's Drawing table.
 
-Each tool is ``ToolAdapter.for_runtime`` over ``app.drawing``: the core fetches
+Each tool comes from ``KIT``, the plugin's ``AdapterKit`` over ``app.drawing``: the core fetches
 the current world's drawing when the tool runs, the action calls one method on
 it, and a ``DrawingError`` becomes a ``ToolCallError`` the model can act on.
 """
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
 from agent_presets_drawing.terms import MATCH_MODES, OPEN_KINDS, SHAPES, TOOLS, DrawingError
 
 if TYPE_CHECKING:
     from agent_presets_drawing.document import Drawing
 
-RUNTIME = "drawing"
-ERRORS = (DrawingError,)
+KIT = AdapterKit("drawing", errors=(DrawingError,))
 
 # ------------------------------------------------------------------ schemas
 
@@ -238,9 +237,8 @@ DELETE_SELECTED_OUTPUT = result_schema({"deleted": IDS, "count": COUNT})
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.inspect",
-            RUNTIME,
             _inspect,
             title="Inspect the drawing",
             output_schema=INSPECT_OUTPUT,
@@ -251,12 +249,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 "Set include_svg to also get the drawing rendered as SVG."
             ),
             input_schema=object_schema({"include_svg": {"type": "boolean", "default": False}}),
-            errors=ERRORS,
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-tool",
-            RUNTIME,
             lambda d, a: d.set_tool(a["tool"]),
             title="Set the drawing tool",
             output_schema=SET_TOOL_OUTPUT,
@@ -265,11 +261,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
                 ["tool"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-shape",
-            RUNTIME,
             _insert_shape,
             title="Insert a shape",
             output_schema=INSERT_OUTPUT,
@@ -315,11 +309,9 @@ def tool_adapters() -> list[ToolAdapter]:
                     },
                 ],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-line",
-            RUNTIME,
             lambda d, a: d.insert_line(
                 a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
             ),
@@ -340,11 +332,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["x1", "y1", "x2", "y2"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-stroke",
-            RUNTIME,
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
             title="Insert a stroke",
             output_schema=INSERT_OUTPUT,
@@ -365,11 +355,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["points"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.add-layer",
-            RUNTIME,
             lambda d, a: d.add_layer(a.get("name")),
             title="Add a layer",
             output_schema=ADD_LAYER_OUTPUT,
@@ -378,11 +366,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 "it is called 'Layer N'."
             ),
             input_schema=object_schema({"name": LAYER_NAME}),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.duplicate-layer",
-            RUNTIME,
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
             title="Duplicate a layer",
             output_schema=DUPLICATE_LAYER_OUTPUT,
@@ -392,31 +378,25 @@ def tool_adapters() -> list[ToolAdapter]:
                 "called '<name> copy'."
             ),
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.rename-layer",
-            RUNTIME,
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
             title="Rename a layer",
             output_schema=RENAME_LAYER_OUTPUT,
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-active-layer",
-            RUNTIME,
             lambda d, a: d.set_active_layer(a["layer"]),
             title="Set the active layer",
             output_schema=ACTIVE_LAYER_OUTPUT,
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.delete-layer",
-            RUNTIME,
             lambda d, a: d.delete_layer(a["layer"]),
             title="Delete a layer",
             output_schema=DELETE_LAYER_OUTPUT,
@@ -425,12 +405,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 "deleted. {{drawing.undo}} restores it."
             ),
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
-            errors=ERRORS,
             annotations=DESTRUCTIVE,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-defaults",
-            RUNTIME,
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
             title="Set the default style",
             output_schema=DEFAULTS_OUTPUT,
@@ -440,11 +418,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 "{{drawing.update-selection-style}})."
             ),
             input_schema=STYLE_CHANGE,
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.update-selection-style",
-            RUNTIME,
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
             title="Restyle the selection",
             output_schema=RESTYLE_OUTPUT,
@@ -453,11 +429,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 "width. Lines and strokes have no fill and keep none."
             ),
             input_schema=STYLE_CHANGE,
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.sample-color",
-            RUNTIME,
             lambda d, a: d.sample_color(a["x"], a["y"]),
             title="Sample a color",
             output_schema=SAMPLE_OUTPUT,
@@ -467,32 +441,26 @@ def tool_adapters() -> list[ToolAdapter]:
                 "its outline; 'none' paint lets lower objects show), or the background colour."
             ),
             input_schema=object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
-            errors=ERRORS,
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.undo",
-            RUNTIME,
             lambda d, a: d.undo(),
             title="Undo",
             output_schema=UNDO_OUTPUT,
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.redo",
-            RUNTIME,
             lambda d, a: d.redo(),
             title="Redo",
             output_schema=REDO_OUTPUT,
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.select",
-            RUNTIME,
             _select,
             title="Select shapes",
             output_schema=SELECT_OUTPUT,
@@ -525,11 +493,9 @@ def tool_adapters() -> list[ToolAdapter]:
                     "layer": {**LAYER, "description": "Only select objects on this layer (rect)."},
                 },
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.transform-selection",
-            RUNTIME,
             _transform,
             title="Transform the selection",
             output_schema=TRANSFORM_OUTPUT,
@@ -555,27 +521,22 @@ def tool_adapters() -> list[ToolAdapter]:
                     "origin": object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
                 }
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.clear-selection",
-            RUNTIME,
             lambda d, a: d.clear_selection(),
             title="Clear the selection",
             output_schema=CLEAR_SELECTION_OUTPUT,
             description="Deselect everything.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.delete-selected",
-            RUNTIME,
             lambda d, a: d.delete_selected(),
             title="Delete the selection",
             output_schema=DELETE_SELECTED_OUTPUT,
             description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
-            errors=ERRORS,
             annotations=DESTRUCTIVE,
         ),
     ]

@@ -1,7 +1,7 @@
 """The general tools: the host's shell, its file root and a bash runner.
 
-Each tool is ``ToolAdapter.for_runtime`` over ``app.shell``, ``app.files`` or
-``app.bash``, fetched when the tool is called, so a host can swap its shell or
+Each tool comes from the ``AdapterKit`` of its runtime, ``app.shell``, ``app.files``
+or ``app.bash``, fetched when the tool is called, so a host can swap its shell or
 file root at any time.
 """
 
@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
+
+SHELL: Final = AdapterKit("shell")
+FILES: Final = AdapterKit("files")
+BASH: Final = AdapterKit("bash")
 
 READ_ONLY: Final = {"readOnlyHint": True}
 
@@ -136,9 +140,8 @@ SHELL_STATE_NOTE: Final = (
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-theme",
-            "shell",
             lambda s, a: s.set_theme(a["theme"]),
             title="Set the theme",
             output_schema=SHELL_STATE_OUTPUT,
@@ -148,9 +151,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-canvas-visible",
-            "shell",
             lambda s, a: s.set_canvas_visible(a["visible"]),
             title="Show or hide the canvas",
             output_schema=SHELL_STATE_OUTPUT,
@@ -165,9 +167,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-activity",
-            "shell",
             lambda s, a: s.set_activity(a["activity"]),
             title="Set the activity",
             output_schema=SHELL_STATE_OUTPUT,
@@ -188,9 +189,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.switch-surface",
-            "shell",
             lambda s, a: s.set_surface(a["surface"]),
             title="Switch surface",
             output_schema=SHELL_STATE_OUTPUT,
@@ -204,18 +204,16 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.create-world",
-            "shell",
             lambda s, a: s.create_world(a["name"]),
             title="Create a world",
             output_schema=SHELL_STATE_OUTPUT,
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
             input_schema=_schema({"name": WORLD_NAME}),
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.switch-world",
-            "shell",
             lambda s, a: s.switch_world(a["name"]),
             title="Switch world",
             output_schema=SHELL_STATE_OUTPUT,
@@ -226,9 +224,8 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"name": WORLD_NAME}),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.delete-world",
-            "shell",
             lambda s, a: s.delete_world(a["name"]),
             title="Delete a world",
             output_schema=SHELL_STATE_OUTPUT,
@@ -239,9 +236,8 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"name": WORLD_NAME}),
             annotations={"destructiveHint": True},
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.list-files",
-            "files",
             lambda f, a: f.list(a.get("path", ".")),
             title="List files",
             output_schema=LIST_OUTPUT,
@@ -260,9 +256,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.read-file",
-            "files",
             _read_file,
             title="Read a file",
             output_schema=READ_OUTPUT,
@@ -273,9 +268,8 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"path": REL_PATH}),
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.write-file",
-            "files",
             _write_file,
             title="Write a file",
             output_schema=WRITE_OUTPUT,
@@ -292,9 +286,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        BASH.adapter(
             "app.run-bash",
-            "bash",
             _run_bash,
             title="Run a shell command",
             output_schema=BASH_OUTPUT,

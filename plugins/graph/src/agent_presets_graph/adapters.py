@@ -1,6 +1,6 @@
 """The graph tools: MCP adapters over the current world's ``Graph``.
 
-Each tool is ``ToolAdapter.for_runtime`` over one ``(graph, arguments)``
+Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one ``(graph, arguments)``
 function: the core fetches ``app.graph`` when the tool runs (the headless
 host resolves it to the current world's graph) and turns a ``GraphError``
 into a ``ToolCallError`` the model reads.
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
 from agent_presets_graph.terms import ID_PATTERN, MAX_LABEL, NODE_KINDS, GraphError
 
 if TYPE_CHECKING:
     from agent_presets_graph.model import Graph
 
-RUNTIME = "graph"
-ERRORS = (GraphError,)
+KIT = AdapterKit("graph", errors=(GraphError,))
 
 READ_ONLY = {"readOnlyHint": True}
 NODE_ID = {"type": "string", "pattern": ID_PATTERN, "description": "A node id, like 'n3'."}
@@ -138,9 +137,8 @@ RESTORE_OUTPUT = result_schema({"nodes": COUNT, "edges": COUNT, "view": VIEW_OUT
 def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_graph"
     return [
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.add-node",
-            RUNTIME,
             add_node,
             title="Add a node",
             output_schema=NODE_OUT,
@@ -152,12 +150,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 {"label": {**LABEL, "description": "The text shown on the node."}, "data": DATA},
                 ["label"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.load-node",
-            RUNTIME,
             load_node,
             title="Load a node",
             output_schema=LOAD_OUTPUT,
@@ -181,12 +177,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["id"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.remove-nodes",
-            RUNTIME,
             remove_nodes,
             title="Remove nodes",
             output_schema=REMOVE_OUTPUT,
@@ -207,13 +201,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["ids"],
             ),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.add-edge",
-            RUNTIME,
             add_edge,
             title="Add an edge",
             output_schema=ADD_EDGE_OUTPUT,
@@ -230,13 +222,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["source", "target"],
             ),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.focus-node",
-            RUNTIME,
             focus_node,
             title="Focus a node",
             output_schema=VIEW_OUTPUT,
@@ -245,13 +235,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 "node with its edges and neighbours."
             ),
             input_schema=object_schema({"id": NODE_ID}, ["id"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.open-node",
-            RUNTIME,
             open_node,
             title="Open a node",
             output_schema=VIEW_OUTPUT,
@@ -260,13 +248,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 "and the node with its edges and neighbours."
             ),
             input_schema=object_schema({"id": NODE_ID}, ["id"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.search-nodes",
-            RUNTIME,
             search_nodes,
             title="Search nodes",
             output_schema=SEARCH_OUTPUT,
@@ -286,13 +272,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["query"],
             ),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.create-identity",
-            RUNTIME,
             create_identity,
             title="Create an identity",
             output_schema=NODE_OUT,
@@ -308,12 +292,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["name"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.get-state",
-            RUNTIME,
             get_state,
             title="View the graph",
             output_schema=STATE_OUTPUT,
@@ -322,13 +304,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 "{{graph.restore-state}}."
             ),
             input_schema=object_schema({}, []),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.restore-state",
-            RUNTIME,
             restore_state,
             title="Restore the graph",
             output_schema=RESTORE_OUTPUT,
@@ -345,7 +325,6 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["state"],
             ),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),

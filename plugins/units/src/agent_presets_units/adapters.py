@@ -1,10 +1,12 @@
-"""The unit tools: ``ToolAdapter.for_runtime`` over ``app.units``, fetched when called."""
+"""The unit tools: ``UNITS.adapter`` (an ``AdapterKit``) over ``app.units``, fetched when called."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
+
+UNITS: Final = AdapterKit("units")
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -119,9 +121,8 @@ RELOAD_OUTPUT: Final = result_schema(
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.list",
-            "units",
             lambda u, a: u.list(),
             title="List units",
             output_schema=LIST_OUTPUT,
@@ -130,9 +131,8 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({}, []),
             annotations={"readOnlyHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.inspect",
-            "units",
             lambda u, a: u.inspect(a["name"]),
             title="Inspect a unit",
             output_schema=INSPECT_OUTPUT,
@@ -144,9 +144,8 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
             annotations={"readOnlyHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.create",
-            "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
             title="Create a unit",
             output_schema=CHANGE_OUTPUT,
@@ -167,9 +166,8 @@ def tool_adapters() -> list[ToolAdapter]:
                 ["name", "source"],
             ),
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.edit",
-            "units",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
             title="Edit a unit",
             output_schema=CHANGE_OUTPUT,
@@ -187,9 +185,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.apply-patch",
-            "units",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
             title="Apply a patch to a unit",
             output_schema=PATCH_OUTPUT,
@@ -211,9 +208,8 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.reload",
-            "units",
             lambda u, a: u.reload(a["name"]),
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
