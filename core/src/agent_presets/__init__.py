@@ -69,6 +69,8 @@ _EXPORTS = {
     "PluginSet": "plugins",
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
+    "RowTable": "rows",
+    "write_atomic": "atomicfile",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
     "PresetServer": "mcpserver",
     "build_server": "mcpserver",
@@ -103,6 +105,7 @@ __all__ = [
     "Presets",
     "PromptFragment",
     "Resolution",
+    "RowTable",
     "SyncReport",
     "ToolAdapter",
     "ToolAdapterRegistry",
@@ -127,6 +130,7 @@ __all__ = [
     "result_schema",
     "runtime_handler",
     "serve",
+    "write_atomic",
 ]
 
 
@@ -150,6 +154,7 @@ if TYPE_CHECKING:
         result_schema,
         runtime_handler,
     )
+    from agent_presets.atomicfile import write_atomic
     from agent_presets.bootstrap import Presets, bootstrap
     from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
     from agent_presets.hookspecs import hookimpl, hookspec
@@ -177,6 +182,7 @@ if TYPE_CHECKING:
     from agent_presets.plugins import PluginSet, load_plugins
     from agent_presets.registry import PresetRegistry
     from agent_presets.results import ToolResult
+    from agent_presets.rows import RowTable
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
     from agent_presets.vocabulary import ContextField
