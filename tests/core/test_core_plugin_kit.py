@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agent_presets
 from agent_presets.atomicfile import write_atomic
+from agent_presets.catalog import collect
 from agent_presets.host.statedb import StateStore
+from agent_presets.plugins import load_plugins
+from agent_presets.testing import PresetsHost, PresetTable, read_only_tools
 
 RUNTIME_MODULES = [
     "agent_presets_drawing.document",
@@ -41,3 +47,102 @@ def test_the_atomic_writer_is_public(tmp_path: Path) -> None:
     assert target.read_bytes() == b"hello"
     assert target.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in target.parent.iterdir()] == ["b.txt"]  # no temp file left
+
+
+# ------------------------------------------------------------------ PluginHooks
+
+PACKAGE_INIT = """
+from agent_presets import PluginHooks
+
+_hooks = PluginHooks(
+    __name__,
+    context_fields=[{"name": "activity", "type": "string", "values": ["notes"]}],
+)
+presets_preset_files = _hooks.presets_preset_files
+presets_context_fields = _hooks.presets_context_fields
+presets_tool_adapters = _hooks.presets_tool_adapters
+"""
+PACKAGE_ADAPTERS = """
+from agent_presets import AdapterKit, object_schema
+
+KIT = AdapterKit("notes")
+
+
+def tool_adapters():
+    return [KIT.adapter("notes.count", lambda n, a: len(n), description="Count.",
+                        input_schema=object_schema(), annotations={"readOnlyHint": True})]
+"""
+PACKAGE_PRESETS = """\
+presets:
+  - name: notes-tools
+    default_state: auto
+    risk: normal
+    contexts: [{surface: any, activity: notes}]
+    tool_ids: [notes.count]
+"""
+
+
+@pytest.fixture
+def notes_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    package = tmp_path / "kit_notes"
+    package.mkdir()
+    (package / "__init__.py").write_text(PACKAGE_INIT)
+    (package / "adapters.py").write_text(PACKAGE_ADAPTERS)
+    (package / "presets.yaml").write_text(PACKAGE_PRESETS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module("kit_notes")
+    for name in [n for n in sys.modules if n.split(".")[0] == "kit_notes"]:
+        del sys.modules[name]
+
+
+def test_plugin_hooks_give_the_package_its_standard_hooks(notes_package: Any) -> None:
+    assert "kit_notes.adapters" not in sys.modules  # built when first asked for
+    plugins = load_plugins([notes_package])
+    [info] = plugins.plugins
+    assert sorted(info.hooks) == [
+        "presets_context_fields",
+        "presets_preset_files",
+        "presets_tool_adapters",
+    ]
+    [files] = notes_package.presets_preset_files()
+    assert files.read_text(encoding="utf-8") == PACKAGE_PRESETS
+    assert notes_package.presets_context_fields() == [
+        {"name": "activity", "type": "string", "values": ["notes"]}
+    ]
+    assert PresetTable.of(notes_package) == {
+        "notes-tools": ("auto", "normal", ["space_notes_count"])
+    }
+    assert read_only_tools(notes_package) == {"space_notes_count"}
+
+
+def test_plugin_hooks_serve_the_package_on_a_host(
+    notes_package: Any, presets_host: Callable[..., PresetsHost]
+) -> None:
+    host = presets_host(plugins=[notes_package])
+    host.host.attach("notes", ["a", "b"])
+    assert "space_notes_count" not in host.tools()
+    host.set_context(surface="canvas", activity="notes")  # a value the plugin declares
+    assert host.call_tool("space_notes_count") == 2
+
+
+def test_an_adapters_module_without_tool_adapters_is_a_problem_naming_what_to_define(
+    notes_package: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "kit_notes" / "adapters.py").write_text("TOOLS = []\n")
+    plugins = load_plugins([notes_package])
+    catalog = collect(plugins)
+    [problem] = [p for p in catalog.problems if "tool_adapters" in str(p)]
+    assert "kit_notes.adapters has no tool_adapters() function" in str(problem)
+
+
+@pytest.mark.parametrize("plugin", ["drawing", "general", "graph", "scene", "units"])
+def test_the_built_in_plugins_keep_their_hooks(plugin: str) -> None:
+    module = importlib.import_module(f"agent_presets_{plugin}")
+    [info] = load_plugins([module]).plugins
+    assert sorted(info.hooks) == [
+        "presets_context_fields",
+        "presets_headless_runtime",
+        "presets_preset_files",
+        "presets_tool_adapters",
+    ]
+    assert PresetTable.of(module)

@@ -67,6 +67,7 @@ _EXPORTS = {
     "PresetMcpSync": "sync",
     "SyncReport": "sync",
     "PluginSet": "plugins",
+    "PluginHooks": "pluginkit",
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
     "RowTable": "rows",
@@ -94,6 +95,7 @@ __all__ = [
     "Elicitation",
     "MissingRuntimeError",
     "OwnershipError",
+    "PluginHooks",
     "PluginSet",
     "Preset",
     "PresetError",
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
         ToolResultError,
         UnknownPresetError,
     )
+    from agent_presets.pluginkit import PluginHooks
     from agent_presets.plugins import PluginSet, load_plugins
     from agent_presets.registry import PresetRegistry
     from agent_presets.results import ToolResult

@@ -31,7 +31,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from agent_presets import ToolCallError, write_atomic
+from agent_presets import ToolCallError
+from agent_presets.host.store import write_atomic
 from agent_presets_units.patch import PatchError, apply_patch
 
 UNIT_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
