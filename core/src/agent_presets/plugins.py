@@ -104,11 +104,14 @@ class PluginProblem(PresetValidationError):
         hook: str | None = None,
         source: str | None = None,
         line: int | None = None,
+        error: BaseException | None = None,
     ) -> None:
         super().__init__(message, source=source, line=line)
         self.plugin = plugin
         self.distribution = distribution
         self.hook = hook
+        self.error = error
+        """The exception the hook raised, when it raised one (the test kit re-raises it)."""
 
 
 class PresetFolder:
@@ -217,6 +220,7 @@ def hook_problem(info: PluginInfo, hook_name: str, exc: BaseException) -> Plugin
         hook=hook_name,
         source=where[0] if where else None,
         line=where[1] if where else None,
+        error=exc,
     )
 
 
