@@ -233,7 +233,7 @@ def where_raised(exc: BaseException, roots: Sequence[Path]) -> tuple[str, int] |
     is in the plugin (a misspelt hook fails in pluggy, before any plugin code).
     """
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
-        return _display_path(exc.filename), exc.lineno
+        return display_path(exc.filename), exc.lineno
     inside = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
@@ -241,7 +241,7 @@ def where_raised(exc: BaseException, roots: Sequence[Path]) -> tuple[str, int] |
     ]
     if not inside:
         return None
-    return _display_path(inside[-1].filename), inside[-1].lineno or 0
+    return display_path(inside[-1].filename), inside[-1].lineno or 0
 
 
 def _is_under(filename: str, roots: Sequence[Path]) -> bool:
@@ -251,7 +251,7 @@ def _is_under(filename: str, roots: Sequence[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def _display_path(filename: str) -> str:
+def display_path(filename: str) -> str:
     """A path relative to the working directory when it is inside it (shorter, as editors show)."""
     path = Path(filename)
     try:
@@ -452,7 +452,7 @@ def _load(
 def _folder_candidates(plugin_set: PluginSet, folder: Path) -> list[_Candidate]:
     """A plugin per Python module of the folder, and one for its preset files together."""
     pm = plugin_set.pm
-    shown = _display_path(str(folder))
+    shown = display_path(str(folder))
     if not folder.is_dir():
         plugin_set.problems.append(
             PluginProblem(
@@ -472,7 +472,7 @@ def _folder_candidates(plugin_set: PluginSet, folder: Path) -> list[_Candidate]:
         def load(path: Path = path) -> None:
             pm.register(import_file(path), name=path.stem)
 
-        where = _display_path(str(path))
+        where = display_path(str(path))
         candidates.append(
             _Candidate(path.stem, load, f"file {where}", path=where, roots=partial(tuple, [path]))
         )
