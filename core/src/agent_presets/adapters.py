@@ -645,9 +645,15 @@ class ToolAdapterRegistry:
         """
         adapter = self._adapters.get(tool_id)
         if adapter is None:
+            from agent_presets.suggest import did_you_mean
+
             raise PresetValidationError(
-                f"no tool adapter provides tool id {tool_id!r}; install the plugin that "
-                "provides it or remove it from the preset"
+                f"no tool adapter provides tool id {tool_id!r}"
+                + did_you_mean(
+                    tool_id,
+                    self._adapters,
+                    "install the plugin that provides it or remove it from the preset",
+                )
             )
         target = self.app if app is None else app
         # The argument and output checks are made by the first call, not here: `presets

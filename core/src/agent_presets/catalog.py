@@ -40,6 +40,7 @@ from agent_presets.model import (
 from agent_presets.plugins import PluginInfo, PluginSet, display_path
 from agent_presets.prompts import placeholders
 from agent_presets.schema import clip, quote
+from agent_presets.suggest import closest, did_you_mean
 from agent_presets.vocabulary import Vocabulary
 
 
@@ -386,7 +387,7 @@ def _check_presets(
         missing = [t for t in preset.tool_ids if t not in adapters and t not in refused]
         if missing:
             problem(
-                f"no installed plugin provides tool id(s) {', '.join(map(quote, missing[:10]))}"
+                f"no installed plugin provides tool id(s) {_with_hints(missing[:10], adapters)}"
                 f"{f' and {len(missing) - 10} more' if len(missing) > 10 else ''}; "
                 "install the plugin that does or fix the id",
                 ("tool_ids", preset.tool_ids.index(missing[0])),
@@ -398,7 +399,8 @@ def _check_presets(
             if tool_id not in adapters:
                 problem(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
-                    "provides that tool id; fix the placeholder or install the plugin",
+                    "provides that tool id"
+                    + did_you_mean(tool_id, adapters, "fix the placeholder or install the plugin"),
                     ("system_prompt",),
                 )
         if problems:
@@ -407,6 +409,15 @@ def _check_presets(
         if not lists_refused:
             valid.append(preset)
     return valid
+
+
+def _with_hints(tool_ids: Iterable[str], adapters: Mapping[str, ToolAdapter]) -> str:
+    """The ids, quoted, each with the provided id it most likely means."""
+    parts = []
+    for tool_id in tool_ids:
+        close = closest(tool_id, adapters)
+        parts.append(quote(tool_id) + (f" (did you mean {close!r}?)" if close else ""))
+    return ", ".join(parts)
 
 
 Location = tuple[str | None, int | None, int | None]
