@@ -90,8 +90,9 @@ def test_the_workflow_validates_with_github_annotations_and_runs_pytest(tmp_path
     new_plugin("notes", "--dir", str(tmp_path / "p"))
     workflow = yaml.safe_load((tmp_path / "p/.github/workflows/ci.yml").read_text())
     steps = [s.get("run", "") for s in workflow["jobs"]["test"]["steps"]]
-    assert "presets validate src/agent_presets_notes/presets.yaml --format github" in steps
-    assert "presets validate --format github" in steps
+    assert (
+        "presets validate --installed src/agent_presets_notes/presets.yaml --format github" in steps
+    )
     assert "python -m pytest" in steps
 
 
