@@ -146,3 +146,28 @@ def test_the_built_in_plugins_keep_their_hooks(plugin: str) -> None:
         "presets_tool_adapters",
     ]
     assert PresetTable.of(module)
+
+
+def test_the_documented_plugin_kit_example_loads_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = doc.split("## The plugin kit", 1)[1].split("\n## ", 1)[0]
+    [init] = re.findall(r"```python\n(.*?)```", section, re.S)
+    package = tmp_path / "agent_presets_notes"
+    package.mkdir()
+    (package / "__init__.py").write_text(init)
+    (package / "adapters.py").write_text(PACKAGE_ADAPTERS)
+    (package / "presets.yaml").write_text(PACKAGE_PRESETS)
+    (package / "notebook.py").write_text("class Notebook(list):\n    def __init__(self, t): ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = importlib.import_module("agent_presets_notes")
+        [info] = load_plugins([module]).plugins
+        assert len(info.hooks) == 4
+        assert PresetTable.of(module) == {"notes-tools": ("auto", "normal", ["space_notes_count"])}
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "agent_presets_notes"]:
+            del sys.modules[name]
