@@ -1,13 +1,15 @@
-"""object_schema, result_schema, runtime_handler and for_runtime: what adapters share."""
+"""What adapters share: the one constructor, AdapterKit, the schema helpers, for_runtime."""
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from agent_presets import (
+    AdapterKit,
     MissingRuntimeError,
     PresetValidationError,
     ToolAdapter,
@@ -141,11 +143,11 @@ def test_for_runtime_builds_the_adapter_a_hand_written_one_would_be() -> None:
     built = counter_adapter(annotations={"idempotentHint": True}, source="counter-plugin")
     assert built == ToolAdapter(
         "counter.add",
-        "space_counter_add",
-        "Add to the counter.",
-        object_schema({"amount": {"type": "integer"}}, ["amount"]),
-        print,
-        {"idempotentHint": True},
+        mcp_name="space_counter_add",
+        description="Add to the counter.",
+        input_schema=object_schema({"amount": {"type": "integer"}}, ["amount"]),
+        handler=print,
+        annotations={"idempotentHint": True},
     )
     assert built.source == "counter-plugin"
     assert dict(built.annotations or {}) == {"idempotentHint": True}
@@ -226,11 +228,21 @@ def test_a_plain_handler_with_a_third_parameter_gets_the_call() -> None:
     registry = ToolAdapterRegistry()
     registry.register(
         ToolAdapter(
-            "a.b", "space_a_b", "d", {"type": "object"}, lambda app, a, call: seen.append(call)
+            "a.b",
+            mcp_name="space_a_b",
+            description="d",
+            input_schema={"type": "object"},
+            handler=lambda app, a, call: seen.append(call),
         )
     )
     registry.register(
-        ToolAdapter("a.c", "space_a_c", "d", {"type": "object"}, lambda app, a: seen.append(a))
+        ToolAdapter(
+            "a.c",
+            mcp_name="space_a_c",
+            description="d",
+            input_schema={"type": "object"},
+            handler=lambda app, a: seen.append(a),
+        )
     )
     registry.resolve("a.b").run({})
     registry.resolve("a.c").run({"x": 1})
@@ -291,3 +303,142 @@ def test_a_context_given_to_run_reaches_the_action_as_call_context() -> None:
         ToolCall("space_counter_add", "counter.add", context),
         ToolCall("space_counter_add", "counter.add"),
     ]
+
+
+# ------------------------------------------------------------------ the default MCP name
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "served"),
+    [
+        ("drawing.set-tool", "space_drawing_set_tool"),
+        ("unit.apply-patch", "space_unit_apply_patch"),
+        ("app.run-bash", "space_app_run_bash"),
+        ("a.b", "space_a_b"),
+    ],
+)
+def test_an_adapter_without_a_name_is_served_as_its_tool_id(tool_id: str, served: str) -> None:
+    built = ToolAdapter.for_runtime(
+        tool_id, "counter", lambda c, a: 1, description="D.", input_schema=object_schema()
+    )
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(built)
+    assert registry.resolve(tool_id).name == served
+    assert ToolAdapterRegistry(namespace_prefix="myapp_").mcp_name(built) == "myapp_" + served[6:]
+
+
+def test_name_still_overrides_the_default() -> None:
+    built = ToolAdapter.for_runtime(
+        "counter.add",
+        "counter",
+        lambda c, a: 1,
+        name="counter_plus",
+        description="D.",
+        input_schema=object_schema(),
+    )
+    assert ToolAdapterRegistry().mcp_name(built) == "space_counter_plus"
+
+
+# ------------------------------------------------------------------ one constructor, one kit
+
+
+def keyword_adapter(**changes: Any) -> ToolAdapter:
+    options: dict[str, Any] = {
+        "runtime": "counter",
+        "action": lambda c, a: c.add(a["amount"]),
+        "errors": (Refused,),
+        "description": "Add to the counter.",
+        "input_schema": object_schema({"amount": {"type": "integer"}}, ["amount"]),
+        **changes,
+    }
+    return ToolAdapter("counter.add", **options)
+
+
+def test_the_keyword_constructor_builds_a_runtime_tool_named_after_its_id() -> None:
+    built = keyword_adapter()
+    assert built.name == "counter_add"
+    assert built.runtime == "counter"
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(built)
+    tool = registry.resolve("counter.add")
+    assert tool.name == "space_counter_add"
+    assert tool.run({"amount": 4}) == 4
+    with pytest.raises(ToolCallError) as refused:
+        tool.run({"amount": 11})
+    assert str(refused.value) == "space_counter_add: amount is over 10; add in smaller steps"
+
+
+def test_the_keyword_constructor_takes_a_plain_handler() -> None:
+    built = ToolAdapter(
+        "counter.peek",
+        description="Peek.",
+        input_schema=object_schema(),
+        handler=lambda app, a: app.counter.value,
+    )
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(built)
+    assert registry.resolve("counter.peek").run({}) == 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"handler": print}, "give handler= or runtime= with action=, not both"),
+        ({"runtime": None}, "action= acts on a runtime: give runtime="),
+        ({"action": None}, "errors= are the refusals of a runtime's action"),
+        ({"action": None, "errors": ()}, "give what the tool does"),
+    ],
+)
+def test_the_keyword_constructor_says_what_is_missing(changes: dict[str, Any], words: str) -> None:
+    with pytest.raises(PresetValidationError, match=words):
+        keyword_adapter(**changes)
+
+
+def test_the_older_positional_form_still_works_and_warns() -> None:
+    handler = runtime_handler("counter", "counter_add", lambda c, a: c.add(a["amount"]))
+    schema = object_schema({"amount": {"type": "integer"}}, ["amount"])
+    with pytest.warns(DeprecationWarning, match="pass keywords") as warned:
+        prefixed = ToolAdapter("counter.add", "space_counter_add", "Add.", schema, handler)
+    assert warned[0].filename == __file__  # the warning points at the caller, not the core
+    with pytest.warns(DeprecationWarning):
+        named = ToolAdapter("counter.add", "", "Add.", schema, handler, name="counter_plus")
+    with pytest.warns(DeprecationWarning):
+        defaulted = ToolAdapter("counter.add", "", "Add.", schema, handler)
+    registry = ToolAdapterRegistry()
+    assert [registry.mcp_name(a) for a in (prefixed, named, defaulted)] == [
+        "space_counter_add",
+        "space_counter_plus",
+        "space_counter_add",
+    ]
+    keyword = ToolAdapter("counter.add", description="Add.", input_schema=schema, handler=handler)
+    assert defaulted == keyword
+    with pytest.raises(TypeError, match="both by position and as a keyword"):
+        ToolAdapter("counter.add", "", "Add.", schema, handler, description="Twice.")  # type: ignore[call-overload]
+
+
+def test_an_adapter_kit_gives_the_runtime_and_its_errors_once() -> None:
+    kit = AdapterKit("counter", errors=(Refused,))
+    add = kit.adapter(
+        "counter.add",
+        lambda c, a: c.add(a["amount"]),
+        description="Add.",
+        input_schema=object_schema({"amount": {"type": "integer"}}, ["amount"]),
+    )
+    assert add == keyword_adapter(description="Add.")
+    assert add.runtime == "counter"
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(add)
+    with pytest.raises(ToolCallError, match=r"^space_counter_add: amount is over 10"):
+        registry.resolve("counter.add").run({"amount": 11})
+    with pytest.raises(PresetValidationError, match="must name an app attribute"):
+        AdapterKit("not an attribute")
+
+
+def test_an_adapter_knows_the_line_that_made_it() -> None:
+    kit, schema = AdapterKit("counter"), object_schema()
+    here = sys._getframe().f_lineno + 1
+    made = kit.adapter("counter.x", print, description="X.", input_schema=schema)
+    assert made.defined_at == (__file__, here)
+    assert ToolAdapter.for_runtime(
+        "counter.y", "counter", print, description="Y.", input_schema=schema
+    ).defined_at == (__file__, here + 2)

@@ -167,10 +167,10 @@ def test_arguments_are_validated_before_the_handler_runs(arguments, words):
     registry.register(
         ToolAdapter(
             "drawing.set-tool",
-            "space_drawing_set_tool",
-            "Switch the active drawing tool.",
-            SET_TOOL_SCHEMA,
-            lambda app, args: calls.append(args),
+            mcp_name="space_drawing_set_tool",
+            description="Switch the active drawing tool.",
+            input_schema=SET_TOOL_SCHEMA,
+            handler=lambda app, args: calls.append(args),
         )
     )
     tool = registry.resolve("drawing.set-tool", SimpleNamespace())
@@ -199,7 +199,13 @@ def test_the_handler_gets_a_copy_of_the_arguments():
     seen: list[dict[str, Any]] = []
     registry = ToolAdapterRegistry()
     registry.register(
-        ToolAdapter("a.b", "space_a_b", "d", {"type": "object"}, lambda app, a: seen.append(a))
+        ToolAdapter(
+            "a.b",
+            mcp_name="space_a_b",
+            description="d",
+            input_schema={"type": "object"},
+            handler=lambda app, a: seen.append(a),
+        )
     )
     tool = registry.resolve("a.b")
     arguments = {"x": 1}
@@ -247,7 +253,12 @@ def test_malformed_adapters_are_rejected(changes, words):
 def test_adapter_schema_and_annotations_are_frozen():
     schema = {"type": "object", "properties": {}}
     adapter = ToolAdapter(
-        "a.b", "space_a_b", "d", schema, lambda app, a: None, annotations={"readOnlyHint": True}
+        "a.b",
+        mcp_name="space_a_b",
+        description="d",
+        input_schema=schema,
+        handler=lambda app, a: None,
+        annotations={"readOnlyHint": True},
     )
     schema["type"] = "array"
     assert adapter.input_schema["type"] == "object"
@@ -257,10 +268,26 @@ def test_adapter_schema_and_annotations_are_frozen():
 
 def test_the_registry_rejects_a_duplicate_adapter_id_naming_both_sources():
     registry = ToolAdapterRegistry()
-    registry.register(ToolAdapter("a.b", "space_a_b", "d", {"type": "object"}, print, source="one"))
+    registry.register(
+        ToolAdapter(
+            "a.b",
+            mcp_name="space_a_b",
+            description="d",
+            input_schema={"type": "object"},
+            handler=print,
+            source="one",
+        )
+    )
     with pytest.raises(DuplicateToolError) as info:
         registry.register(
-            ToolAdapter("a.b", "space_a_c", "d", {"type": "object"}, print, source="two")
+            ToolAdapter(
+                "a.b",
+                mcp_name="space_a_c",
+                description="d",
+                input_schema={"type": "object"},
+                handler=print,
+                source="two",
+            )
         )
     assert "by one and by two" in str(info.value)
 
@@ -268,10 +295,24 @@ def test_the_registry_rejects_a_duplicate_adapter_id_naming_both_sources():
 def test_the_registry_requires_the_namespace_prefix():
     registry = ToolAdapterRegistry(namespace_prefix="space_")
     with pytest.raises(PresetValidationError, match="must start with 'space_'"):
-        registry.register(ToolAdapter("a.b", "other_a_b", "d", {"type": "object"}, print))
+        registry.register(
+            ToolAdapter(
+                "a.b",
+                mcp_name="other_a_b",
+                description="d",
+                input_schema={"type": "object"},
+                handler=print,
+            )
+        )
     assert (
         ToolAdapterRegistry(namespace_prefix=None).register(
-            ToolAdapter("a.b", "other_a_b", "d", {"type": "object"}, print)
+            ToolAdapter(
+                "a.b",
+                mcp_name="other_a_b",
+                description="d",
+                input_schema={"type": "object"},
+                handler=print,
+            )
         )
         is None
     )
@@ -332,7 +373,11 @@ def any_object_tool() -> Any:
     registry = ToolAdapterRegistry()
     registry.register(
         ToolAdapter(
-            "a.b", "space_a_b", "d", {"type": "object"}, lambda app, a: seen_calls.append(a)
+            "a.b",
+            mcp_name="space_a_b",
+            description="d",
+            input_schema={"type": "object"},
+            handler=lambda app, a: seen_calls.append(a),
         )
     )
     return registry.resolve("a.b")
@@ -492,7 +537,15 @@ def test_the_quick_argument_check_passes_only_what_jsonschema_accepts(
     if schema_problem(schema) is not None:
         return
     registry = ToolAdapterRegistry()
-    registry.register(ToolAdapter("a.b", "space_a_b", "A.", schema, lambda app, a: a))
+    registry.register(
+        ToolAdapter(
+            "a.b",
+            mcp_name="space_a_b",
+            description="A.",
+            input_schema=schema,
+            handler=lambda app, a: a,
+        )
+    )
     arguments = {"a": value}
     try:
         registry.resolve("a.b").run(arguments)

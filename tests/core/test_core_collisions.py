@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,10 +22,21 @@ from agent_presets.catalog import can_be_active_together, collect, patterns_meet
 from agent_presets.host import HeadlessHost
 from agent_presets.model import Preset
 
+HERE = Path(__file__).resolve()
+ADAPTER_LINE = next(
+    n
+    for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+    if text.endswith("# ADAPTER_LINE")
+)
+
 
 def adapter(tool_id: str, name: str) -> ToolAdapter:
-    return ToolAdapter(
-        tool_id, "", f"Tool {tool_id}.", {"type": "object"}, lambda app, args: tool_id, name=name
+    return ToolAdapter(  # ADAPTER_LINE
+        tool_id,
+        description=f"Tool {tool_id}.",
+        input_schema={"type": "object"},
+        handler=lambda app, args: tool_id,
+        name=name,
     )
 
 
@@ -81,11 +93,15 @@ def test_one_mcp_name_from_two_plugins_is_an_error_naming_both(tmp_path: Path) -
         [adapter("my.theme", "app_set_theme")],
     )
     catalog = collect(load_plugins([first, second]))
-    messages = [str(p) for p in catalog.problems]
-    assert messages[0].startswith(f"{second.path}:6:16: MCP name 'space_app_set_theme' is given by")
-    assert "plugin thirdparty" in messages[0] and "plugin general" in messages[0]
-    assert f"{first.path}:6:16" in messages[0]  # the other source, with its place
-    assert "refused for its MCP name" in messages[1]
+    # One problem, at the code that made the adapter (not the YAML that lists it), and no
+    # second one for the preset left out with it.
+    [problem] = catalog.problems
+    assert (Path(problem.source or "").resolve(), problem.line) == (HERE, ADAPTER_LINE)
+    message = problem.message
+    assert message.startswith("MCP name 'space_app_set_theme' is given by")
+    assert "plugin thirdparty" in message and "plugin general" in message
+    assert f"(made at {problem.source}:{ADAPTER_LINE})" in message  # the other, with its place
+    assert message.endswith("left out with it: preset(s) 'my-theme-tools'")
     assert [a.id for a in catalog.adapters] == ["app.set-theme"]
     assert [p.name for p in catalog.presets] == ["theme-tools"]
 
@@ -124,9 +140,13 @@ def test_variants_of_one_plugin_whose_presets_can_meet_are_an_error(tmp_path: Pa
         [adapter("view.scene", "view"), adapter("view.anywhere", "view")],
     )
     catalog = collect(load_plugins([plugin]))
-    message = str(catalog.problems[0])
-    assert message.startswith(f"{plugin.path}:11:16: MCP name 'space_view' is given by")
-    assert "'view.scene' (listed at" in message and "can be active in the same context" in message
+    [problem] = catalog.problems
+    assert (Path(problem.source or "").resolve(), problem.line) == (HERE, ADAPTER_LINE)
+    message = problem.message
+    assert message.startswith("MCP name 'space_view' is given by")
+    assert f"'view.scene' (listed at {plugin.path}:6:16)" in message
+    assert f"'view.anywhere' (listed at {plugin.path}:11:16)" in message
+    assert "can be active in the same context" in message
     assert [p.name for p in catalog.presets] == ["view-scene"]
 
 
@@ -236,3 +256,23 @@ def test_an_undeclared_activity_from_the_shell_is_refused_and_unsaved(tmp_path: 
         host.shell.set_activity("paintng")
     assert host.shell.activity is None
     assert presets.manager.get_context()["activity"] is None
+
+
+def test_an_mcp_name_without_the_prefix_is_one_problem_at_the_adapter(tmp_path: Path) -> None:
+    wrong = ToolAdapter(
+        "my.theme",
+        mcp_name="other_my_theme",
+        description="Theme.",
+        input_schema={"type": "object"},
+        handler=lambda app, args: None,
+    )
+    line = sys._getframe().f_lineno - 7
+    plugin = Plugin(
+        "thirdparty", tmp_path, [("my-tools", "auto", "[{surface: any}]", "my.theme")], [wrong]
+    )
+    catalog = collect(load_plugins([plugin]), namespace_prefix="space_")
+    [problem] = catalog.problems  # and no "no installed plugin provides 'my.theme'" after it
+    assert (Path(problem.source or "").resolve(), problem.line) == (HERE, line)
+    assert "MCP name 'other_my_theme' must start with 'space_'" in problem.message
+    assert problem.message.endswith("left out with it: preset(s) 'my-tools'")
+    assert catalog.presets == []

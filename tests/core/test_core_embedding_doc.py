@@ -30,6 +30,7 @@ import agent_presets_general
 import agent_presets_graph
 import agent_presets_scene
 import agent_presets_units
+from agent_presets import AdapterKit
 from agent_presets.testing import PresetsHost
 
 REPO = Path(__file__).parents[2]
@@ -227,14 +228,17 @@ def used_by_adapters(plugin: ModuleType) -> dict[str, set[str]]:
                         scan(helper, helper.args.args[i].arg, runtime)
 
     for call in ast.walk(tree):
+        # Each tool is KIT.adapter(id, action, ...), KIT being one of the module's AdapterKits.
         if not (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "for_runtime"
+            and call.func.attr == "adapter"
+            and isinstance(call.func.value, ast.Name)
+            and isinstance(getattr(adapters, call.func.value.id, None), AdapterKit)
         ):
             continue
-        where, action = call.args[1], call.args[2]
-        runtime = where.value if isinstance(where, ast.Constant) else getattr(adapters, where.id)  # type: ignore[attr-defined]
+        runtime = getattr(adapters, call.func.value.id).runtime
+        action = call.args[1]
         if isinstance(action, ast.Lambda):
             scan(action, action.args.args[0].arg, runtime)
         else:

@@ -196,15 +196,39 @@ def test_a_model_level_problem_points_at_its_preset():
             "mapping values are not allowed",
         ),
         ("presets:\n  - name: broken\n\trisk: normal\n", "s.yaml:3:1", "tab character"),
-        ("presets:\n  - name: [unclosed\n", "s.yaml:3:1", "expected ',' or ']'"),
+        # Where the broken construct opens, not where the parser gave up.
+        ("presets:\n  - name: [unclosed\n", "s.yaml:2:11", "expected ',' or ']'"),
     ],
 )
 def test_yaml_syntax_errors_are_reported_with_their_position(text, where, words):
     with pytest.raises(PresetValidationError) as info:
         load_preset_text(text, "s.yaml")
     message = str(info.value)
-    assert message.startswith(f"{where}: YAML syntax error: ")
+    assert message.startswith(f"{where}: YAML syntax error")
     assert words in message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "presets:\n  - name: x\n    contexts: [{surface: canvas}\n    tool_ids: [a.b]\n",
+            "s.yaml:3:15: YAML syntax error in a flow sequence ([...]) that starts here: "
+            "did not find expected ',' or ']'; the parser gave up at line 4, column 5",
+        ),
+        (
+            'presets:\n  - name: "x\n    risk: normal\n',
+            "s.yaml:2:11: YAML syntax error in a quoted string that starts here: found "
+            "unexpected end of stream; the parser gave up at line 4, column 1",
+        ),
+    ],
+)
+def test_an_unclosed_construct_is_reported_where_it_opens_and_where_the_parser_gave_up(
+    text: str, message: str
+) -> None:
+    with pytest.raises(PresetValidationError) as info:
+        load_preset_text(text, "s.yaml")
+    assert str(info.value) == message
 
 
 def test_yaml_tags_that_construct_python_objects_are_refused():

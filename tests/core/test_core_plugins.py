@@ -21,7 +21,14 @@ from typing import Any
 
 import pytest
 
-from agent_presets import PresetValidationError, ToolAdapter, bootstrap, hookimpl, load_plugins
+from agent_presets import (
+    PresetValidationError,
+    ToolAdapter,
+    ToolAdapterRegistry,
+    bootstrap,
+    hookimpl,
+    load_plugins,
+)
 from agent_presets.catalog import collect
 from agent_presets.plugins import PluginLoadError
 
@@ -455,3 +462,34 @@ def test_definition_problems_are_fatal_in_strict_mode(monkeypatch, tmp_path):
     with pytest.raises(PresetValidationError, match="PRESETS_STRICT=1") as info:
         bootstrap(SimpleNamespace(), plugins=[PresetsFrom(path)])
     assert "nobody.tool" in str(info.value)
+
+
+def test_an_unknown_tool_id_says_which_provided_one_was_meant(tmp_path):
+    path = yaml_file(tmp_path, "p.yaml", ("p-tools", "notes.apend"), ("q-tools", "zzz.qqq"))
+    catalog = collect(load_plugins([First(path, [adapter("notes.append")])]))
+    assert [str(p) for p in catalog.problems] == [
+        f"{path}:2:95: preset 'p-tools': no installed plugin provides tool id(s) 'notes.apend' "
+        "(did you mean 'notes.append'?); install the plugin that does or fix the id",
+        f"{path}:3:95: preset 'q-tools': no installed plugin provides tool id(s) 'zzz.qqq'; "
+        "install the plugin that does or fix the id",
+    ]
+
+
+def test_a_prompt_placeholder_no_adapter_provides_says_which_one_was_meant(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "presets:\n  - {name: p-tools, default_state: auto, risk: normal, contexts: "
+        "[{surface: any}], tool_ids: [notes.append], system_prompt: 'Use {{notes.apend}}.'}\n",
+        encoding="utf-8",
+    )
+    [problem] = collect(load_plugins([First(path, [adapter("notes.append")])])).problems
+    assert problem.message.endswith(
+        "no installed plugin provides that tool id; did you mean 'notes.append'?"
+    )
+
+
+def test_resolving_an_unknown_tool_id_says_which_one_was_meant():
+    registry = ToolAdapterRegistry()
+    registry.register(adapter("notes.append"))
+    with pytest.raises(PresetValidationError, match=r"did you mean 'notes\.append'\?$"):
+        registry.resolve("notes.apend")

@@ -300,3 +300,42 @@ async def test_an_in_memory_mcp_client_sees_and_calls_the_tools(
         assert json.loads(result_text(result)) == {"count": 2}
         refused = await client.call_tool("space_tally_add", {"by": 0})
         assert refused.is_error and "by must be positive" in result_text(refused)
+
+
+class BrokenRuntime(TallyPlugin):
+    """A plugin whose runtime hook fails: the tally is never attached."""
+
+    @hookimpl
+    def presets_headless_runtime(self, host: Any) -> None:
+        raise RuntimeError("the tally could not start")  # BROKEN LINE
+
+
+def test_a_failing_hook_fails_the_start_with_its_own_exception_and_line(
+    presets_host: Callable[..., PresetsHost], tmp_path: Path
+) -> None:
+    with pytest.raises(RuntimeError, match="the tally could not start") as raised:
+        presets_host(plugins=[BrokenRuntime(tmp_path)], context=TALLY)
+    line = next(
+        number
+        for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if text.endswith("# BROKEN LINE")
+    )
+    [note] = raised.value.__notes__
+    assert note.endswith(
+        f"{line}: raised by hook presets_headless_runtime of plugin BrokenRuntime, "
+        "while the test host started"
+    )
+    assert Path(note.split(":")[0]).resolve() == Path(__file__).resolve()
+    # A test that expects the problem still gets a host, as before.
+    host = presets_host(plugins=[BrokenRuntime(tmp_path)], allow_problems=True)
+    assert host.presets.plugins.problems
+
+
+def test_a_preset_table_of_a_misspelt_tool_id_says_what_was_meant(plugin: TallyPlugin) -> None:
+    plugin.file.write_text(PRESETS_YAML.replace("tally.read", "tally.raed"), encoding="utf-8")
+    with pytest.raises(PresetValidationError) as refused:
+        PresetTable.of(plugin)
+    assert str(refused.value) == (
+        f"{plugin.file}: preset 'tally-tools' lists tool id 'tally.raed', which no adapter "
+        "of plugin TallyPlugin provides; did you mean 'tally.read'?"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,9 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from e2e.test_e2e_wheels import BIN, artifact, presets, run, serve
+from e2e.test_e2e_wheels import BIN, artifact, clean_env, presets, run, serve
 
 from agent_presets.cli import main
+from agent_presets.cli.newplugin import install_step
 from agent_presets.loader import load_preset_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,8 +92,9 @@ def test_the_workflow_validates_with_github_annotations_and_runs_pytest(tmp_path
     new_plugin("notes", "--dir", str(tmp_path / "p"))
     workflow = yaml.safe_load((tmp_path / "p/.github/workflows/ci.yml").read_text())
     steps = [s.get("run", "") for s in workflow["jobs"]["test"]["steps"]]
-    assert "presets validate src/agent_presets_notes/presets.yaml --format github" in steps
-    assert "presets validate --format github" in steps
+    assert (
+        "presets validate --installed src/agent_presets_notes/presets.yaml --format github" in steps
+    )
     assert "python -m pytest" in steps
 
 
@@ -164,6 +167,33 @@ def test_an_empty_folder_is_used_and_the_default_folder_is_the_distribution(
     assert (tmp_path / "agent-presets-notes/pyproject.toml").is_file()
 
 
+def offline_pip(folder: Path, uv: str, python: Path) -> Path:
+    """A folder with a ``pip`` that is ``uv pip --offline`` into ``python``'s environment.
+
+    Offline: no package index is asked for anything, so the core can only
+    come from where the printed step says; the other dependencies come from
+    uv's cache, filled by the first environment.
+    """
+    folder.mkdir()
+    shim = folder / "pip"
+    shim.write_text(
+        f'#!/bin/sh\ncommand="$1"\nshift\nexec {shlex.quote(uv)} pip "$command" --offline '
+        f'--quiet --python {shlex.quote(str(python))} "$@"\n'
+    )
+    shim.chmod(0o755)
+    return folder
+
+
+def run_as_printed(step: str, cwd: Path, path: list[Path]) -> subprocess.CompletedProcess[str]:
+    env = clean_env()
+    env["PATH"] = os.pathsep.join([*map(str, path), env.get("PATH", "")])
+    done = subprocess.run(
+        ["sh", "-c", step], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{step}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
 @pytest.mark.slow
 def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_and_serves(
     tmp_path_factory: pytest.TempPathFactory,
@@ -174,29 +204,62 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
     assert REPO not in outside.parents
     dist = outside / "dist"
     run([uv, "build", "--package", "agent-presets", "--wheel", "--quiet", "-o", str(dist)], REPO)
+    core = artifact(dist, "agent-presets", ".whl")
+
+    # The first environment: the core from its wheel, as an author who got the wheel has it
+    # (no index serves agent-presets). Installing the tools here fills uv's cache.
+    first = outside / "first"
+    run([uv, "venv", "--quiet", "--python", sys.executable, str(first)], outside)
+    tools = ["ruff>=0.6", "pytest>=8", "hatchling"]
+    run(
+        [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(first / BIN / "python"),
+            f"{core}[testing]",
+            *tools,
+        ],
+        outside,
+    )
+
+    # Its `presets` writes the plugin with no option, and prints the next step.
+    written = presets(first, "new-plugin", "time-tracker", cwd=outside).stdout
+    [step] = [
+        line.removeprefix("next: ") for line in written.splitlines() if line.startswith("next: ")
+    ]
+    assert step == (f'cd agent-presets-time-tracker && pip install {core} -e ".[dev]" && pytest')
+
+    # The step, as printed, in a second fresh environment, with no index at all.
     venv = outside / "venv"
     run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], outside)
-    python = str(venv / BIN / "python")
-    core = artifact(dist, "agent-presets", ".whl")
-    run([uv, "pip", "install", "--quiet", "--python", python, f"{core}[testing]"], outside)
-
-    # The environment's own `presets` writes the plugin, as an author runs it.
-    presets(venv, "new-plugin", "time-tracker", "--dir", "tracker", cwd=outside)
-    project = outside / "tracker"
-    run([uv, "pip", "install", "--quiet", "--python", python, "-e", ".[dev]"], project)
-
-    tested = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project)
+    shim = offline_pip(outside / "shim", uv, venv / BIN / "python")
+    tested = run_as_printed(step, outside, [shim, venv / BIN])
     assert "7 passed" in tested.stdout
+
+    project = outside / "agent-presets-time-tracker"
     run([str(venv / BIN / "ruff"), "check", "--no-cache", "."], project)
     run([str(venv / BIN / "ruff"), "format", "--check", "--no-cache", "."], project)
-    presets(
-        venv,
-        "validate",
-        "src/agent_presets_time_tracker/presets.yaml",
-        "--format",
-        "github",
-        cwd=project,
-    )
+    workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())
+    checks = [
+        shlex.split(s["run"])[1:]
+        for s in workflow["jobs"]["test"]["steps"]
+        if s.get("run", "").startswith("presets validate")
+    ]
+    assert checks
+    for check in checks:
+        presets(venv, *check, cwd=project)
+    # The workflow's checks catch a misspelt context value, on its line.
+    presets_file = project / "src/agent_presets_time_tracker/presets.yaml"
+    good = presets_file.read_text()
+    presets_file.write_text(good.replace("activity: time-tracker}", "activity: time-trakcer}"))
+    caught = [presets(venv, *check, cwd=project, expect=1).stdout for check in checks]
+    assert "did you mean 'time-tracker'?" in caught[0]
+    assert "::error file=" in caught[0]
+    presets_file.write_text(good)
+
     checked = json.loads(presets(venv, "validate", "--format", "json", cwd=outside).stdout)
     assert checked["valid"] is True
     listed = json.loads(presets(venv, "plugins", "--json", cwd=outside).stdout)
@@ -211,3 +274,60 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
             "space_time_tracker_list_notes",
         ]
         assert json.loads(server.call("space_time_tracker_list_notes", {})) == {"notes": []}
+
+
+class Installed:
+    """An ``agent-presets`` distribution whose install record says ``record``."""
+
+    def __init__(self, record: dict[str, object] | None) -> None:
+        self.record = record
+
+    def read_text(self, name: str) -> str | None:
+        assert name == "direct_url.json"
+        return None if self.record is None else json.dumps(self.record)
+
+
+@pytest.mark.parametrize(
+    ("record", "step"),
+    [
+        (None, 'pip install -e ".[dev]"'),  # from an index, which serves it again
+        ({"url": "file:///nowhere/core", "dir_info": {}}, 'pip install -e ".[dev]"'),  # gone
+        (
+            {"url": "git+https://example.org/ap.git", "subdirectory": "core"},
+            "pip install 'agent-presets @ git+https://example.org/ap.git' -e \".[dev]\"",
+        ),
+        (
+            {
+                "url": "https://example.org/ap.git",
+                "vcs_info": {"vcs": "git", "commit_id": "abc123"},
+                "subdirectory": "core",
+            },
+            "pip install 'agent-presets @ git+https://example.org/ap.git@abc123"
+            '#subdirectory=core\' -e ".[dev]"',
+        ),
+    ],
+)
+def test_the_printed_step_installs_the_core_from_where_it_came(
+    monkeypatch: pytest.MonkeyPatch, record: dict[str, object] | None, step: str
+) -> None:
+    monkeypatch.setattr("importlib.metadata.distribution", lambda name: Installed(record))
+    assert install_step() == step
+
+
+def test_the_printed_step_names_a_local_core_folder_or_wheel(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = tmp_path / "my core"
+    folder.mkdir()
+    wheel = tmp_path / "agent_presets-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    for record, step in [
+        (
+            {"url": folder.as_uri(), "dir_info": {"editable": True}},
+            f"pip install -e '{folder}' -e \".[dev]\"",
+        ),
+        ({"url": folder.as_uri(), "dir_info": {}}, f"pip install '{folder}' -e \".[dev]\""),
+        ({"url": wheel.as_uri(), "archive_info": {}}, f'pip install {wheel} -e ".[dev]"'),
+    ]:
+        monkeypatch.setattr("importlib.metadata.distribution", lambda name, r=record: Installed(r))
+        assert install_step() == step

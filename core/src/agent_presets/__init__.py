@@ -55,6 +55,7 @@ _EXPORTS = {
     "UnknownPresetError": "model",
     "load_preset_file": "loader",
     "ToolAdapter": "adapters",
+    "AdapterKit": "adapters",
     "ToolAdapterRegistry": "adapters",
     "require_runtime": "adapters",
     "object_schema": "adapters",
@@ -66,8 +67,11 @@ _EXPORTS = {
     "PresetMcpSync": "sync",
     "SyncReport": "sync",
     "PluginSet": "plugins",
+    "PluginHooks": "pluginkit",
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
+    "RowTable": "rows",
+    "write_atomic": "atomicfile",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
     "PresetServer": "mcpserver",
     "build_server": "mcpserver",
@@ -83,6 +87,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_NAMESPACE",
     "ActivePreset",
+    "AdapterKit",
     "CallContext",
     "ContextField",
     "DuplicatePresetError",
@@ -90,6 +95,7 @@ __all__ = [
     "Elicitation",
     "MissingRuntimeError",
     "OwnershipError",
+    "PluginHooks",
     "PluginSet",
     "Preset",
     "PresetError",
@@ -101,6 +107,7 @@ __all__ = [
     "Presets",
     "PromptFragment",
     "Resolution",
+    "RowTable",
     "SyncReport",
     "ToolAdapter",
     "ToolAdapterRegistry",
@@ -125,6 +132,7 @@ __all__ = [
     "result_schema",
     "runtime_handler",
     "serve",
+    "write_atomic",
 ]
 
 
@@ -139,6 +147,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from agent_presets.adapters import (
+        AdapterKit,
         ToolAdapter,
         ToolAdapterRegistry,
         ToolCall,
@@ -147,6 +156,7 @@ if TYPE_CHECKING:
         result_schema,
         runtime_handler,
     )
+    from agent_presets.atomicfile import write_atomic
     from agent_presets.bootstrap import Presets, bootstrap
     from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
     from agent_presets.hookspecs import hookimpl, hookspec
@@ -171,9 +181,11 @@ if TYPE_CHECKING:
         ToolResultError,
         UnknownPresetError,
     )
+    from agent_presets.pluginkit import PluginHooks
     from agent_presets.plugins import PluginSet, load_plugins
     from agent_presets.registry import PresetRegistry
     from agent_presets.results import ToolResult
+    from agent_presets.rows import RowTable
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
     from agent_presets.vocabulary import ContextField

@@ -15,10 +15,11 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from types import FrameType, MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from agent_presets.callcontext import CallContext
 from agent_presets.metaschema import schema_problem
@@ -70,37 +71,58 @@ class ToolCall:
     context: CallContext | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ToolAdapter:
     """Maps a stable capability id to an MCP tool.
 
-    ``name`` is the tool's name without the host's namespace
-    (``drawing_insert_shape``): the registry that serves it prefixes its
-    namespace (``ToolAdapterRegistry.mcp_name``). ``mcp_name`` is the older,
-    prefixed form (``space_drawing_insert_shape``), still accepted when it
-    carries the registry's prefix; an adapter given ``name`` holds the same
-    unprefixed name in ``mcp_name``, so pass ``""`` positionally.
+    The one constructor takes the id and then keywords::
 
-    ``handler(app, arguments)`` runs the tool; a handler that declares a third
-    positional parameter is called ``handler(app, arguments, call)`` with the
-    ``ToolCall``. ``annotations`` refine the MCP hints the server derives from
-    the preset's risk (for example ``{"readOnlyHint": True}`` for a tool that
-    only reads). ``ToolAdapter.for_runtime`` builds the usual kind: a tool
-    that acts on one runtime object of the app.
+        ToolAdapter(
+            "notes.append",
+            runtime="notes",            # the app attribute the action gets, at call time
+            action=append,              # action(notes, arguments)
+            errors=(NotesError,),       # the runtime's refusals, for the model to read
+            description="Append a note.",
+            input_schema=object_schema({"text": {"type": "string"}}, ["text"]),
+        )
 
-    ``runtime`` names the app attribute the tool acts on (``for_runtime``
-    sets it); the server runs the writes to one runtime one at a time, in
-    arrival order, and calls to different runtimes side by side, possibly on
-    different threads. Read-only tools of one runtime may run at once, so a
-    ``readOnlyHint`` handler must change nothing, not even a cache. A
-    hand-written adapter may declare ``runtime``; left None, the server runs
-    the tool as if it touched every runtime.
+    A tool that is not one runtime's gives ``handler=`` instead of
+    ``runtime``/``action``/``errors``: ``handler(app, arguments)``, called
+    with the app itself. A plugin whose tools share a runtime and its errors
+    says them once, in an ``AdapterKit``.
 
-    ``title`` (keyword-only) is the human name clients show (``tools/list``'s
-    ``title``). ``output_schema`` (keyword-only) is the JSON Schema of the
-    tool's structured results (``outputSchema``): a dict result, or a
-    ``results.ToolResult``'s ``structured`` part, is checked against it after
-    the handler returns, and a mismatch is a ``ToolResultError``.
+    The tool's MCP name is its id with ``.`` and ``-`` as ``_``
+    (``drawing.insert-shape`` is ``drawing_insert_shape``); ``name=`` gives
+    another. Either way it leaves out the host's namespace: the registry that
+    serves it prefixes its own (``ToolAdapterRegistry.mcp_name``). The older
+    ``mcp_name=`` is the prefixed form (``space_drawing_insert_shape``), still
+    accepted when it carries the registry's prefix; an adapter named the new
+    way holds the same unprefixed name in ``mcp_name``.
+
+    A handler (or an action) that declares a third positional parameter is
+    called with the ``ToolCall`` too. ``annotations`` refine the MCP hints
+    the server derives from the preset's risk (for example
+    ``{"readOnlyHint": True}`` for a tool that only reads).
+
+    ``runtime`` names the app attribute the tool acts on; the server runs the
+    writes to one runtime one at a time, in arrival order, and calls to
+    different runtimes side by side, possibly on different threads. Read-only
+    tools of one runtime may run at once, so a ``readOnlyHint`` handler must
+    change nothing, not even a cache. A ``handler=`` adapter may declare
+    ``runtime``; left None, the server runs the tool as if it touched every
+    runtime.
+
+    ``title`` is the human name clients show (``tools/list``'s ``title``).
+    ``output_schema`` is the JSON Schema of the tool's structured results
+    (``outputSchema``): a dict result, or a ``results.ToolResult``'s
+    ``structured`` part, is checked against it after the handler returns, and
+    a mismatch is a ``ToolResultError``. ``defined_at`` is the ``(file,
+    line)`` of the code that made the adapter, so a problem with it (a name
+    another tool has) is reported there.
+
+    The older positional form, ``ToolAdapter(id, mcp_name, description,
+    input_schema, handler, ...)``, still works and warns
+    (``DeprecationWarning``).
     """
 
     id: str
@@ -112,8 +134,81 @@ class ToolAdapter:
     source: str | None = field(default=None, compare=False)
     runtime: str | None = field(default=None, compare=False)  # like handler: it describes it
     name: str | None = None
-    title: str | None = field(default=None, kw_only=True)
-    output_schema: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    defined_at: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+
+    @overload
+    def __init__(
+        self,
+        id: str,
+        *,
+        description: str,
+        input_schema: Mapping[str, Any],
+        handler: Handler | None = None,
+        runtime: str | None = None,
+        action: RuntimeAction | None = None,
+        errors: Sequence[type[Exception]] = (),
+        name: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        mcp_name: str | None = None,
+        defined_at: tuple[str, int] | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(  # the older positional form: deprecated
+        self,
+        id: str,
+        mcp_name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        handler: Handler,
+        /,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        runtime: str | None = None,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        id: str,
+        *positional: Any,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        runtime: str | None = None,
+        action: RuntimeAction | None = None,
+        errors: Sequence[type[Exception]] = (),
+        name: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        mcp_name: str | None = None,
+        defined_at: tuple[str, int] | None = None,
+    ) -> None:
+        given: dict[str, Any] = {
+            "description": description,
+            "input_schema": input_schema,
+            "handler": handler,
+            "annotations": annotations,
+            "source": source,
+            "runtime": runtime,
+            "name": name,
+            "mcp_name": mcp_name,
+        }
+        if positional:
+            _positional_fields(id, positional, given)
+        if defined_at is None:
+            defined_at = _caller()
+        self._build(id, given, action, errors, title, output_schema, defined_at)
 
     @classmethod
     def for_runtime(
@@ -132,73 +227,105 @@ class ToolAdapter:
         title: str | None = None,
         output_schema: Mapping[str, Any] | None = None,
     ) -> ToolAdapter:
-        """An adapter whose handler runs ``action(app.<runtime>, arguments)``.
+        """``ToolAdapter(id, runtime=runtime, action=action, ...)``, as it was written before.
 
-        The runtime is fetched when the tool is called (a clear
-        ``MissingRuntimeError`` when the app has none), and the runtime's own
-        refusals (``errors``) become ``ToolCallError``s for the model,
-        prefixed with the tool's name. That name, in both messages, is the one
-        the call carries (``ToolCall.name``), so the name is written here
-        once and nowhere else: ``name`` without the namespace (the host
-        prefixes its own), or the older ``mcp_name`` with it. An ``action``
-        that declares a third positional parameter also receives the
-        ``ToolCall``.
-
-        Everything after ``action`` is keyword-only, so options can be added
-        with defaults without breaking a caller.
+        Kept for adapters written against it; new code calls the constructor,
+        or an ``AdapterKit`` for a plugin's tools that share a runtime.
         """
+        return cls(
+            id,
+            runtime=runtime,
+            action=action,
+            name=name,
+            mcp_name=mcp_name,
+            description=description,
+            input_schema=input_schema,
+            annotations=annotations,
+            errors=errors,
+            source=source,
+            title=title,
+            output_schema=output_schema,
+        )
+
+    def _build(
+        self,
+        id: str,
+        given: dict[str, Any],
+        action: RuntimeAction | None,
+        errors: Sequence[type[Exception]],
+        title: str | None,
+        output_schema: Mapping[str, Any] | None,
+        defined_at: tuple[str, int] | None,
+    ) -> None:
+        source: str | None = given["source"]
+        runtime: str | None = given["runtime"]
+        handler: Handler | None = given["handler"]
+        name: str | None = given["name"]
+        mcp_name: str | None = given["mcp_name"]
         where = f"tool adapter {id!r}"
-        if not isinstance(runtime, str) or not runtime.isidentifier():
+        if not isinstance(id, str) or not TOOL_ID_RE.match(id):
             raise PresetValidationError(
-                f"{where}: runtime {runtime!r} must name an app attribute, like 'drawing'",
-                source=source,
+                f"tool adapter id {id!r} must be dotted, like 'drawing.set-tool'", source=source
             )
-        if not callable(action):
-            raise PresetValidationError(f"{where}: action must be callable", source=source)
-        caught = tuple(errors)
-        if not all(isinstance(e, type) and issubclass(e, Exception) for e in caught):
-            raise PresetValidationError(
-                f"{where}: errors must be exception classes, got {caught!r}", source=source
-            )
-        if (name is None) == (mcp_name is None):
+        if name is not None and mcp_name not in (None, "", name):
             raise PresetValidationError(
                 f"{where}: give its name (without the namespace prefix) as name=, "
                 "or the prefixed form as mcp_name=, not both",
                 source=source,
             )
-        return cls(
-            id,
-            mcp_name or "",
-            description,
-            input_schema,
-            RuntimeHandler(runtime, action, caught, tool=name or mcp_name),
-            annotations,
-            source=source,
-            runtime=runtime,
-            name=name,
-            title=title,
-            output_schema=output_schema,
-        )
-
-    def __post_init__(self) -> None:
-        where = f"tool adapter {self.id!r}"
-        if not isinstance(self.id, str) or not TOOL_ID_RE.match(self.id):
+        if name is None and not mcp_name:
+            name = default_name(id)
+        if name is not None:
+            if not isinstance(name, str) or not MCP_NAME_RE.match(name):
+                raise PresetValidationError(
+                    f"{where}: name {name!r} must be snake_case without the namespace "
+                    "prefix, like 'drawing_undo'"
+                    + ("" if given["name"] is not None else "; give one with name="),
+                    source=source,
+                )
+            mcp_name = name
+        if runtime is not None and (not isinstance(runtime, str) or not runtime.isidentifier()):
             raise PresetValidationError(
-                f"tool adapter id {self.id!r} must be dotted, like 'drawing.set-tool'",
-                source=self.source,
+                f"{where}: runtime {runtime!r} must name an app attribute, like 'drawing'",
+                source=source,
             )
-        if self.name is not None:
-            if not isinstance(self.name, str) or not MCP_NAME_RE.match(self.name):
-                raise PresetValidationError(
-                    f"{where}: name {self.name!r} must be snake_case without the namespace "
-                    "prefix, like 'drawing_undo'",
-                    source=self.source,
-                )
-            if self.mcp_name not in ("", self.name):
-                raise PresetValidationError(
-                    f"{where}: give name= or mcp_name=, not both", source=self.source
-                )
-            object.__setattr__(self, "mcp_name", self.name)
+        if action is not None:
+            handler = _runtime_handler(where, source, handler, runtime, action, errors, mcp_name)
+        elif errors:
+            raise PresetValidationError(
+                f"{where}: errors= are the refusals of a runtime's action; give them with "
+                "runtime= and action=, or catch them in the handler",
+                source=source,
+            )
+        if handler is None:
+            raise PresetValidationError(
+                f"{where}: give what the tool does: runtime= and action=(runtime, arguments), "
+                "or handler=(app, arguments)",
+                source=source,
+            )
+        if runtime is None and isinstance(handler, RuntimeHandler):
+            # A runtime_handler knows its runtime: the adapter does not need it typed twice.
+            runtime = handler.runtime
+        values = {
+            "id": id,
+            "mcp_name": mcp_name,
+            "description": given["description"],
+            "input_schema": given["input_schema"],
+            "handler": handler,
+            "annotations": given["annotations"],
+            "source": source,
+            "runtime": runtime,
+            "name": name,
+            "title": title,
+            "output_schema": output_schema,
+            "defined_at": defined_at,
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+        self._check()
+
+    def _check(self) -> None:
+        where = f"tool adapter {self.id!r}"
         if not isinstance(self.mcp_name, str) or not MCP_NAME_RE.match(self.mcp_name):
             raise PresetValidationError(
                 f"{where}: MCP name {self.mcp_name!r} must be snake_case, "
@@ -221,16 +348,6 @@ class ToolAdapter:
             )
         if not callable(self.handler):
             raise PresetValidationError(f"{where}: handler must be callable", source=self.source)
-        if self.runtime is None and isinstance(self.handler, RuntimeHandler):
-            # A runtime_handler knows its runtime: the adapter does not need it typed twice.
-            object.__setattr__(self, "runtime", self.handler.runtime)
-        if self.runtime is not None and (
-            not isinstance(self.runtime, str) or not self.runtime.isidentifier()
-        ):
-            raise PresetValidationError(
-                f"{where}: runtime {self.runtime!r} must name an app attribute, like 'drawing'",
-                source=self.source,
-            )
         if isinstance(self.handler, RuntimeHandler) and self.handler.runtime != self.runtime:
             raise PresetValidationError(
                 f"{where}: runtime {self.runtime!r} is not the runtime its handler acts on "
@@ -267,6 +384,147 @@ class ToolAdapter:
             )
         object.__setattr__(self, "input_schema", MappingProxyType(dict(self.input_schema)))
         object.__setattr__(self, "annotations", MappingProxyType(dict(self.annotations or {})))
+
+
+_POSITIONAL_FIELDS: Final = (
+    "mcp_name",
+    "description",
+    "input_schema",
+    "handler",
+    "annotations",
+    "source",
+    "runtime",
+    "name",
+)
+"""The fields the older form took by position, in its order."""
+
+
+def _positional_fields(tool_id: object, values: Sequence[Any], given: dict[str, Any]) -> None:
+    """Put the older form's positional ``values`` into ``given``, warning that it is deprecated."""
+    if len(values) > len(_POSITIONAL_FIELDS):
+        raise TypeError(
+            f"ToolAdapter() takes the tool id and keywords; got {len(values) + 1} positional "
+            "arguments"
+        )
+    warnings.warn(
+        f"tool adapter {tool_id!r}: ToolAdapter(id, mcp_name, description, input_schema, "
+        "handler) with positional fields is deprecated; pass keywords, "
+        "ToolAdapter(id, description=..., input_schema=..., handler=...), and leave the "
+        "name out: it defaults to the tool id",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    for key, value in zip(_POSITIONAL_FIELDS, values, strict=False):
+        if given[key] is not None:
+            raise TypeError(f"ToolAdapter() got {key} both by position and as a keyword")
+        given[key] = value
+    if given["mcp_name"] == "":
+        given["mcp_name"] = None  # the older way of giving name=
+
+
+def _runtime_handler(
+    where: str,
+    source: str | None,
+    handler: Handler | None,
+    runtime: str | None,
+    action: RuntimeAction,
+    errors: Sequence[type[Exception]],
+    name: str | None,
+) -> RuntimeHandler:
+    """The handler of an adapter given ``runtime=`` and ``action=``, checked."""
+    if handler is not None:
+        raise PresetValidationError(
+            f"{where}: give handler= or runtime= with action=, not both", source=source
+        )
+    if runtime is None:
+        raise PresetValidationError(
+            f"{where}: action= acts on a runtime: give runtime=, the app attribute it gets, "
+            "like 'drawing'",
+            source=source,
+        )
+    if not callable(action):
+        raise PresetValidationError(f"{where}: action must be callable", source=source)
+    caught = tuple(errors)
+    if not all(isinstance(e, type) and issubclass(e, Exception) for e in caught):
+        raise PresetValidationError(
+            f"{where}: errors must be exception classes, got {caught!r}", source=source
+        )
+    return RuntimeHandler(runtime, action, caught, tool=name)
+
+
+def _caller() -> tuple[str, int] | None:
+    """``(file, line)`` of the code outside this module that is making an adapter."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+@dataclass(frozen=True)
+class AdapterKit:
+    """What a plugin's tools share, said once: the runtime they act on and its refusals.
+
+    ::
+
+        kit = AdapterKit("notes", errors=(NotesError,))
+
+        def tool_adapters():
+            return [
+                kit.adapter("notes.append", append, description=..., input_schema=...),
+                kit.adapter("notes.list", list_notes, description=..., input_schema=...),
+            ]
+
+    ``kit.adapter(id, action, **options)`` is ``ToolAdapter(id,
+    runtime=kit.runtime, action=action, errors=kit.errors, **options)``.
+    """
+
+    runtime: str
+    errors: tuple[type[Exception], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.runtime, str) or not self.runtime.isidentifier():
+            raise PresetValidationError(
+                f"adapter kit: runtime {self.runtime!r} must name an app attribute, like 'drawing'"
+            )
+        object.__setattr__(self, "errors", tuple(self.errors))
+
+    def adapter(
+        self,
+        id: str,
+        action: RuntimeAction,
+        *,
+        description: str,
+        input_schema: Mapping[str, Any],
+        name: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+    ) -> ToolAdapter:
+        """The adapter of tool ``id``: ``action(app.<runtime>, arguments)`` when it is called."""
+        return ToolAdapter(
+            id,
+            runtime=self.runtime,
+            action=action,
+            errors=self.errors,
+            description=description,
+            input_schema=input_schema,
+            name=name,
+            title=title,
+            output_schema=output_schema,
+            annotations=annotations,
+            source=source,
+        )
+
+
+def default_name(tool_id: str) -> str:
+    """The MCP name a tool gets when its adapter gives none: the id, ``.`` and ``-`` as ``_``.
+
+    ``drawing.set-tool`` is served as ``drawing_set_tool`` (the host prefixes
+    its namespace). Every built-in tool is named this way; ``name=`` is only
+    for a tool whose name should differ from its id.
+    """
+    return tool_id.replace(".", "_").replace("-", "_")
 
 
 _checked_schemas: dict[str, str | None] = {}
@@ -387,9 +645,15 @@ class ToolAdapterRegistry:
         """
         adapter = self._adapters.get(tool_id)
         if adapter is None:
+            from agent_presets.suggest import did_you_mean
+
             raise PresetValidationError(
-                f"no tool adapter provides tool id {tool_id!r}; install the plugin that "
-                "provides it or remove it from the preset"
+                f"no tool adapter provides tool id {tool_id!r}"
+                + did_you_mean(
+                    tool_id,
+                    self._adapters,
+                    "install the plugin that provides it or remove it from the preset",
+                )
             )
         target = self.app if app is None else app
         # The argument and output checks are made by the first call, not here: `presets

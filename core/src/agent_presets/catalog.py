@@ -7,8 +7,10 @@ and the rules only the whole set can break: two adapters with one id, one
 MCP name given by two plugins (or by two adapters of one plugin whose presets
 can be active at once), tool ids and prompt placeholders no adapter provides,
 duplicate preset names, context fields and values nobody declared. Each is
-reported at ``path:line:col`` of the preset file that meets it, naming the
-other source where two are involved. ``check_preset_files`` applies the file
+reported at ``path:line:col`` of the preset file that meets it, or at the
+``file:line`` of the code that made the adapter when the adapter is at fault,
+naming the other source where two are involved; an adapter refused is one
+problem, not one more for each preset that lists it. ``check_preset_files`` applies the file
 and whole-set rules to preset files given by path, with no plugin around them.
 
 A preset file is input from whoever wrote the plugin: whatever one file does,
@@ -35,9 +37,10 @@ from agent_presets.model import (
     PresetValidationError,
     duplicate_preset_error,
 )
-from agent_presets.plugins import PluginInfo, PluginSet
+from agent_presets.plugins import PluginInfo, PluginSet, display_path
 from agent_presets.prompts import placeholders
 from agent_presets.schema import clip, quote
+from agent_presets.suggest import closest, did_you_mean
 from agent_presets.vocabulary import Vocabulary
 
 
@@ -73,6 +76,7 @@ def collect(
     catalog.vocabulary, problems = Vocabulary.merge(declarations)
     catalog.problems.extend(problems)
     adapters: dict[str, ToolAdapter] = {}
+    misnamed: list[ToolAdapter] = []  # an older mcp_name without the host's prefix
     for info, result in plugin_set.call_each("presets_tool_adapters", hook_failed):
         for adapter in _items(info, result, catalog):
             if not isinstance(adapter, ToolAdapter):
@@ -91,27 +95,20 @@ def collect(
                     PresetValidationError(
                         f"tool adapter {quote(adapter.id)} is provided twice: by {first.source} "
                         f"and by {adapter.source}; uninstall or disable one of them",
-                        source=adapter.source,
+                        **_made_at(adapter),
                     )
                 )
                 continue
             legacy = adapter.name is None
             if legacy and namespace_prefix and not adapter.mcp_name.startswith(namespace_prefix):
-                catalog.problems.append(
-                    PresetValidationError(
-                        f"tool adapter {quote(adapter.id)}: MCP name {quote(adapter.mcp_name)} "
-                        f"must start with {namespace_prefix!r}; give the name without the prefix "
-                        "as name= and the host applies its own",
-                        source=adapter.source,
-                    )
-                )
+                misnamed.append(adapter)
                 continue
             adapters[adapter.id] = adapter
             catalog.adapter_plugin[adapter.id] = info.name
     presets = _unique(catalog, catalog.presets)
-    refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix)
+    refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed)
     for tool_id in refused:
-        del adapters[tool_id]
+        adapters.pop(tool_id, None)
     catalog.adapters = list(adapters.values())
     catalog.presets = _check_presets(catalog, presets, adapters, refused)
     return catalog
@@ -262,23 +259,40 @@ def _check_mcp_names(
     adapters: dict[str, ToolAdapter],
     presets: list[Preset],
     namespace_prefix: str | None,
+    misnamed: Iterable[ToolAdapter] = (),
 ) -> set[str]:
-    """Report MCP names that would collide; return the ids of the adapters refused.
+    """Report MCP names that would collide (and ``misnamed``); return the ids refused.
 
     A name belongs to one plugin. Two adapters of one plugin may share it only
     as variants for contexts that never meet: no two presets listing them can
     auto-activate together. The later adapter of a colliding pair is refused,
-    and with it the presets that list it.
+    and with it the presets that list it. Each refusal is reported once, at
+    the code that made the adapter, naming the presets left out with it.
     """
     locate = _Locator(catalog)
     listed_by: dict[str, list[Preset]] = {}
     for preset in presets:
         for tool_id in preset.tool_ids:
             listed_by.setdefault(tool_id, []).append(preset)
+
+    def left_out(adapter: ToolAdapter) -> str:
+        names = sorted({p.name for p in listed_by.get(adapter.id, ())})
+        return f"; left out with it: preset(s) {', '.join(map(quote, names))}" if names else ""
+
+    refused: set[str] = set()
+    for adapter in misnamed:
+        refused.add(adapter.id)
+        catalog.problems.append(
+            PresetValidationError(
+                f"tool adapter {quote(adapter.id)}: MCP name {quote(adapter.mcp_name)} "
+                f"must start with {namespace_prefix!r}; give the name without the prefix "
+                f"as name= and the host applies its own{left_out(adapter)}",
+                **_made_at(adapter),
+            )
+        )
     by_name: dict[str, list[ToolAdapter]] = {}
     for adapter in adapters.values():
         by_name.setdefault(mcp_name_for(adapter, namespace_prefix), []).append(adapter)
-    refused: set[str] = set()
     for name, holders in by_name.items():
         kept: list[ToolAdapter] = []
         for adapter in holders:
@@ -287,27 +301,43 @@ def _check_mcp_names(
                 kept.append(adapter)
                 continue
             refused.add(adapter.id)
-            where = locate.tool(adapter.id, listed_by)
-            first_at = locate.describe(locate.tool(clash.id, listed_by)) or clash.source
+            clash_at = _describe_made_at(clash) or clash.source
             if clash.source != adapter.source:
                 message = (
                     f"MCP name {name!r} is given by tool adapter {adapter.id!r} of plugin "
-                    f"{adapter.source} and by {clash.id!r} of plugin {clash.source} (listed at "
-                    f"{first_at}); a name belongs to one plugin: rename one of the tools"
+                    f"{adapter.source} and by {clash.id!r} of plugin {clash.source} (made at "
+                    f"{clash_at}); a name belongs to one plugin: rename one of the tools "
+                    "(name=)"
                 )
             else:
+                first_at = locate.describe(locate.tool(clash.id, listed_by)) or clash_at
+                where = locate.describe(locate.tool(adapter.id, listed_by))
                 message = (
                     f"MCP name {name!r} is given by tool adapters {clash.id!r} (listed at "
-                    f"{first_at}) and {adapter.id!r} of plugin {adapter.source}, whose presets "
-                    "can be active in the same context; variants of one tool need contexts "
-                    "that never meet: rename one or narrow the presets' contexts"
+                    f"{first_at}) and {adapter.id!r}{f' (listed at {where})' if where else ''} "
+                    f"of plugin {adapter.source}, whose presets can be active in the same "
+                    "context; variants of one tool need contexts that never meet: rename one "
+                    "or narrow the presets' contexts"
                 )
             catalog.problems.append(
-                PresetValidationError(
-                    message, source=where[0] or adapter.source, line=where[1], column=where[2]
-                )
+                PresetValidationError(message + left_out(adapter), **_made_at(adapter))
             )
     return refused
+
+
+def _made_at(adapter: ToolAdapter) -> dict[str, Any]:
+    """``source=`` and ``line=`` for a problem of ``adapter``: the code that made it."""
+    if adapter.defined_at is None:
+        return {"source": adapter.source}
+    path, line = adapter.defined_at
+    return {"source": display_path(path), "line": line}
+
+
+def _describe_made_at(adapter: ToolAdapter) -> str | None:
+    if adapter.defined_at is None:
+        return None
+    path, line = adapter.defined_at
+    return f"{display_path(path)}:{line}"
 
 
 def _clash(first: ToolAdapter, second: ToolAdapter, listed_by: Mapping[str, list[Preset]]) -> bool:
@@ -351,16 +381,13 @@ def _check_presets(
                 )
             )
 
-        for index, tool_id in enumerate(preset.tool_ids):
-            if tool_id in refused:
-                problem(
-                    f"tool id {tool_id!r} was refused for its MCP name (see that problem)",
-                    ("tool_ids", index),
-                )
+        # A preset listing a refused adapter is left out; the refusal, reported at the
+        # adapter, names it, so it is not a problem of its own here.
+        lists_refused = any(t in refused for t in preset.tool_ids)
         missing = [t for t in preset.tool_ids if t not in adapters and t not in refused]
         if missing:
             problem(
-                f"no installed plugin provides tool id(s) {', '.join(map(quote, missing[:10]))}"
+                f"no installed plugin provides tool id(s) {_with_hints(missing[:10], adapters)}"
                 f"{f' and {len(missing) - 10} more' if len(missing) > 10 else ''}; "
                 "install the plugin that does or fix the id",
                 ("tool_ids", preset.tool_ids.index(missing[0])),
@@ -372,14 +399,25 @@ def _check_presets(
             if tool_id not in adapters:
                 problem(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
-                    "provides that tool id; fix the placeholder or install the plugin",
+                    "provides that tool id"
+                    + did_you_mean(tool_id, adapters, "fix the placeholder or install the plugin"),
                     ("system_prompt",),
                 )
         if problems:
             catalog.problems.extend(problems)
             continue
-        valid.append(preset)
+        if not lists_refused:
+            valid.append(preset)
     return valid
+
+
+def _with_hints(tool_ids: Iterable[str], adapters: Mapping[str, ToolAdapter]) -> str:
+    """The ids, quoted, each with the provided id it most likely means."""
+    parts = []
+    for tool_id in tool_ids:
+        close = closest(tool_id, adapters)
+        parts.append(quote(tool_id) + (f" (did you mean {close!r}?)" if close else ""))
+    return ", ".join(parts)
 
 
 Location = tuple[str | None, int | None, int | None]

@@ -352,16 +352,7 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = clip(exc.problem or "invalid YAML")
-        if "tab" not in what and _char_at(text, line, col) == "\t":
-            what += " (a tab: YAML indents with spaces)"
-        return [], [
-            PresetValidationError(
-                f"YAML syntax error: {what}", source=source, line=line, column=col
-            )
-        ]
+        return [], [_syntax_error(exc, text, source)]
     except _Refused as exc:
         return [], [
             PresetValidationError(
@@ -612,6 +603,44 @@ class _Positions:
             self._more += 1
             return
         self.problems.append((message, node.start_mark.line + 1, node.start_mark.column + 1))
+
+
+_OPENERS: Final = {
+    "while parsing a flow sequence": "a flow sequence ([...])",
+    "while parsing a flow mapping": "a flow mapping ({...})",
+    "while scanning a quoted scalar": "a quoted string",
+    "while scanning a simple key": "a key",
+}
+"""The parser's contexts that are an opened construct left unfinished, and how to name them.
+
+Others (a block mapping, a plain scalar) are broken where the parser gave up,
+so their problem is reported there.
+"""
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, text: str, source: str) -> PresetValidationError:
+    """A YAML syntax error, at the construct it breaks and naming where the parser gave up.
+
+    The parser notices an unclosed ``[`` or quote only lines later, where it
+    gives up (the problem mark); the fix belongs where the construct opens
+    (the context mark), so that is the position reported.
+    """
+    problem, opened = exc.problem_mark, exc.context_mark
+    mark = problem or opened
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    what = clip(exc.problem or "invalid YAML")
+    if "tab" not in what and _char_at(text, line, col) == "\t":
+        what += " (a tab: YAML indents with spaces)"
+    construct = _OPENERS.get(exc.context or "")
+    if construct and problem and opened and opened.index < problem.index and "tab" not in what:
+        return PresetValidationError(
+            f"YAML syntax error in {construct} that starts here: {what}; the parser gave up "
+            f"at line {line}, column {col}",
+            source=source,
+            line=opened.line + 1,
+            column=opened.column + 1,
+        )
+    return PresetValidationError(f"YAML syntax error: {what}", source=source, line=line, column=col)
 
 
 class _Refused(yaml.YAMLError):

@@ -104,11 +104,14 @@ class PluginProblem(PresetValidationError):
         hook: str | None = None,
         source: str | None = None,
         line: int | None = None,
+        error: BaseException | None = None,
     ) -> None:
         super().__init__(message, source=source, line=line)
         self.plugin = plugin
         self.distribution = distribution
         self.hook = hook
+        self.error = error
+        """The exception the hook raised, when it raised one (the test kit re-raises it)."""
 
 
 class PresetFolder:
@@ -217,6 +220,7 @@ def hook_problem(info: PluginInfo, hook_name: str, exc: BaseException) -> Plugin
         hook=hook_name,
         source=where[0] if where else None,
         line=where[1] if where else None,
+        error=exc,
     )
 
 
@@ -229,7 +233,7 @@ def where_raised(exc: BaseException, roots: Sequence[Path]) -> tuple[str, int] |
     is in the plugin (a misspelt hook fails in pluggy, before any plugin code).
     """
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
-        return _display_path(exc.filename), exc.lineno
+        return display_path(exc.filename), exc.lineno
     inside = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
@@ -237,7 +241,7 @@ def where_raised(exc: BaseException, roots: Sequence[Path]) -> tuple[str, int] |
     ]
     if not inside:
         return None
-    return _display_path(inside[-1].filename), inside[-1].lineno or 0
+    return display_path(inside[-1].filename), inside[-1].lineno or 0
 
 
 def _is_under(filename: str, roots: Sequence[Path]) -> bool:
@@ -247,7 +251,7 @@ def _is_under(filename: str, roots: Sequence[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def _display_path(filename: str) -> str:
+def display_path(filename: str) -> str:
     """A path relative to the working directory when it is inside it (shorter, as editors show)."""
     path = Path(filename)
     try:
@@ -448,7 +452,7 @@ def _load(
 def _folder_candidates(plugin_set: PluginSet, folder: Path) -> list[_Candidate]:
     """A plugin per Python module of the folder, and one for its preset files together."""
     pm = plugin_set.pm
-    shown = _display_path(str(folder))
+    shown = display_path(str(folder))
     if not folder.is_dir():
         plugin_set.problems.append(
             PluginProblem(
@@ -468,7 +472,7 @@ def _folder_candidates(plugin_set: PluginSet, folder: Path) -> list[_Candidate]:
         def load(path: Path = path) -> None:
             pm.register(import_file(path), name=path.stem)
 
-        where = _display_path(str(path))
+        where = display_path(str(path))
         candidates.append(
             _Candidate(path.stem, load, f"file {where}", path=where, roots=partial(tuple, [path]))
         )

@@ -11,7 +11,13 @@ def did_you_mean(name: object, known: Iterable[str], otherwise: str) -> str:
     ``otherwise`` says where to find the names (``"`presets list` shows the
     names"``), so an error with no close match still tells its reader what to do.
     """
+    close = closest(name, known)
+    return f"; did you mean {close!r}?" if close is not None else f"; {otherwise}"
+
+
+def closest(name: object, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name``, when one is close enough to be what was meant."""
     import difflib  # only for an error: not imported at start-up
 
     close = difflib.get_close_matches(str(name), list(known), n=1)
-    return f"; did you mean {close[0]!r}?" if close else f"; {otherwise}"
+    return close[0] if close else None

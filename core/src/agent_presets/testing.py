@@ -135,7 +135,15 @@ class PresetsHost:
 
         host = HeadlessHost(self.state_dir, root=self.root)
         presets = host.start(plugins=self.plugins, overrides=self._overrides or None)
-        if presets.problems and not self._allow_problems:
+        if self._allow_problems:
+            return host, presets
+        raised = _hook_error([*presets.plugins.problems, *presets.problems])
+        if raised is not None:
+            # The hook's own exception, not what its absence causes later (a tool that
+            # finds no runtime): the test fails where the plugin's code went wrong.
+            _close_host(host)
+            raise raised
+        if presets.problems:
             _close_host(host)
             problems = "\n".join(str(p) for p in presets.problems)
             raise AssertionError(f"the plugins have definition problems:\n{problems}")
@@ -303,6 +311,21 @@ class PresetsHost:
         _close_host(self.host)
 
 
+def _hook_error(problems: Sequence[Exception]) -> BaseException | None:
+    """The exception the first failed hook raised, noted with its hook and ``file:line``."""
+    from agent_presets.plugins import PluginProblem
+
+    for problem in problems:
+        if isinstance(problem, PluginProblem) and problem.error is not None:
+            where = ":".join(str(p) for p in (problem.source, problem.line) if p is not None)
+            problem.error.add_note(
+                f"{where + ': ' if where else ''}raised by hook {problem.hook} of plugin "
+                f"{problem.plugin}, while the test host started"
+            )
+            return problem.error
+    return None
+
+
 def _close_host(host: HeadlessHost) -> None:
     close = getattr(host, "close", None)
     if callable(close):
@@ -368,15 +391,25 @@ class PresetTable(dict[str, PresetRow]):
     def of(cls, plugin: object, namespace_prefix: str | None = _NAMESPACE) -> PresetTable:
         """The presets ``plugin`` ships, its tools named as the host serves them."""
         adapters = plugin_adapters(plugin)
+
+        def name_of(preset: Preset, tool_id: str) -> str:
+            adapter = adapters.get(tool_id)
+            if adapter is None:
+                from agent_presets.model import PresetValidationError
+                from agent_presets.suggest import did_you_mean
+
+                hint = did_you_mean(
+                    tool_id, adapters, "its presets_tool_adapters hook provides no such id"
+                )
+                raise PresetValidationError(
+                    f"preset {preset.name!r} lists tool id {tool_id!r}, which no adapter of "
+                    f"{_label(plugin)} provides{hint}",
+                    source=preset.source,
+                )
+            return mcp_name(adapter, namespace_prefix)
+
         return cls(
-            (
-                p.name,
-                (
-                    p.default_state,
-                    p.risk,
-                    [mcp_name(adapters[t], namespace_prefix) for t in p.tool_ids],
-                ),
-            )
+            (p.name, (p.default_state, p.risk, [name_of(p, t) for t in p.tool_ids]))
             for p in plugin_presets(plugin)
         )
 
@@ -392,6 +425,11 @@ class PresetTable(dict[str, PresetRow]):
     def auto_presets(self) -> set[str]:
         """The names of the presets that activate by context."""
         return {name for name, (default, _risk, _tools) in self.items() if default == "auto"}
+
+
+def _label(plugin: object) -> str:
+    name = getattr(plugin, "__name__", None)
+    return f"plugin {name}" if isinstance(name, str) else f"plugin {type(plugin).__name__}"
 
 
 def read_only_tools(plugin: object, namespace_prefix: str | None = _NAMESPACE) -> set[str]:

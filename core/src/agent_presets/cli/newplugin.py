@@ -10,13 +10,16 @@ the core's wheel.
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
+import shlex
 from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Final
+from urllib.parse import unquote, urlparse
 
 import click
 
@@ -126,6 +129,57 @@ def write_plugin(name: str, directory: Path | None = None) -> tuple[Path, list[s
     return target, sorted(rendered)
 
 
+def core_requirement() -> str | None:
+    """What ``pip install`` takes to install this core where no package index serves it.
+
+    Read from the core's install record (``direct_url.json`` of the
+    ``agent-presets`` distribution, PEP 610): the source folder it was
+    installed from (``-e`` again when that was editable), the wheel file, or
+    the VCS URL and commit. None when it came from an index (which then
+    serves it) or the place it came from is gone.
+    """
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        text = distribution("agent-presets").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return None
+    try:
+        record = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+        return None
+    url: str = record["url"]
+    vcs = record.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        spec = f"{vcs['vcs']}+{url}"
+        if isinstance(vcs.get("commit_id"), str):
+            spec += f"@{vcs['commit_id']}"
+        if isinstance(record.get("subdirectory"), str):
+            spec += f"#subdirectory={record['subdirectory']}"
+        return shlex.quote(f"agent-presets @ {spec}")
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        return shlex.quote(f"agent-presets @ {url}")
+    path = Path(unquote(parsed.path))
+    if not path.exists():
+        return None
+    dir_info = record.get("dir_info")
+    editable = isinstance(dir_info, dict) and dir_info.get("editable") is True
+    return ("-e " if editable else "") + shlex.quote(str(path))
+
+
+def install_step() -> str:
+    """The ``pip install`` that sets the new plugin up for development in a fresh environment.
+
+    It names the core where it was installed from when no index serves it, so
+    the step works as printed in a new virtual environment.
+    """
+    core = core_requirement()
+    return f'pip install {core + " " if core else ""}-e ".[dev]"'
+
+
 @click.command("new-plugin")
 @click.argument("name")
 @click.option(
@@ -139,10 +193,13 @@ def new_plugin(name: str, directory: Path | None) -> None:
     """Write a new plugin NAME: a package, presets, a tool, tests, CI and pre-commit.
 
     \b
-    Then, in the new folder:
+    Then, in the new folder, in a fresh virtual environment:
       pip install -e ".[dev]"    the plugin, the test kit, pytest and ruff
       pytest                     its tests pass as written
       presets validate           its presets with everything installed
+
+    When this core was installed from a folder, a wheel or a repository
+    rather than a package index, the printed step installs it from there too.
     """
     try:
         target, written = write_plugin(name, directory)
@@ -151,4 +208,4 @@ def new_plugin(name: str, directory: Path | None) -> None:
     click.echo(f"wrote {PluginNames.parse(name).dist} to {target}:")
     for relative in written:
         click.echo(f"  {relative}")
-    click.echo(f'next: cd {target} && pip install -e ".[dev]" && pytest')
+    click.echo(f"next: cd {shlex.quote(str(target))} && {install_step()} && pytest")

@@ -72,6 +72,13 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
         files = _yaml_files(paths)
         checked = check_preset_files(files, max_file_size=limit)
         _report(list(checked.problems), [], [str(f) for f in files], len(checked.presets), fmt)
+        if fmt != "json":
+            # What passes here can still fail with the plugins: say so, not only in the docs.
+            click.echo(
+                "checked alone: the schema and file rules; --installed also checks tool ids "
+                "and context fields and values against the installed plugins",
+                err=True,
+            )
         if checked.problems:
             sys.exit(1)
         return

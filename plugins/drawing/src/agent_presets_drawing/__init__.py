@@ -6,12 +6,9 @@ reference drawing runtime (one per world) for the headless host.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, hookimpl
+from agent_presets import PluginHooks, hookimpl
 from agent_presets_drawing.terms import DrawingError
 
 if TYPE_CHECKING:
@@ -29,15 +26,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@hookimpl
-def presets_preset_files() -> Sequence[Traversable]:
-    return [files(__name__) / "presets.yaml"]
-
-
-@hookimpl
-def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
+# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
+# (so they work in any host).
+_hooks = PluginHooks(
+    __name__,
+    context_fields=[
         {
             "name": "surface",
             "type": "string",
@@ -55,15 +48,11 @@ def presets_context_fields() -> Sequence[dict[str, Any]]:
             "type": "boolean",
             "description": "Whether the canvas is shown.",
         },
-    ]
-
-
-@hookimpl
-def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    # Imported here: the adapters (and their schema checks) are built when asked for.
-    from agent_presets_drawing.adapters import tool_adapters
-
-    return tool_adapters()
+    ],
+)
+presets_preset_files = _hooks.presets_preset_files
+presets_context_fields = _hooks.presets_context_fields
+presets_tool_adapters = _hooks.presets_tool_adapters
 
 
 @hookimpl

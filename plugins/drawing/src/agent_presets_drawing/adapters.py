@@ -1,6 +1,6 @@
 """The drawing tools: one ``ToolAdapter`` per MCP tool in the spec's Drawing table.
 
-Each tool is ``ToolAdapter.for_runtime`` over ``app.drawing``: the core fetches
+Each tool comes from ``KIT``, the plugin's ``AdapterKit`` over ``app.drawing``: the core fetches
 the current world's drawing when the tool runs, the action calls one method on
 it, and a ``DrawingError`` becomes a ``ToolCallError`` the model can act on.
 """
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
 from agent_presets_drawing.terms import MATCH_MODES, OPEN_KINDS, SHAPES, TOOLS, DrawingError
 
 if TYPE_CHECKING:
     from agent_presets_drawing.document import Drawing
 
-RUNTIME = "drawing"
-ERRORS = (DrawingError,)
+KIT = AdapterKit("drawing", errors=(DrawingError,))
 
 # ------------------------------------------------------------------ schemas
 
@@ -238,11 +237,9 @@ DELETE_SELECTED_OUTPUT = result_schema({"deleted": IDS, "count": COUNT})
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.inspect",
-            RUNTIME,
             _inspect,
-            name="drawing_inspect",
             title="Inspect the drawing",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -252,14 +249,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 "Set include_svg to also get the drawing rendered as SVG."
             ),
             input_schema=object_schema({"include_svg": {"type": "boolean", "default": False}}),
-            errors=ERRORS,
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-tool",
-            RUNTIME,
             lambda d, a: d.set_tool(a["tool"]),
-            name="drawing_set_tool",
             title="Set the drawing tool",
             output_schema=SET_TOOL_OUTPUT,
             description="Switch the active drawing tool the user sees in the toolbar.",
@@ -267,13 +261,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 {"tool": {"enum": list(TOOLS), "description": "The tool to make current."}},
                 ["tool"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-shape",
-            RUNTIME,
             _insert_shape,
-            name="drawing_insert_shape",
             title="Insert a shape",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -318,15 +309,12 @@ def tool_adapters() -> list[ToolAdapter]:
                     },
                 ],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-line",
-            RUNTIME,
             lambda d, a: d.insert_line(
                 a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
             ),
-            name="drawing_insert_line",
             title="Insert a line",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -344,13 +332,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["x1", "y1", "x2", "y2"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.insert-stroke",
-            RUNTIME,
             lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
-            name="drawing_insert_stroke",
             title="Insert a stroke",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -370,13 +355,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["points"],
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.add-layer",
-            RUNTIME,
             lambda d, a: d.add_layer(a.get("name")),
-            name="drawing_add_layer",
             title="Add a layer",
             output_schema=ADD_LAYER_OUTPUT,
             description=(
@@ -384,13 +366,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 "it is called 'Layer N'."
             ),
             input_schema=object_schema({"name": LAYER_NAME}),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.duplicate-layer",
-            RUNTIME,
             lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
-            name="drawing_duplicate_layer",
             title="Duplicate a layer",
             output_schema=DUPLICATE_LAYER_OUTPUT,
             description=(
@@ -399,35 +378,26 @@ def tool_adapters() -> list[ToolAdapter]:
                 "called '<name> copy'."
             ),
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.rename-layer",
-            RUNTIME,
             lambda d, a: d.rename_layer(a["layer"], a["name"]),
-            name="drawing_rename_layer",
             title="Rename a layer",
             output_schema=RENAME_LAYER_OUTPUT,
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-active-layer",
-            RUNTIME,
             lambda d, a: d.set_active_layer(a["layer"]),
-            name="drawing_set_active_layer",
             title="Set the active layer",
             output_schema=ACTIVE_LAYER_OUTPUT,
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.delete-layer",
-            RUNTIME,
             lambda d, a: d.delete_layer(a["layer"]),
-            name="drawing_delete_layer",
             title="Delete a layer",
             output_schema=DELETE_LAYER_OUTPUT,
             description=(
@@ -435,14 +405,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 "deleted. {{drawing.undo}} restores it."
             ),
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
-            errors=ERRORS,
             annotations=DESTRUCTIVE,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.set-defaults",
-            RUNTIME,
             lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
-            name="drawing_set_defaults",
             title="Set the default style",
             output_schema=DEFAULTS_OUTPUT,
             description=(
@@ -451,13 +418,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 "{{drawing.update-selection-style}})."
             ),
             input_schema=STYLE_CHANGE,
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.update-selection-style",
-            RUNTIME,
             lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
-            name="drawing_update_selection_style",
             title="Restyle the selection",
             output_schema=RESTYLE_OUTPUT,
             description=(
@@ -465,13 +429,10 @@ def tool_adapters() -> list[ToolAdapter]:
                 "width. Lines and strokes have no fill and keep none."
             ),
             input_schema=STYLE_CHANGE,
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.sample-color",
-            RUNTIME,
             lambda d, a: d.sample_color(a["x"], a["y"]),
-            name="drawing_sample_color",
             title="Sample a color",
             output_schema=SAMPLE_OUTPUT,
             description=(
@@ -480,36 +441,27 @@ def tool_adapters() -> list[ToolAdapter]:
                 "its outline; 'none' paint lets lower objects show), or the background colour."
             ),
             input_schema=object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
-            errors=ERRORS,
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.undo",
-            RUNTIME,
             lambda d, a: d.undo(),
-            name="drawing_undo",
             title="Undo",
             output_schema=UNDO_OUTPUT,
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.redo",
-            RUNTIME,
             lambda d, a: d.redo(),
-            name="drawing_redo",
             title="Redo",
             output_schema=REDO_OUTPUT,
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.select",
-            RUNTIME,
             _select,
-            name="drawing_select",
             title="Select shapes",
             output_schema=SELECT_OUTPUT,
             description=(
@@ -541,13 +493,10 @@ def tool_adapters() -> list[ToolAdapter]:
                     "layer": {**LAYER, "description": "Only select objects on this layer (rect)."},
                 },
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.transform-selection",
-            RUNTIME,
             _transform,
-            name="drawing_transform_selection",
             title="Transform the selection",
             output_schema=TRANSFORM_OUTPUT,
             description=(
@@ -572,29 +521,22 @@ def tool_adapters() -> list[ToolAdapter]:
                     "origin": object_schema({"x": NUMBER, "y": NUMBER}, ["x", "y"]),
                 }
             ),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.clear-selection",
-            RUNTIME,
             lambda d, a: d.clear_selection(),
-            name="drawing_clear_selection",
             title="Clear the selection",
             output_schema=CLEAR_SELECTION_OUTPUT,
             description="Deselect everything.",
             input_schema=object_schema(),
-            errors=ERRORS,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "drawing.delete-selected",
-            RUNTIME,
             lambda d, a: d.delete_selected(),
-            name="drawing_delete_selected",
             title="Delete the selection",
             output_schema=DELETE_SELECTED_OUTPUT,
             description="Delete the selected objects. {{drawing.undo}} brings them back.",
             input_schema=object_schema(),
-            errors=ERRORS,
             annotations=DESTRUCTIVE,
         ),
     ]

@@ -30,8 +30,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar
 
+from agent_presets import RowTable
 from agent_presets_drawing import geometry
 from agent_presets_drawing.geometry import Box, Point
 from agent_presets_drawing.terms import MATCH_MODES as MATCH_MODES
@@ -110,15 +111,6 @@ def _locked(method: Callable[Concatenate[Drawing, P], R]) -> Callable[Concatenat
 
 def _snapshot(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"))
-
-
-class RowTable(Protocol):
-    """What the drawing needs of the host's table (``agent_presets.host.Table``)."""
-
-    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
-    def put(self, key: str, value: Any) -> None: ...
-    def delete(self, key: str) -> None: ...
-    def transaction(self) -> Any: ...
 
 
 Rows = dict[str, Any]

@@ -6,12 +6,9 @@ canvas visibility, worlds, files under the host's file root, and bash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Any
 
-from agent_presets import ToolAdapter, hookimpl
+from agent_presets import PluginHooks, hookimpl
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.files import FileRoot
 from agent_presets_general.sandbox import ShellOptions, sandbox_status
@@ -19,16 +16,11 @@ from agent_presets_general.sandbox import ShellOptions, sandbox_status
 __all__ = ["BashRunner", "FileRoot", "ShellOptions", "sandbox_status"]
 
 
-@hookimpl
-def presets_preset_files() -> Sequence[Traversable]:
-    # Not `from importlib.resources import files`: the submodule `files` would shadow it.
-    return [resources.files(__name__) / "presets.yaml"]
-
-
-@hookimpl
-def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
+# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
+# (so they work in any host).
+_hooks = PluginHooks(
+    __name__,
+    context_fields=[
         {
             "name": "surface",
             "type": "string",
@@ -39,22 +31,18 @@ def presets_context_fields() -> Sequence[dict[str, Any]]:
             "name": "activity",
             "type": "string",
             "values": [],
-            "description": "What the user is doing; the plugins that use an activity declare it.",
+            "description": ("What the user is doing; the plugins that use an activity declare it."),
         },
         {
             "name": "canvas_visible",
             "type": "boolean",
             "description": "Whether the canvas is shown.",
         },
-    ]
-
-
-@hookimpl
-def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    # Imported here: the adapters (and their schema checks) are built when asked for.
-    from agent_presets_general.adapters import tool_adapters
-
-    return tool_adapters()
+    ],
+)
+presets_preset_files = _hooks.presets_preset_files
+presets_context_fields = _hooks.presets_context_fields
+presets_tool_adapters = _hooks.presets_tool_adapters
 
 
 @hookimpl

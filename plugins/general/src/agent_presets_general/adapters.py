@@ -1,7 +1,7 @@
 """The general tools: the host's shell, its file root and a bash runner.
 
-Each tool is ``ToolAdapter.for_runtime`` over ``app.shell``, ``app.files`` or
-``app.bash``, fetched when the tool is called, so a host can swap its shell or
+Each tool comes from the ``AdapterKit`` of its runtime, ``app.shell``, ``app.files``
+or ``app.bash``, fetched when the tool is called, so a host can swap its shell or
 file root at any time.
 """
 
@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
+
+SHELL: Final = AdapterKit("shell")
+FILES: Final = AdapterKit("files")
+BASH: Final = AdapterKit("bash")
 
 READ_ONLY: Final = {"readOnlyHint": True}
 
@@ -136,11 +140,9 @@ SHELL_STATE_NOTE: Final = (
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-theme",
-            "shell",
             lambda s, a: s.set_theme(a["theme"]),
-            name="app_set_theme",
             title="Set the theme",
             output_schema=SHELL_STATE_OUTPUT,
             description="Set the app's colour theme." + SHELL_STATE_NOTE,
@@ -149,11 +151,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-canvas-visible",
-            "shell",
             lambda s, a: s.set_canvas_visible(a["visible"]),
-            name="app_set_canvas_visible",
             title="Show or hide the canvas",
             output_schema=SHELL_STATE_OUTPUT,
             description="Show or hide the 2D canvas panel." + SHELL_STATE_NOTE,
@@ -167,11 +167,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.set-activity",
-            "shell",
             lambda s, a: s.set_activity(a["activity"]),
-            name="app_set_activity",
             title="Set the activity",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -191,11 +189,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.switch-surface",
-            "shell",
             lambda s, a: s.set_surface(a["surface"]),
-            name="app_switch_surface",
             title="Switch surface",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -208,21 +204,17 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.create-world",
-            "shell",
             lambda s, a: s.create_world(a["name"]),
-            name="app_create_world",
             title="Create a world",
             output_schema=SHELL_STATE_OUTPUT,
             description="Create a new, empty world (it does not switch to it)." + SHELL_STATE_NOTE,
             input_schema=_schema({"name": WORLD_NAME}),
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.switch-world",
-            "shell",
             lambda s, a: s.switch_world(a["name"]),
-            name="app_switch_world",
             title="Switch world",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -232,11 +224,9 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"name": WORLD_NAME}),
             annotations={"idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        SHELL.adapter(
             "app.delete-world",
-            "shell",
             lambda s, a: s.delete_world(a["name"]),
-            name="app_delete_world",
             title="Delete a world",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
@@ -246,11 +236,9 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"name": WORLD_NAME}),
             annotations={"destructiveHint": True},
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.list-files",
-            "files",
             lambda f, a: f.list(a.get("path", ".")),
-            name="app_list_files",
             title="List files",
             output_schema=LIST_OUTPUT,
             description=(
@@ -268,11 +256,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.read-file",
-            "files",
             _read_file,
-            name="app_read_file",
             title="Read a file",
             output_schema=READ_OUTPUT,
             description=(
@@ -282,11 +268,9 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=_schema({"path": REL_PATH}),
             annotations=READ_ONLY,
         ),
-        ToolAdapter.for_runtime(
+        FILES.adapter(
             "app.write-file",
-            "files",
             _write_file,
-            name="app_write_file",
             title="Write a file",
             output_schema=WRITE_OUTPUT,
             description=(
@@ -302,11 +286,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        BASH.adapter(
             "app.run-bash",
-            "bash",
             _run_bash,
-            name="app_run_bash",
             title="Run a shell command",
             output_schema=BASH_OUTPUT,
             description=(

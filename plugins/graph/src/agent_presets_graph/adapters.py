@@ -1,6 +1,6 @@
 """The graph tools: MCP adapters over the current world's ``Graph``.
 
-Each tool is ``ToolAdapter.for_runtime`` over one ``(graph, arguments)``
+Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one ``(graph, arguments)``
 function: the core fetches ``app.graph`` when the tool runs (the headless
 host resolves it to the current world's graph) and turns a ``GraphError``
 into a ``ToolCallError`` the model reads.
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
 from agent_presets_graph.terms import ID_PATTERN, MAX_LABEL, NODE_KINDS, GraphError
 
 if TYPE_CHECKING:
     from agent_presets_graph.model import Graph
 
-RUNTIME = "graph"
-ERRORS = (GraphError,)
+KIT = AdapterKit("graph", errors=(GraphError,))
 
 READ_ONLY = {"readOnlyHint": True}
 NODE_ID = {"type": "string", "pattern": ID_PATTERN, "description": "A node id, like 'n3'."}
@@ -138,11 +137,9 @@ RESTORE_OUTPUT = result_schema({"nodes": COUNT, "edges": COUNT, "view": VIEW_OUT
 def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_graph"
     return [
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.add-node",
-            RUNTIME,
             add_node,
-            name="graph_add_node",
             title="Add a node",
             output_schema=NODE_OUT,
             description=(
@@ -153,14 +150,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 {"label": {**LABEL, "description": "The text shown on the node."}, "data": DATA},
                 ["label"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.load-node",
-            RUNTIME,
             load_node,
-            name="graph_load_node",
             title="Load a node",
             output_schema=LOAD_OUTPUT,
             description=(
@@ -183,14 +177,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["id"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.remove-nodes",
-            RUNTIME,
             remove_nodes,
-            name="graph_remove_nodes",
             title="Remove nodes",
             output_schema=REMOVE_OUTPUT,
             description=(
@@ -210,15 +201,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["ids"],
             ),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.add-edge",
-            RUNTIME,
             add_edge,
-            name="graph_add_edge",
             title="Add an edge",
             output_schema=ADD_EDGE_OUTPUT,
             description=(
@@ -234,15 +222,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["source", "target"],
             ),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.focus-node",
-            RUNTIME,
             focus_node,
-            name="graph_focus_node",
             title="Focus a node",
             output_schema=VIEW_OUTPUT,
             description=(
@@ -250,15 +235,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 "node with its edges and neighbours."
             ),
             input_schema=object_schema({"id": NODE_ID}, ["id"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.open-node",
-            RUNTIME,
             open_node,
-            name="graph_open_node",
             title="Open a node",
             output_schema=VIEW_OUTPUT,
             description=(
@@ -266,15 +248,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 "and the node with its edges and neighbours."
             ),
             input_schema=object_schema({"id": NODE_ID}, ["id"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.search-nodes",
-            RUNTIME,
             search_nodes,
-            name="graph_search_nodes",
             title="Search nodes",
             output_schema=SEARCH_OUTPUT,
             description=(
@@ -293,15 +272,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["query"],
             ),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.create-identity",
-            RUNTIME,
             create_identity,
-            name="graph_create_identity",
             title="Create an identity",
             output_schema=NODE_OUT,
             description=(
@@ -316,14 +292,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["name"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.get-state",
-            RUNTIME,
             get_state,
-            name="graph_get_state",
             title="View the graph",
             output_schema=STATE_OUTPUT,
             description=(
@@ -331,15 +304,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 "{{graph.restore-state}}."
             ),
             input_schema=object_schema({}, []),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "graph.restore-state",
-            RUNTIME,
             restore_state,
-            name="graph_restore_state",
             title="Restore the graph",
             output_schema=RESTORE_OUTPUT,
             description=(
@@ -355,7 +325,6 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["state"],
             ),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),

@@ -20,8 +20,9 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
+from agent_presets import RowTable
 from agent_presets_graph.terms import ID_PATTERN as ID_PATTERN
 from agent_presets_graph.terms import MAX_LABEL as MAX_LABEL
 from agent_presets_graph.terms import NODE_KINDS as NODE_KINDS
@@ -76,16 +77,6 @@ class SearchHit:
         if self.path is not None:
             hit["path"] = self.path
         return hit
-
-
-class RowTable(Protocol):
-    """What the graph needs of the host's table (``agent_presets.host.Table``)."""
-
-    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
-    def put(self, key: str, value: Any) -> None: ...
-    def delete(self, key: str) -> None: ...
-    def clear(self) -> None: ...
-    def transaction(self) -> Any: ...
 
 
 class Graph:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, hookimpl
+from agent_presets import PluginHooks, hookimpl
 from agent_presets_scene.errors import SceneError
 
 if TYPE_CHECKING:
@@ -25,30 +22,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@hookimpl
-def presets_preset_files() -> Sequence[Traversable]:
-    return [files(__name__) / "presets.yaml"]
-
-
-@hookimpl
-def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
+# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
+# (so they work in any host).
+_hooks = PluginHooks(
+    __name__,
+    context_fields=[
         {
             "name": "surface",
             "type": "string",
             "values": ["scene"],
             "description": "The surface the user is on; the 3D scene is one.",
         },
-    ]
-
-
-@hookimpl
-def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    # Imported here: the adapters (and their schema checks) are built when asked for.
-    from agent_presets_scene.adapters import tool_adapters
-
-    return tool_adapters()
+    ],
+)
+presets_preset_files = _hooks.presets_preset_files
+presets_context_fields = _hooks.presets_context_fields
+presets_tool_adapters = _hooks.presets_tool_adapters
 
 
 @hookimpl

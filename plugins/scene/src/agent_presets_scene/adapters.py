@@ -1,6 +1,6 @@
 """The scene tools: MCP adapters over the current world's ``Scene``.
 
-Each tool is ``ToolAdapter.for_runtime`` over one ``(scene, arguments)``
+Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one ``(scene, arguments)``
 function: the core fetches ``app.scene`` when the tool runs (the headless
 host resolves it to the current world's scene) and turns a ``SceneError``
 into a ``ToolCallError`` the model reads.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import ToolAdapter, ToolCall, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, ToolCall, object_schema, result_schema
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.terms import BODY_KINDS, LIGHT_KINDS, MAX_SAMPLES, MIN_SAMPLES, SKYBOXES
 from agent_presets_scene.vectors import HEX_COLOR_PATTERN, rounded
@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from agent_presets_scene.model import Scene
     from agent_presets_scene.terrain import Heightfield
 
-RUNTIME = "scene"
-ERRORS = (SceneError,)
+KIT = AdapterKit("scene", errors=(SceneError,))
 
 READ_ONLY = {"readOnlyHint": True}
 
@@ -270,11 +269,9 @@ def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_scene"
     samples = {"type": "integer", "minimum": MIN_SAMPLES, "maximum": MAX_SAMPLES, "default": 33}
     return [
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.add-cuboid",
-            RUNTIME,
             add_cuboid,
-            name="scene_add_cuboid",
             title="Add a cuboid",
             output_schema=CUBOID_OUT,
             description=(
@@ -293,14 +290,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["position", "size"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.add-physics-body",
-            RUNTIME,
             add_physics_body,
-            name="scene_add_physics_body",
             title="Add a physics body",
             output_schema=BODY_OUTPUT,
             description=(
@@ -320,14 +314,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["object_id", "kind"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.select-object",
-            RUNTIME,
             select_object,
-            name="scene_select_object",
             title="Select an object",
             output_schema=SELECT_OUTPUT,
             description="Select a scene object by id, or clear the selection with null.",
@@ -341,15 +332,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["object_id"],
             ),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.add-terrain",
-            RUNTIME,
             add_terrain,
-            name="scene_add_terrain",
             title="Generate terrain",
             output_schema=TERRAIN_OUTPUT,
             description=(
@@ -392,14 +380,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 [],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.raycast-terrain",
-            RUNTIME,
             raycast_terrain,
-            name="scene_raycast_terrain",
             title="Raycast the terrain",
             output_schema=RAYCAST_OUTPUT,
             description=(
@@ -419,28 +404,22 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["origin", "direction"],
             ),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.remove-terrain",
-            RUNTIME,
             remove_terrain,
-            name="scene_remove_terrain",
             title="Remove terrain",
             output_schema=REMOVE_TERRAIN_OUTPUT,
             description="Delete the scene's terrain and its height data. This cannot be undone.",
             input_schema=object_schema({}, []),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.add-light",
-            RUNTIME,
             add_light,
-            name="scene_add_light",
             title="Add a light",
             output_schema=LIGHT_OUT,
             description=(
@@ -465,14 +444,11 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["kind"],
             ),
-            errors=ERRORS,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.set-light-state",
-            RUNTIME,
             set_light_state,
-            name="scene_set_light_state",
             title="Set a light's state",
             output_schema=LIGHT_OUT,
             description="Switch a light on or off by id.",
@@ -483,43 +459,34 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["light_id", "on"],
             ),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.set-skybox",
-            RUNTIME,
             set_skybox,
-            name="scene_set_skybox",
             title="Set the skybox",
             output_schema=SKY_OUTPUT,
             description="Set the sky. 'none' shows the plain background color instead.",
             input_schema=object_schema({"name": {"enum": list(SKYBOXES)}}, ["name"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.set-background",
-            RUNTIME,
             set_background,
-            name="scene_set_background",
             title="Set the background",
             output_schema=SKY_OUTPUT,
             description=(
                 "Set the background color, visible where no skybox is drawn (skybox 'none')."
             ),
             input_schema=object_schema({"color": COLOR}, ["color"]),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.set-camera",
-            RUNTIME,
             set_camera,
-            name="scene_set_camera",
             title="Set the camera",
             output_schema=CAMERA_OUT,
             description=(
@@ -534,15 +501,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["position", "target"],
             ),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.reset-camera",
-            RUNTIME,
             reset_camera,
-            name="scene_reset_camera",
             title="Reset the camera",
             output_schema=CAMERA_OUT,
             description=(
@@ -550,15 +514,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 "fov 60."
             ),
             input_schema=object_schema({}, []),
-            errors=ERRORS,
             annotations={"idempotentHint": True},
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.screen-ray",
-            RUNTIME,
             screen_ray,
-            name="scene_screen_ray",
             title="Cast a ray from the screen",
             output_schema=RAY_OUTPUT,
             description=(
@@ -575,15 +536,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["x", "y", "width", "height"],
             ),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.get-state",
-            RUNTIME,
             get_state,
-            name="scene_get_state",
             title="Get the scene state",
             output_schema=STATE_OUTPUT,
             description=(
@@ -591,15 +549,12 @@ def tool_adapters() -> list[ToolAdapter]:
                 "for {{scene.restore-state}}."
             ),
             input_schema=object_schema({}, []),
-            errors=ERRORS,
             annotations=READ_ONLY,
             source=source,
         ),
-        ToolAdapter.for_runtime(
+        KIT.adapter(
             "scene.restore-state",
-            RUNTIME,
             restore_state,
-            name="scene_restore_state",
             title="Restore the scene state",
             output_schema=RESTORE_OUTPUT,
             description=(
@@ -615,7 +570,6 @@ def tool_adapters() -> list[ToolAdapter]:
                 },
                 ["state"],
             ),
-            errors=ERRORS,
             annotations={"destructiveHint": True},
             source=source,
         ),

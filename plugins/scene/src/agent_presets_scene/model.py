@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
+from agent_presets import RowTable
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.terms import BODY_KINDS as BODY_KINDS
@@ -155,16 +156,6 @@ class Light:
             "angle": self.angle,
             "on": self.on,
         }
-
-
-class RowTable(Protocol):
-    """What the scene needs of the host's table (``agent_presets.host.Table``)."""
-
-    def items(self, prefix: str = "") -> list[tuple[str, Any]]: ...
-    def put(self, key: str, value: Any) -> None: ...
-    def delete(self, key: str) -> None: ...
-    def clear(self) -> None: ...
-    def transaction(self) -> Any: ...
 
 
 class Scene:

@@ -1,10 +1,12 @@
-"""The unit tools: ``ToolAdapter.for_runtime`` over ``app.units``, fetched when called."""
+"""The unit tools: ``UNITS.adapter`` (an ``AdapterKit``) over ``app.units``, fetched when called."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from agent_presets import ToolAdapter, object_schema, result_schema
+from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
+
+UNITS: Final = AdapterKit("units")
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -119,11 +121,9 @@ RELOAD_OUTPUT: Final = result_schema(
 
 def tool_adapters() -> list[ToolAdapter]:
     return [
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.list",
-            "units",
             lambda u, a: u.list(),
-            name="unit_list",
             title="List units",
             output_schema=LIST_OUTPUT,
             description="List the code units (Python files) with size and load status. "
@@ -131,11 +131,9 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({}, []),
             annotations={"readOnlyHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.inspect",
-            "units",
             lambda u, a: u.inspect(a["name"]),
-            name="unit_inspect",
             title="Inspect a unit",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -146,11 +144,9 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({"name": UNIT_NAME}, ["name"]),
             annotations={"readOnlyHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.create",
-            "units",
             lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
-            name="unit_create",
             title="Create a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -170,11 +166,9 @@ def tool_adapters() -> list[ToolAdapter]:
                 ["name", "source"],
             ),
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.edit",
-            "units",
             lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
-            name="unit_edit",
             title="Edit a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -191,11 +185,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True, "idempotentHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.apply-patch",
-            "units",
             lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
-            name="unit_apply_patch",
             title="Apply a patch to a unit",
             output_schema=PATCH_OUTPUT,
             description=(
@@ -216,11 +208,9 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
             annotations={"destructiveHint": True},
         ),
-        ToolAdapter.for_runtime(
+        UNITS.adapter(
             "unit.reload",
-            "units",
             lambda u, a: u.reload(a["name"]),
-            name="unit_reload",
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
             description=(
