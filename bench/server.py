@@ -123,8 +123,8 @@ def serve_presets(count: int) -> None:
 
 def serve_presets_http(count: int, state: str | None) -> None:
     """agent-presets over HTTP on a free port; with ``state``, only its tokens get in."""
-    from agent_presets.mcpserver import serve
-    from agent_presets.tokens import TokenTable
+    from agent_presets.server.mcp import serve
+    from agent_presets.server.tokens import TokenTable
 
     presets, policy = _bench_presets(count)
     tokens = TokenTable(state) if state else None
@@ -137,7 +137,7 @@ def serve_presets_http(count: int, state: str | None) -> None:
 
 def _bench_presets(count: int) -> tuple[Any, Any]:
     from agent_presets import ToolAdapter, bootstrap, hookimpl
-    from agent_presets.policy import ToolPolicy
+    from agent_presets.server.policy import ToolPolicy
 
     folder = Path(tempfile.mkdtemp(prefix="presets-bench-"))
     ids = [f"bench.noop-{i:03d}" for i in range(count)]
@@ -271,7 +271,7 @@ class _HttpServer:
         import re
         import subprocess
 
-        from agent_presets.tokens import TokenStore
+        from agent_presets.server.tokens import TokenStore
 
         self.token: str | None = None
         args = [sys.executable, str(Path(__file__).resolve()), "--serve", "http"]

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
-from agent_presets.mcpserver.calls import SLOW_CALL, ToolCalls, call_scope
 from agent_presets.model import PresetValidationError, ToolDef
+from agent_presets.server.mcp.calls import SLOW_CALL, ToolCalls, call_scope
 
 WAIT = 10.0  # seconds; only ever reached when a test fails
 

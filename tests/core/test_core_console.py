@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_presets.console.app import TOKEN_HEADER, Console
-from agent_presets.control import Controller
+from agent_presets.server.console.app import TOKEN_HEADER, Console
+from agent_presets.server.control import Controller
 
 pytestmark = pytest.mark.anyio
 
@@ -157,7 +157,7 @@ async def test_console_on_a_non_loopback_address_takes_any_host_with_its_token(
 
 
 def test_the_host_names_a_server_answers_follow_its_address_and_token() -> None:
-    from agent_presets.console import allowed_hosts
+    from agent_presets.server.console import allowed_hosts
 
     assert allowed_hosts("127.0.0.1", token=True) == ("127.0.0.1", "localhost", "[::1]")
     assert allowed_hosts("::1", token=False) == ("127.0.0.1", "localhost", "[::1]")
@@ -247,7 +247,7 @@ def test_console_bumps_its_version_when_the_manager_or_requests_change(
 def test_console_reads_stats_and_events_from_the_log_again_only_when_it_grew(
     stack: Any, tmp_path: Any
 ) -> None:
-    from agent_presets.events import Call, EventLog
+    from agent_presets.server.events import Call, EventLog
 
     path = tmp_path / "events.jsonl"
     log = EventLog(path)

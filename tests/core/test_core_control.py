@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_presets.control import (
+from agent_presets.model import ToolArgumentError, ToolCallError, UnknownPresetError
+from agent_presets.server.control import (
     ConfirmationRequired,
     ControlError,
     Controller,
@@ -23,8 +24,7 @@ from agent_presets.control import (
     respond,
     socket_path,
 )
-from agent_presets.events import Change, Decision, Event, Request
-from agent_presets.model import ToolArgumentError, ToolCallError, UnknownPresetError
+from agent_presets.server.events import Change, Decision, Event, Request
 
 CANVAS_ONLY = ({"surface": "canvas"},)
 

@@ -168,9 +168,9 @@ def test_serving_is_public_and_loads_mcp_on_first_use() -> None:
         "import sys, agent_presets\n"
         "assert 'mcp' not in sys.modules\n"
         "from agent_presets import PresetServer, build_server, serve\n"
-        "from agent_presets import mcpserver\n"
+        "from agent_presets import server\n"
         "assert (serve, build_server, PresetServer) == "
-        "(mcpserver.serve, mcpserver.build_server, mcpserver.PresetServer)\n"
+        "(server.serve, server.build_server, server.PresetServer)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     assert {"serve", "build_server", "PresetServer"} <= set(agent_presets.__all__)
@@ -178,7 +178,7 @@ def test_serving_is_public_and_loads_mcp_on_first_use() -> None:
 
 def test_type_checkers_see_every_public_name_and_the_version_is_the_distribution_s() -> None:
     # The serving names too: the server takes the version from agent_presets._version, so a
-    # typing import of agent_presets.mcpserver in the package root makes no cycle.
+    # typing import of agent_presets.server.mcp in the package root makes no cycle.
     tree = ast.parse(Path(agent_presets.__file__).read_text(encoding="utf-8"))
     [block] = [
         n

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_presets.cli import PresetsGroup, main
-from agent_presets.eventlog import GENESIS, line_hash, rotated_paths, verify_log
-from agent_presets.events import Call, Change, EventLog, check_event, read_events
+from agent_presets.server.eventlog import GENESIS, line_hash, rotated_paths, verify_log
+from agent_presets.server.events import Call, Change, EventLog, check_event, read_events
 
 
 def _write(path: Path, n: int, **log: int) -> None:

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_presets.eventlog import GENESIS
-from agent_presets.events import (
+from agent_presets.model import ToolArgumentError, ToolCallError
+from agent_presets.server.eventlog import GENESIS
+from agent_presets.server.events import (
     KINDS,
     MAX_ARGS,
     MAX_TEXT,
@@ -38,8 +39,7 @@ from agent_presets.events import (
     error_class,
     read_events,
 )
-from agent_presets.model import ToolArgumentError, ToolCallError
-from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.server.policy import GateError, ToolPolicy
 
 SECRET = "sk-live-4f1c9a7e0b2d4e6f8a1c3e5d7b9f0a2c"
 

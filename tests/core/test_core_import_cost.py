@@ -70,16 +70,16 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     # stdin is closed, so the server stops as soon as it has started.
     names = modules("-m", "agent_presets", "serve", "--state-dir", str(tmp_path))
     assert "mcp" in names  # it did start the server
-    assert "agent_presets.bootstrap" in names
+    assert "agent_presets.boot" in names
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
     assert "agent_presets.cli.inspect" not in names
     assert "agent_presets.cli.validate" not in names
     # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
-    assert "agent_presets.tokens" not in names
+    assert "agent_presets.server.tokens" not in names
     assert "opentelemetry.metrics" not in names
     # Nor the event classes: the log opens at start, they load with the first line.
-    assert "agent_presets.eventlog" in names
-    assert "agent_presets.events" not in names
+    assert "agent_presets.server.eventlog" in names
+    assert "agent_presets.server.events" not in names
 
 
 def test_serve_declares_the_built_in_tools_without_loading_their_runtimes(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import inspect
 
 import agent_presets
 
-# adapters.py and the mcpserver package are being reworked on their own
+# adapters.py and the server.mcp package are being reworked on their own
 # branches; their owners add these, and this set only shrinks.
 KNOWN_UNDOCUMENTED = {
     "ToolAdapterRegistry.register",

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from agent_presets.events import Decision, Event, Request
-from agent_presets.requests import (
+from agent_presets.server.events import Decision, Event, Request
+from agent_presets.server.requests import (
     MAX_PENDING,
     RequestLimitError,
     RequestStore,

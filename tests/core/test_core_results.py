@@ -18,7 +18,7 @@ from agent_presets import (
     object_schema,
     results,
 )
-from agent_presets.mcpserver.wire import success_result, tool_entry
+from agent_presets.server.mcp.wire import success_result, tool_entry
 
 OUTPUT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -169,7 +169,7 @@ def test_a_resource_needs_text_or_blob() -> None:
 
 
 def test_the_server_context_is_a_call_context() -> None:
-    from agent_presets.mcpserver.context import McpCallContext
+    from agent_presets.server.mcp.context import McpCallContext
 
     for method in ("progress", "log", "elicit", "sample"):
         assert callable(getattr(McpCallContext, method))

@@ -20,11 +20,12 @@ from .conftest import SCENE, build_adapter, build_preset
 def test_the_package_bootstrap_is_the_function_even_after_the_module_is_imported() -> None:
     import importlib
 
-    importlib.import_module("agent_presets.bootstrap")
+    importlib.import_module("agent_presets.boot")
     import agent_presets
+    from agent_presets import bootstrap
 
-    assert callable(agent_presets.bootstrap)
-    assert agent_presets.bootstrap.__name__ == "bootstrap"
+    assert callable(agent_presets.bootstrap) and bootstrap is agent_presets.bootstrap
+    assert bootstrap.__name__ == "bootstrap" and bootstrap.__module__ == "agent_presets.boot"
 
 
 def test_a_failing_listener_does_not_silence_the_others() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from agent_presets.cli import main
-from agent_presets.events import Call, Decision, EventLog, Refusal, Request
-from agent_presets.stats import compute, percentile, stats_of_log
+from agent_presets.server.events import Call, Decision, EventLog, Refusal, Request
+from agent_presets.server.stats import compute, percentile, stats_of_log
 
 
 def _write(path: Path, *, max_bytes: int = 10 * 1024 * 1024) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_presets.policy import Allowed, GateError, Profile, ToolPolicy
-from agent_presets.tokens import (
+from agent_presets.server.policy import Allowed, GateError, Profile, ToolPolicy
+from agent_presets.server.tokens import (
     TokenError,
     TokenStore,
     TokenTable,
@@ -166,7 +166,7 @@ def test_each_token_counts_its_own_budgets() -> None:
 
 
 def test_refusals_of_a_spent_token_budget_are_counted_per_token(tmp_path: Path) -> None:
-    from agent_presets.events import read_events
+    from agent_presets.server.events import read_events
 
     policy = _policy(event_log=tmp_path / "events.jsonl")
     policy.admit("a", "small")
@@ -209,7 +209,7 @@ def _call(app: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
 def test_middleware_answers_401_with_the_challenge_and_passes_the_token_name(
     tmp_path: Path,
 ) -> None:
-    from agent_presets.mcpserver.auth import SCOPE_KEY, TokenAuth, current_token
+    from agent_presets.server.mcp.auth import SCOPE_KEY, TokenAuth, current_token
 
     store = TokenStore(tmp_path)
     token, _ = store.create("ci")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl
-from agent_presets.bootstrap import Presets
+from agent_presets.boot import Presets
 
 SCHEMA = {"type": "object", "properties": {"value": {"type": "integer"}}}
 
@@ -55,7 +55,7 @@ def many_tools(count: int, folder: Path) -> Presets:
 
 
 def main() -> None:
-    from agent_presets.mcpserver import serve
+    from agent_presets.server.mcp import serve
 
     count = int(sys.argv[1])
     port = int(sys.argv[2]) if len(sys.argv) > 2 else 0

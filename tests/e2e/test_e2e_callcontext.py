@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 
 from agent_presets import ToolAdapter, ToolCall, ToolResult, bootstrap, hookimpl, results
-from agent_presets.bootstrap import Presets
-from agent_presets.mcpserver import build_server
-from agent_presets.mcpserver.server import PresetServer
+from agent_presets.boot import Presets
+from agent_presets.server.mcp import build_server
+from agent_presets.server.mcp.server import PresetServer
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from mcp import Client
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import PresetServer, build_server
+from agent_presets.server.mcp import PresetServer, build_server
 
 pytestmark = pytest.mark.anyio
 

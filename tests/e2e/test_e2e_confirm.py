@@ -289,7 +289,7 @@ def test_serve_refuses_an_unknown_confirm_mode(tmp_path: Path, flag: str) -> Non
 
 
 def test_the_argument_summary_names_each_argument_with_a_short_value() -> None:
-    from agent_presets.mcpserver.confirm import summarize
+    from agent_presets.server.mcp.confirm import summarize
 
     assert summarize({}) == "no arguments"
     assert summarize({"path": "a.txt", "n": 3, "tags": ["x"]}) == (

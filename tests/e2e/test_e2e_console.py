@@ -29,7 +29,7 @@ from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 
 from agent_presets.cli import main
-from agent_presets.console import parse_address
+from agent_presets.server.console import parse_address
 
 THEME = "general-theme-tools"
 THEME_TOOL = "space_app_set_theme"

@@ -23,7 +23,7 @@ from e2e.test_e2e_stdio import Notices, names, text
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from agent_presets.control import REQUEST_OUTPUT
+from agent_presets.server.control import REQUEST_OUTPUT
 
 pytestmark = pytest.mark.anyio
 
@@ -334,8 +334,8 @@ async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_i
     tmp_path: Path,
 ) -> None:
     from agent_presets.host import HeadlessHost
-    from agent_presets.mcpserver import build_server
-    from agent_presets.policy import ToolPolicy
+    from agent_presets.server.mcp import build_server
+    from agent_presets.server.policy import ToolPolicy
 
     host = HeadlessHost(tmp_path / "state")
     try:

@@ -7,7 +7,7 @@ where readable) within a second, and the server must keep serving. ``-32602``
 must name the field.
 
 Two servers are attacked: ``presets serve`` as shipped, and ``presets serve``
-with ``agent_presets.mcpserver``'s transport, HTTP check and params
+with ``agent_presets.server.mcp``'s transport, HTTP check and params
 middleware patched in (what the integrator wires into ``serve()``). Until
 that wiring lands the shipped server fails these tests, so its cases are
 strict xfails: the marks come off with the wiring.
@@ -34,8 +34,8 @@ from json_strategies import JSON_NUMBERS
 from mcp_types import methods as mcp_methods
 from pydantic import ValidationError
 
-from agent_presets.mcpserver.envelope import INVALID_REQUEST, PARSE_ERROR, check
-from agent_presets.mcpserver.invalid_params import invalid_params_error
+from agent_presets.server.mcp.envelope import INVALID_REQUEST, PARSE_ERROR, check
+from agent_presets.server.mcp.invalid_params import invalid_params_error
 
 from .conftest import port_of, serve_command, server_env, spawn_http, terminate
 
@@ -469,7 +469,7 @@ def test_stdio_stray_prints_miss_the_wire(tmp_path: Path) -> None:
     script = """
 import os, anyio
 from mcp.server.lowlevel import Server
-from agent_presets.mcpserver.stdio import stdio_transport
+from agent_presets.server.mcp.stdio import stdio_transport
 
 async def tools(ctx, params):
     print("stray print")

@@ -18,7 +18,7 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
-from agent_presets.mcpserver.eventstore import SESSION, MemoryEventStore, SessionScope
+from agent_presets.server.mcp.eventstore import SESSION, MemoryEventStore, SessionScope
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import build_server
+from agent_presets.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -16,9 +16,9 @@ import pytest
 from mcp import Client
 
 from agent_presets import ToolAdapter, ToolCallError, ToolDef, bootstrap, hookimpl
-from agent_presets.bootstrap import Presets
+from agent_presets.boot import Presets
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import (
+from agent_presets.server.mcp import (
     PROMPT_NAME,
     PROMPT_URI,
     STATUS_URI,

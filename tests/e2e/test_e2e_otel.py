@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import build_server
-from agent_presets.mcpserver.server import PresetServer
-from agent_presets.mcpserver.telemetry import Telemetry
+from agent_presets.server.mcp import build_server
+from agent_presets.server.mcp.server import PresetServer
+from agent_presets.server.telemetry import Telemetry
 
 pytestmark = pytest.mark.anyio
 
@@ -163,7 +163,7 @@ def test_the_server_imports_only_the_api() -> None:
     import sys
 
     code = (
-        "import sys, agent_presets.mcpserver as m; "
+        "import sys, agent_presets.server.mcp as m; "
         "print(any(n.startswith('opentelemetry.sdk') for n in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.mcpserver import build_server
-from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE
+from agent_presets.server.mcp import build_server
+from agent_presets.server.mcp.server import TOOLS_PAGE_SIZE
 
 from .manytools import many_tools, tool_name
 

@@ -24,11 +24,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agent_presets.events import read_events
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver.pipeline import CallRefused, Next, PendingCall, Result, Stage
-from agent_presets.mcpserver.server import PresetServer
-from agent_presets.policy import Allowed, Profile, ToolPolicy
+from agent_presets.server.events import read_events
+from agent_presets.server.mcp.pipeline import CallRefused, Next, PendingCall, Result, Stage
+from agent_presets.server.mcp.server import PresetServer
+from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from mcp import Client
 
 from agent_presets import PresetValidationError
 from agent_presets.host import HeadlessHost
-from agent_presets.mcpserver import PROMPT_URI, STATUS_URI, build_server
-from agent_presets.policy import ToolPolicy
+from agent_presets.server.mcp import PROMPT_URI, STATUS_URI, build_server
+from agent_presets.server.policy import ToolPolicy
 
 pytestmark = pytest.mark.anyio
 

@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_presets.cli import main
-from agent_presets.events import read_events
+from agent_presets.server.events import read_events
 
 from .conftest import HttpServer, serve_command, server_env
 
@@ -324,8 +324,8 @@ def test_non_loopback_without_auth_is_refused_before_anything_starts(tmp_path: P
 
 
 def test_check_exposure_allows_loopback_auth_or_insecure() -> None:
-    from agent_presets.mcpserver.auth import check_exposure
     from agent_presets.model import PresetError
+    from agent_presets.server.mcp.auth import check_exposure
 
     for host in ("127.0.0.1", "localhost", "::1", "127.8.9.10"):
         check_exposure(host, auth=None, insecure=False)

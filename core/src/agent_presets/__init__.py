@@ -7,37 +7,16 @@ cheap for the CLI commands that need only part of the core.
 
 from __future__ import annotations
 
-import sys
 from importlib import import_module
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from agent_presets._version import __version__
 
-
-class _Package(ModuleType):
-    """The package module, keeping ``agent_presets.bootstrap`` the function.
-
-    The module agent_presets.bootstrap shares its name with the function it
-    defines. Importing a submodule sets the package attribute of that name to
-    the module; refusing that one assignment keeps ``from agent_presets import
-    bootstrap`` the function however the module was first imported, while
-    the function itself still loads on first use like every other name here.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "bootstrap" and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
 _EXPORTS = {
     "hookimpl": "hookspecs",
     "hookspec": "hookspecs",
-    "Presets": "bootstrap",
-    "bootstrap": "bootstrap",
+    "Presets": "boot",
+    "bootstrap": "boot",
     "DEFAULT_NAMESPACE": "model",
     "ActivePreset": "model",
     "DuplicatePresetError": "model",
@@ -73,9 +52,10 @@ _EXPORTS = {
     "RowTable": "rows",
     "write_atomic": "atomicfile",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
-    "PresetServer": "mcpserver",
-    "build_server": "mcpserver",
-    "serve": "mcpserver",
+    "PresetServer": "server",
+    "build_server": "server",
+    "serve": "server",
+    "ServeConfig": "server",
     "CallContext": "callcontext",
     "Elicitation": "callcontext",
     "UnsupportedByClientError": "callcontext",
@@ -157,12 +137,11 @@ if TYPE_CHECKING:
         runtime_handler,
     )
     from agent_presets.atomicfile import write_atomic
-    from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.boot import Presets, bootstrap
     from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file
     from agent_presets.manager import PresetManager
-    from agent_presets.mcpserver import PresetServer, build_server, serve
     from agent_presets.model import (
         DEFAULT_NAMESPACE,
         ActivePreset,
@@ -186,6 +165,7 @@ if TYPE_CHECKING:
     from agent_presets.registry import PresetRegistry
     from agent_presets.results import ToolResult
     from agent_presets.rows import RowTable
+    from agent_presets.server.mcp import PresetServer, build_server, serve
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
     from agent_presets.vocabulary import ContextField

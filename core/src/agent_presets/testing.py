@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from agent_presets.adapters import ToolAdapter
-    from agent_presets.bootstrap import Presets
+    from agent_presets.boot import Presets
     from agent_presets.host import HeadlessHost
     from agent_presets.manager import PresetManager
     from agent_presets.model import Preset, ToolDef
@@ -289,7 +289,7 @@ class PresetsHost:
         """
         from mcp import Client
 
-        from agent_presets.mcpserver import build_server
+        from agent_presets.server.mcp import build_server
 
         server = build_server(self.presets)
         try:

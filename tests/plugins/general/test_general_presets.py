@@ -8,7 +8,7 @@ import pytest
 
 import agent_presets_general
 from agent_presets import MissingRuntimeError, load_preset_file
-from agent_presets.bootstrap import bootstrap
+from agent_presets.boot import bootstrap
 from agent_presets.model import DANGEROUS_RISKS
 from agent_presets.testing import mcp_name
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
-from agent_presets.bootstrap import bootstrap
+from agent_presets.boot import bootstrap
 from agent_presets.testing import mcp_name
 
 if TYPE_CHECKING:

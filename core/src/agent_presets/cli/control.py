@@ -1,7 +1,7 @@
 """``presets on|off|auto NAME``, ``status``, ``requests``, ``approve ID``, ``deny ID``.
 
 They act on the running server of ``--state-dir`` through its control socket
-(``agent_presets.control``); nothing here loads plugins or imports ``mcp``, so
+(``agent_presets.server.control``); nothing here loads plugins or imports ``mcp``, so
 each command answers in the time Python takes to start. Overrides live only
 as long as that server: with no server running, there is nothing to change.
 """
@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import click
 
 from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
-from agent_presets.control import ControlError, NoServerError, control_request
-from agent_presets.requests import MIN_DIGEST, shown_request
 from agent_presets.safetext import shown
+from agent_presets.server.control import ControlError, NoServerError, control_request
+from agent_presets.server.requests import MIN_DIGEST, shown_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -23,7 +23,7 @@ from agent_presets.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
+    from agent_presets.boot import Presets
     from agent_presets.model import Preset
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
+    from agent_presets.boot import Presets
     from agent_presets.plugins import PluginSet
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -211,7 +211,7 @@ def overrides_from_flags(force_on: Sequence[str], force_off: Sequence[str]) -> d
 def installed_presets(
     context: dict[str, Any] | None = None, overrides: dict[str, str] | None = None, app: Any = None
 ) -> Presets:
-    from agent_presets.bootstrap import bootstrap
+    from agent_presets.boot import bootstrap
     from agent_presets.host.context_fields import HostContextFields
 
     plugin_set = installed_plugins()

@@ -1,6 +1,6 @@
 """``presets serve`` and ``presets opencode``: run the MCP server, and point opencode at it.
 
-Only ``serve`` imports the MCP server (``agent_presets.mcpserver``), inside the
+Only ``serve`` imports the MCP server (``agent_presets.server.mcp``), inside the
 command: importing ``mcp`` costs about a second that the other commands skip.
 """
 
@@ -355,7 +355,7 @@ def serve(
     from agent_presets.adapters import MCP_NAME_RE
     from agent_presets.host import SURFACES, HeadlessHost
     from agent_presets.host.headless import ACTIVITY_RE
-    from agent_presets.policy import ToolPolicy
+    from agent_presets.server.policy import ToolPolicy
     from agent_presets.tools import ToolRegistry
 
     # Check every flag before the host's saved state is touched.
@@ -381,7 +381,7 @@ def serve(
         )
     console_at: tuple[str, int] | None = None
     if console_address is not None:
-        from agent_presets.console import is_loopback, parse_address
+        from agent_presets.server.console import is_loopback, parse_address
 
         try:
             console_at = parse_address(console_address)
@@ -399,7 +399,7 @@ def serve(
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     if auth is not None and transport != "http":
         raise click.UsageError("--auth tokens needs --transport http")
-    from agent_presets.mcpserver.auth import check_exposure
+    from agent_presets.server.mcp.auth import check_exposure
 
     if transport == "http":
         check_exposure(host, auth=auth, insecure=insecure)
@@ -445,12 +445,12 @@ def serve(
             change()
         except PresetValidationError as exc:
             raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
-    from agent_presets.control import SOCKET_NAME
-    from agent_presets.mcpserver import serve as run_server
+    from agent_presets.server.control import SOCKET_NAME
+    from agent_presets.server.mcp import serve as run_server
 
     tokens = None
     if auth == "tokens":  # the token module is imported only where tokens are used
-        from agent_presets.tokens import TokenTable
+        from agent_presets.server.tokens import TokenTable
 
         tokens = TokenTable(app.state_dir)
     if tokens is not None and not tokens.names():
@@ -489,7 +489,7 @@ def serve(
 
 
 def _console_options(address: tuple[str, int], app: Any) -> Any:
-    from agent_presets.console.app import ConsoleOptions
+    from agent_presets.server.console.app import ConsoleOptions
 
     return ConsoleOptions(
         host=address[0], port=address[1], app=app, announce=lambda line: click.echo(line, err=True)

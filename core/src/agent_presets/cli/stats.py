@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
-from agent_presets.events import rotated_paths, verify_log
 from agent_presets.model import PresetError
-from agent_presets.stats import stats_of_log
+from agent_presets.server.events import rotated_paths, verify_log
+from agent_presets.server.stats import stats_of_log
 
 
 def _ms(value: float | None) -> str:

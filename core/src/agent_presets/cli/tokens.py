@@ -1,7 +1,7 @@
 """``presets tokens create|list|revoke``: bearer tokens for ``serve --auth tokens``.
 
 The token file is not the running server's state: these commands work while
-a server runs on the same state directory (``agent_presets.tokens`` says how
+a server runs on the same state directory (``agent_presets.server.tokens`` says how
 writers and the server share it), and a running server honours a change on
 its next request.
 """
@@ -68,8 +68,8 @@ def create(
 
     The state folder keeps only the token's SHA-256.
     """
-    from agent_presets.policy import ToolPolicy
-    from agent_presets.tokens import TokenError, TokenStore, check_name, parse_duration
+    from agent_presets.server.policy import ToolPolicy
+    from agent_presets.server.tokens import TokenError, TokenStore, check_name, parse_duration
 
     try:
         check_name(name)
@@ -104,7 +104,7 @@ def create(
 @_STATE_DIR
 def list_tokens(as_json: bool, state_dir: Path | None) -> None:
     """List the tokens: name, allow-list, budgets, created, expires (never the secret)."""
-    from agent_presets.tokens import TokenStore
+    from agent_presets.server.tokens import TokenStore
 
     records = TokenStore(state_dir or default_state_dir()).list()
     if as_json:
@@ -135,7 +135,7 @@ def list_tokens(as_json: bool, state_dir: Path | None) -> None:
 @_STATE_DIR
 def revoke(name: str, state_dir: Path | None) -> None:
     """Revoke a token; a running server refuses it from its next request on."""
-    from agent_presets.tokens import TokenStore
+    from agent_presets.server.tokens import TokenStore
 
     TokenStore(state_dir or default_state_dir()).revoke(name)
     click.echo(f"revoked token {name!r}", err=True)

@@ -21,7 +21,7 @@ from agent_presets.listeners import Listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
+    from agent_presets.boot import Presets
     from agent_presets.plugins import PluginSet
     from agent_presets.tools import ToolRegistry
 
@@ -359,7 +359,7 @@ class HeadlessHost:
         owner: str = "agent-presets",
     ) -> Presets:
         """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
-        from agent_presets.bootstrap import bootstrap
+        from agent_presets.boot import bootstrap
         from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
 

@@ -10,7 +10,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from agent_presets.console import svg_safe
+from agent_presets.server.console import svg_safe
 from agent_presets_graph.model import Edge, Node
 
 SIZE = 400

@@ -10,7 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from agent_presets.console import svg_safe
+from agent_presets.server.console import svg_safe
 from agent_presets_scene.model import Cuboid, Light
 from agent_presets_scene.terrain import Heightfield
 

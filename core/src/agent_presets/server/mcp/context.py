@@ -41,8 +41,8 @@ from agent_presets.callcontext import (
     LogLevel,
     unsupported,
 )
-from agent_presets.mcpserver.calls import NeedsThread
 from agent_presets.model import ToolCallError
+from agent_presets.server.mcp.calls import NeedsThread
 
 ANSWER_TIMEOUT: Final = 600.0
 """Seconds a legacy-era elicitation or sampling request waits for the client's answer.

@@ -29,7 +29,7 @@ from agent_presets.model import ActivePreset, Resolution
 if TYPE_CHECKING:
     from opentelemetry import metrics
 
-    from agent_presets.policy import CallRecord
+    from agent_presets.server.policy import CallRecord
 
 SCOPE: Final = "agent_presets"
 

@@ -29,72 +29,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_presets.mcpserver.context import InputRequired, McpCallContext
-from agent_presets.mcpserver.wire import error_result, success_result
 from agent_presets.model import PresetError, ToolArgumentError, ToolDef
-from agent_presets.policy import LOCAL, CallRecord, GateError, Outcome
+from agent_presets.server.mcp.context import InputRequired, McpCallContext
+from agent_presets.server.mcp.wire import error_result, success_result
+from agent_presets.server.policy import CallRecord, GateError
+from agent_presets.server.stage import CallRefused, Next, PendingCall, Result, Stage
 
 if TYPE_CHECKING:
-    from agent_presets.events import Outcome as Decided
-    from agent_presets.events import Reason
-    from agent_presets.mcpserver.calls import ToolCalls
-    from agent_presets.mcpserver.confirm import CallConfirmation
-    from agent_presets.mcpserver.fanout import ChangeFanout
-    from agent_presets.mcpserver.telemetry import Telemetry
-    from agent_presets.policy import ToolPolicy
+    from agent_presets.server.events import Reason
+    from agent_presets.server.mcp.calls import ToolCalls
+    from agent_presets.server.mcp.confirm import CallConfirmation
+    from agent_presets.server.mcp.fanout import ChangeFanout
+    from agent_presets.server.policy import ToolPolicy
+    from agent_presets.server.telemetry import Telemetry
     from agent_presets.tools import ToolRegistry
 
+__all__ = [
+    "Arguments",
+    "Budgets",
+    "CallRefused",
+    "Confirm",
+    "Gates",
+    "Next",
+    "PendingCall",
+    "Pipeline",
+    "Record",
+    "Resolve",
+    "Result",
+    "Run",
+    "Served",
+    "Stage",
+    "standard_stages",
+]
+
 log = logging.getLogger("agent_presets.server")
-
-Result = dict[str, Any]
-Next = Callable[["PendingCall"], Awaitable[Result]]
-
-
-class CallRefused(Exception):
-    """Raised by a stage to refuse a call: ``gate`` names the stage, ``message`` is for the model.
-
-    The message is what the calling model reads (an ``isError`` result), so it
-    says what to do next; the event log keeps only the gate.
-    """
-
-    def __init__(self, gate: str, message: str) -> None:
-        super().__init__(message)
-        self.gate = gate
-        self.message = message
-
-
-@dataclass(eq=False)
-class PendingCall:
-    """One tool call on its way down the pipeline, and what the stages learned of it.
-
-    ``request`` and ``params`` are the SDK's request context and call
-    parameters, for stages that need the client (the confirmation, the call
-    context). ``principal`` is who presented the authorization: the token's
-    name, or ``"local"`` without one.
-    """
-
-    name: str
-    arguments: dict[str, Any]
-    token: str | None
-    request: Any = None
-    params: Any = None
-    tool: ToolDef | None = None
-    principal: str = LOCAL
-    started: float = field(default_factory=time.perf_counter)
-    outcome: Outcome | None = None
-    """How the call ended, set by the stage that ended it; None for a call that paused."""
-    gate: str | None = None
-    confirm: Decided | None = None
-    """The person's answer when the call waited for one: approved, denied, expired ..."""
-    error: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        if self.token is not None:
-            self.principal = self.token
 
 
 class Served(Protocol):
@@ -114,19 +85,6 @@ class Served(Protocol):
     def does_io(self, tool: ToolDef) -> bool: ...
 
     def provides(self, name: str) -> bool: ...
-
-
-@runtime_checkable
-class Stage(Protocol):
-    """One step of the pipeline. Call ``call_next(call)`` to go on, or raise ``CallRefused``.
-
-    A stage may also return a result of its own without calling on (then the
-    stages after it never see the call). Stages are shared by concurrent
-    calls: keep per-call facts on the ``PendingCall``, and guard any state of
-    your own (a rate limiter's counters) for concurrent use.
-    """
-
-    async def handle(self, call: PendingCall, call_next: Next) -> Result: ...
 
 
 class Pipeline:

@@ -31,15 +31,16 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
-# The file's side lives in eventlog, so a server opens its log without these classes.
-from agent_presets.eventlog import DEFAULT_BACKUPS as DEFAULT_BACKUPS
-from agent_presets.eventlog import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
-from agent_presets.eventlog import EventLog as EventLog
-from agent_presets.eventlog import encode as encode
-from agent_presets.eventlog import read_events as read_events
-from agent_presets.eventlog import rotated_paths as rotated_paths
-from agent_presets.eventlog import verify_log as verify_log
 from agent_presets.model import PresetError
+
+# The file's side lives in eventlog, so a server opens its log without these classes.
+from agent_presets.server.eventlog import DEFAULT_BACKUPS as DEFAULT_BACKUPS
+from agent_presets.server.eventlog import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from agent_presets.server.eventlog import EventLog as EventLog
+from agent_presets.server.eventlog import encode as encode
+from agent_presets.server.eventlog import read_events as read_events
+from agent_presets.server.eventlog import rotated_paths as rotated_paths
+from agent_presets.server.eventlog import verify_log as verify_log
 
 SCHEMA_VERSION = 1
 MAX_TEXT = 200

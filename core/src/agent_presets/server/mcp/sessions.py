@@ -25,7 +25,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.version import is_version_at_least
 
-from agent_presets.mcpserver.eventstore import SESSION, MemoryEventStore, SessionScope
+from agent_presets.server.mcp.eventstore import SESSION, MemoryEventStore, SessionScope
 
 __all__ = ["HttpSessions", "Listener"]
 

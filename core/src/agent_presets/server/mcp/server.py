@@ -24,28 +24,30 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
-from agent_presets.control import Controller
-from agent_presets.mcpserver.auth import token_of
-from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
-from agent_presets.mcpserver.confirm import (
-    DEFAULT_TIMEOUT,
-    CallConfirmation,
+from agent_presets.model import PromptFragment, Resolution, ToolDef
+from agent_presets.server.config import (
+    TOOLS_PAGE_SIZE,
     ConfirmMode,
     ConfirmVia,
+    ServeConfig,
+    config_from,
 )
-from agent_presets.mcpserver.context import set_level_handler
-from agent_presets.mcpserver.fanout import ChangeFanout
-from agent_presets.mcpserver.hints import annotations_for
-from agent_presets.mcpserver.invalid_params import name_invalid_params
-from agent_presets.mcpserver.pipeline import (
+from agent_presets.server.control import Controller
+from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
+from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
+from agent_presets.server.mcp.context import set_level_handler
+from agent_presets.server.mcp.fanout import ChangeFanout
+from agent_presets.server.mcp.hints import annotations_for
+from agent_presets.server.mcp.invalid_params import name_invalid_params
+from agent_presets.server.mcp.pipeline import (
     PendingCall,
     Pipeline,
     Stage,
     arguments_of,
     standard_stages,
 )
-from agent_presets.mcpserver.telemetry import Telemetry
-from agent_presets.mcpserver.wire import (
+from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
     PROMPT_URI,
     STATUS_URI,
@@ -56,14 +58,14 @@ from agent_presets.mcpserver.wire import (
     read_cursor,
     tool_entry,
 )
-from agent_presets.model import PromptFragment, Resolution, ToolDef
-from agent_presets.policy import ToolPolicy
+from agent_presets.server.policy import ToolPolicy
+from agent_presets.server.telemetry import Telemetry
 from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
-    from agent_presets.events import Reason
+    from agent_presets.boot import Presets
+    from agent_presets.server.events import Reason
 
 log = logging.getLogger("agent_presets.server")
 
@@ -76,8 +78,6 @@ INSTRUCTIONS: Final = (
     "active now. A tool that is not offered right now answers with what would turn it on."
 )
 
-TOOLS_PAGE_SIZE: Final = 100
-"""Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
 
 _NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
@@ -493,24 +493,25 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
 
 
 def build_server(
-    presets: Presets,
-    *,
-    policy: ToolPolicy | None = None,
-    control: Controller | None = None,
-    page_size: int = TOOLS_PAGE_SIZE,
-    confirm: ConfirmMode = "none",
-    confirm_timeout: float = DEFAULT_TIMEOUT,
-    stages: Sequence[Stage] = (),
-    confirm_via: ConfirmVia = "operator",
+    presets: Presets, config: ServeConfig | None = None, /, **legacy: Any
 ) -> PresetServer:
-    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
+    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory.
+
+    ``config`` says how (``ServeConfig``; only its call-handling fields
+    matter here: the policy, confirmation, stages, telemetry, page size).
+    The old keywords (``policy=``, ``confirm=`` ...) still work, with a
+    ``DeprecationWarning``; ``control=`` is still taken as it was.
+    """
+    control = legacy.pop("control", None)
+    config = config_from(config, legacy, "build_server")
     return PresetServer(
         presets,
-        policy=policy,
+        policy=config.policy,
         control=control,
-        page_size=page_size,
-        confirm=confirm,
-        confirm_timeout=confirm_timeout,
-        stages=stages,
-        confirm_via=confirm_via,
+        page_size=config.page_size,
+        telemetry=config.telemetry,
+        confirm=config.confirm,
+        confirm_timeout=config.confirm_timeout,
+        confirm_via=config.confirm_via,
+        stages=config.stages,
     )

@@ -1,6 +1,6 @@
 """The event log's file: where lines go and where they are read back.
 
-Split from ``agent_presets.events`` (which re-exports every name here) so a
+Split from ``agent_presets.server.events`` (which re-exports every name here) so a
 server opens its log without building the event classes: they load with the
 first line written. ``EventLog`` takes any object with ``to_json``; the
 classes in ``events`` are the only ones written.

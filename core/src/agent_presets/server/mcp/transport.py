@@ -10,95 +10,70 @@ import socket
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from agent_presets.console import allowed_hosts
-from agent_presets.control import ControlListener
-from agent_presets.mcpserver.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
-from agent_presets.mcpserver.confirm import DEFAULT_TIMEOUT, ConfirmMode, ConfirmVia
-from agent_presets.mcpserver.server import TOOLS_PAGE_SIZE, PresetServer, build_server
 from agent_presets.model import PresetError
-from agent_presets.policy import ToolPolicy
+from agent_presets.server.config import ServeConfig, Transport, config_from
+from agent_presets.server.console import allowed_hosts
+from agent_presets.server.control import ControlListener
+from agent_presets.server.mcp.auth import TokenAuth, TokenProfiles, check_exposure, is_loopback
+from agent_presets.server.mcp.server import PresetServer, build_server
+from agent_presets.server.policy import ToolPolicy
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
-    from agent_presets.console.app import ConsoleOptions
-    from agent_presets.tokens import TokenTable
+    from agent_presets.boot import Presets
+    from agent_presets.server.console.app import ConsoleOptions
+    from agent_presets.server.tokens import TokenTable
 
 log = logging.getLogger("agent_presets.server")
 
-DEFAULT_PORT: Final = 8765
 HTTP_PATH: Final = "/mcp"
 
-Transport = Literal["stdio", "http"]
 Task = Callable[[], Coroutine[Any, Any, None]]
 """Something else the server runs in its task group: the control listener, the console."""
 
 
-def serve(
-    presets: Presets,
-    *,
-    transport: Transport = "stdio",
-    host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
-    banner: Callable[[str], None] | None = None,
-    policy: ToolPolicy | None = None,
-    control_socket: Path | None = None,
-    page_size: int = TOOLS_PAGE_SIZE,
-    tokens: TokenTable | None = None,
-    insecure: bool = False,
-    confirm: ConfirmMode = "none",
-    confirm_timeout: float = DEFAULT_TIMEOUT,
-    confirm_via: ConfirmVia = "operator",
-    console: ConsoleOptions | None = None,
-) -> None:
-    """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
+def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any) -> None:
+    """Serve ``presets`` as ``config`` says, until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
-    With ``tokens`` (HTTP only), every request needs a bearer token of that
-    table, and each token's profile narrows what its sessions see and call.
-    A non-loopback ``host`` without ``tokens`` is refused unless ``insecure``.
-
-    ``banner`` receives one line once the server is ready (for http it names
-    the URL, with the real port when ``port`` is 0); write it to stderr, never
-    to stdout, which is the stdio transport's wire. ``page_size`` is the number
-    of tools in one ``tools/list`` page; ``confirm``, ``confirm_timeout`` and
-    ``confirm_via`` choose which calls wait for a person, and who may answer
-    (``mcpserver/confirm.py``). Raises
-    ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
-    (bind it only while holding the state lock) the live-control channel
-    listens there meanwhile; with ``console`` the browser console
-    (``docs/console.md``) does too.
+    ``config`` is a ``ServeConfig`` (every field documented there); the old
+    keywords (``transport=``, ``port=`` ...) still work, with a
+    ``DeprecationWarning``. Raises ``PresetError`` when the HTTP port cannot
+    be bound, or when a non-loopback host is asked for without tokens.
     """
-    if transport not in ("stdio", "http"):
-        raise PresetError(f"unknown transport {transport!r}; use stdio or http")
-    if tokens is not None:
-        if transport != "http":
-            raise PresetError("token authentication needs --transport http; stdio has no tokens")
+    config = config_from(config, legacy, "serve")
+    policy = config.policy
+    if config.tokens is not None:
         policy = policy if policy is not None else ToolPolicy()
-        policy.profiles = TokenProfiles(presets, tokens)
-    if transport == "http":
-        check_exposure(host, auth="tokens" if tokens is not None else None, insecure=insecure)
-    server = build_server(
-        presets,
-        policy=policy,
-        page_size=page_size,
-        confirm=confirm,
-        confirm_timeout=confirm_timeout,
-        confirm_via=confirm_via,
-    )
+        policy.profiles = TokenProfiles(presets, config.tokens)
+        config = config.replace(policy=policy)
+    if config.transport == "http":
+        check_exposure(
+            config.host,
+            auth="tokens" if config.tokens is not None else None,
+            insecure=config.insecure,
+        )
+    server = build_server(presets, config)
     listener: ControlListener | None = None
     extra: list[Task] = []
     try:
-        if control_socket is not None:
-            listener = ControlListener(control_socket)
+        if config.control_socket is not None:
+            listener = ControlListener(config.control_socket)
             extra.append(partial(listener.serve, server.control))
-        if console is not None:
-            extra.append(_console_task(server, console))
+        if config.console is not None:
+            extra.append(_console_task(server, config.console))
         with _socket_removed_on_sigterm(listener):
-            _run(transport, server, host, port, banner, extra, tokens)
+            _run(
+                config.transport,
+                server,
+                config.host,
+                config.port,
+                config.banner,
+                extra,
+                config.tokens,
+            )
     except KeyboardInterrupt:
         pass
     finally:
@@ -125,7 +100,7 @@ def _run(
 
 def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
     """Bind the console's port now (so a taken port fails before serving) and run it later."""
-    from agent_presets.console.app import Console, serve_console
+    from agent_presets.server.console.app import Console, serve_console
 
     try:
         sock = _bind(options.host, options.port)
@@ -167,7 +142,7 @@ async def _serve_stdio(
     banner: Callable[[str], None] | None,
     extra: list[Task] | None = None,
 ) -> None:
-    from agent_presets.mcpserver.stdio import stdio_transport
+    from agent_presets.server.mcp.stdio import stdio_transport
 
     async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
         for task in extra or []:
@@ -221,9 +196,9 @@ async def _serve_http(
             "serving MCP on a non-loopback address %s: anyone who can reach it may call tools",
             host,
         )
-    from agent_presets.mcpserver.eventstore import MemoryEventStore
-    from agent_presets.mcpserver.http import EnvelopeCheck
-    from agent_presets.mcpserver.sessions import HttpSessions
+    from agent_presets.server.mcp.eventstore import MemoryEventStore
+    from agent_presets.server.mcp.http import EnvelopeCheck
+    from agent_presets.server.mcp.sessions import HttpSessions
 
     # A client that reconnects with Last-Event-ID gets what it missed.
     store = MemoryEventStore()

@@ -1,7 +1,7 @@
 """The browser console of a running ``presets serve`` (``docs/console.md``).
 
 This module stays light (the CLI imports it to check an address); the app,
-which needs starlette and uvicorn, is ``agent_presets.console.app``.
+which needs starlette and uvicorn, is ``agent_presets.server.console.app``.
 """
 
 from __future__ import annotations

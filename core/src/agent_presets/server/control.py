@@ -51,7 +51,7 @@ from agent_presets.model import (
     ToolDef,
     UnknownPresetError,
 )
-from agent_presets.requests import (
+from agent_presets.server.requests import (
     DEFAULT_TTL,
     MAX_REASON,
     DigestMismatchError,
@@ -61,9 +61,9 @@ from agent_presets.requests import (
 )
 
 if TYPE_CHECKING:
-    from agent_presets.events import Event, State
+    from agent_presets.server.events import Event, State
 
-log = logging.getLogger("agent_presets.control")
+log = logging.getLogger("agent_presets.server.control")
 
 SOCKET_NAME: Final = "control.sock"
 PROTOCOL_VERSION: Final = 1
@@ -243,7 +243,7 @@ class Controller:
             changed = previous != state
             if changed:
                 # The event classes load with the first line written, not with the server.
-                from agent_presets.events import Change
+                from agent_presets.server.events import Change
 
                 self._write(
                     Change(

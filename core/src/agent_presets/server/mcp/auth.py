@@ -2,7 +2,7 @@
 
 ``TokenAuth`` wraps the whole ASGI app: every HTTP request must carry
 ``Authorization: Bearer TOKEN`` for a token of the state directory's token
-file (``agent_presets.tokens``), or it gets ``401`` with
+file (``agent_presets.server.tokens``), or it gets ``401`` with
 ``WWW-Authenticate: Bearer realm="agent-presets"`` and a JSON body saying
 what was wrong. There is no OAuth discovery: a plain bearer check is what a
 headless host with a token file can promise.
@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
-from agent_presets.console import is_loopback
 from agent_presets.model import PresetError
-from agent_presets.policy import Allowed, Profile, ToolPolicy
+from agent_presets.server.console import is_loopback
+from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
-    from agent_presets.tokens import TokenTable
+    from agent_presets.boot import Presets
+    from agent_presets.server.tokens import TokenTable
 
 __all__ = [
     "REALM",

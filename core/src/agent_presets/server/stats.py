@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_presets.events import read_events
+from agent_presets.server.events import read_events
 
 
 def percentile(values: list[float], fraction: float) -> float | None:

@@ -49,7 +49,7 @@ from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     # The event classes load with the first line written, not with the server.
-    from agent_presets.events import Event, Outcome, State
+    from agent_presets.server.events import Event, Outcome, State
 
 Kind = Literal["override", "call"]
 
@@ -260,7 +260,7 @@ class RequestStore:
                 request, merged = probe, False
         self._finish_expired(expired)
         if not merged:
-            from agent_presets.events import Request
+            from agent_presets.server.events import Request
 
             self._write(Request(id=request.id, asks=kind, preset=preset, state=state, tool=tool))
         self._listeners.notify()
@@ -362,7 +362,7 @@ class RequestStore:
     def _resolve(self, request: PendingRequest, outcome: Outcome, by: str) -> None:
         if not request.outcome.done():
             request.outcome.set_result(outcome)
-        from agent_presets.events import Decision
+        from agent_presets.server.events import Decision
 
         self._write(
             Decision(

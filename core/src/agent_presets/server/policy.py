@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agent_presets.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
-    from agent_presets.events import Event, Reason, Refusal
-    from agent_presets.events import Outcome as Decided
+    from agent_presets.boot import Presets
+    from agent_presets.server.events import Event, Reason, Refusal
+    from agent_presets.server.events import Outcome as Decided
 
 SUMMARY_SECONDS = 60.0
 """How often counted refusals of a spent budget are written as one summary line."""
@@ -304,7 +304,7 @@ class ToolPolicy:
         if self.events is None:
             return
         # The event classes load with the first line, not with the server.
-        from agent_presets.events import (
+        from agent_presets.server.events import (
             Call,
             Refusal,
             declared_path,

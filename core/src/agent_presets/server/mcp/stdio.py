@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 import anyio
 from mcp.server.stdio import stdio_server
 
-from agent_presets.mcpserver.envelope import check
+from agent_presets.server.mcp.envelope import check
 
 if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["stdio_transport"]
 
-log = logging.getLogger("agent_presets.mcpserver.stdio")
+log = logging.getLogger("agent_presets.server.mcp.stdio")
 
 _claim_lock = threading.Lock()
 _claimed: set[int] = set()

@@ -11,9 +11,9 @@ the console has no rule of its own. What it guards itself is the door:
   script that tries is stopped by CORS: the app answers no preflight), so no
   other page can change anything, even one that learned the URL.
 - The app binds loopback unless the person passes ``--insecure``
-  (``agent_presets.console.is_loopback``; the CLI decides).
+  (``agent_presets.server.console.is_loopback``; the CLI decides).
 - A request must name the console's own address as its Host (and Origin),
-  as the MCP endpoint requires (``agent_presets.console.allowed_hosts``): a
+  as the MCP endpoint requires (``agent_presets.server.console.allowed_hosts``): a
   page that rebinds its own name to this address gets 421 (403 for a foreign
   Origin) and no data, token or not.
 
@@ -49,14 +49,14 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_presets.console import allowed_hosts, foreign_request, svg_safe
-from agent_presets.control import ConfirmationRequired, Controller
-from agent_presets.events import read_events, rotated_paths
 from agent_presets.model import PresetError
-from agent_presets.requests import shown_request
-from agent_presets.stats import Stats
+from agent_presets.server.console import allowed_hosts, foreign_request, svg_safe
+from agent_presets.server.control import ConfirmationRequired, Controller
+from agent_presets.server.events import read_events, rotated_paths
+from agent_presets.server.requests import shown_request
+from agent_presets.server.stats import Stats
 
-log = logging.getLogger("agent_presets.console")
+log = logging.getLogger("agent_presets.server.console")
 
 TOKEN_HEADER: Final = "X-Console-Token"
 TICK_SECONDS: Final = 0.25
@@ -68,7 +68,7 @@ TAIL: Final = 100
 
 
 def _static(name: str) -> str:
-    return resources.files("agent_presets.console").joinpath("static", name).read_text("utf-8")
+    return resources.files(__package__).joinpath("static", name).read_text("utf-8")
 
 
 class Console:

@@ -30,30 +30,29 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, get_args
 
 import anyio
 from mcp.server.context import ServerRequestContext
 
 from agent_presets.model import DANGEROUS_RISKS, ToolDef
-from agent_presets.requests import (
+from agent_presets.safetext import shown_arguments
+from agent_presets.server.config import CONFIRM_TIMEOUT, ConfirmMode, ConfirmVia
+from agent_presets.server.requests import (
     PendingRequest,
     RequestLimitError,
     RequestStore,
     UnknownRequestError,
     call_digest,
 )
-from agent_presets.safetext import shown_arguments
 
 if TYPE_CHECKING:
-    from agent_presets.events import Outcome
+    from agent_presets.server.events import Outcome
 
 log = logging.getLogger("agent_presets.server")
 
-ConfirmMode = Literal["none", "risky", "destructive"]
-CONFIRM_MODES: Final[tuple[ConfirmMode, ...]] = ("none", "risky", "destructive")
-ConfirmVia = Literal["operator", "client"]
-CONFIRM_VIA: Final[tuple[ConfirmVia, ...]] = ("operator", "client")
+CONFIRM_MODES: Final[tuple[ConfirmMode, ...]] = get_args(ConfirmMode)
+CONFIRM_VIA: Final[tuple[ConfirmVia, ...]] = get_args(ConfirmVia)
 """Who answers: ``operator`` only the person at ``presets approve`` or the console;
 ``client`` the MCP client's elicitation too, for a client the operator trusts."""
 CONFIRM_RISKS: Final[Mapping[str, frozenset[str]]] = {
@@ -61,9 +60,7 @@ CONFIRM_RISKS: Final[Mapping[str, frozenset[str]]] = {
     "risky": DANGEROUS_RISKS,  # filesystem-write, destructive, shell
     "destructive": frozenset({"destructive", "shell"}),
 }
-DEFAULT_TIMEOUT: Final = 50.0
-"""Seconds a call waits for a person: below the 60 s request timeout of the
-TypeScript MCP SDK (opencode), so the model reads our refusal, not a timeout."""
+DEFAULT_TIMEOUT: Final = CONFIRM_TIMEOUT
 
 # An empty form: accepting it is the answer. A field to tick would make the
 # person say yes twice.

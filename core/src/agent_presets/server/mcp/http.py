@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-from agent_presets.mcpserver.envelope import INVALID_REQUEST, check, error_response
+from agent_presets.server.mcp.envelope import INVALID_REQUEST, check, error_response
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "EnvelopeCheck"]
 

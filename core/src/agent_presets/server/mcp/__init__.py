@@ -13,9 +13,9 @@ the dicts that go on the wire. Importing ``mcp`` costs about a second, so
 
 from __future__ import annotations
 
-from agent_presets.mcpserver.server import PresetServer, build_server
-from agent_presets.mcpserver.transport import serve
-from agent_presets.mcpserver.wire import PROMPT_NAME, PROMPT_URI, STATUS_URI, prompt_text
+from agent_presets.server.mcp.server import PresetServer, build_server
+from agent_presets.server.mcp.transport import serve
+from agent_presets.server.mcp.wire import PROMPT_NAME, PROMPT_URI, STATUS_URI, prompt_text
 
 __all__ = [
     "PROMPT_NAME",

@@ -1,0 +1,129 @@
+"""``ServeConfig``: every option of a served ``presets serve``, in one frozen object.
+
+``presets serve`` builds one from its flags; a host app builds one in code and
+hands it to ``serve(presets, config)`` or ``build_server(presets, config)``.
+Nothing here imports ``mcp``: the types the fields name are imported for type
+checking only, so a config costs nothing to build before the server starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from agent_presets.model import PresetError
+
+if TYPE_CHECKING:
+    from agent_presets.server.console.app import ConsoleOptions
+    from agent_presets.server.policy import ToolPolicy
+    from agent_presets.server.stage import Stage
+    from agent_presets.server.telemetry import Telemetry
+    from agent_presets.server.tokens import TokenTable
+
+Transport = Literal["stdio", "http"]
+ConfirmMode = Literal["none", "risky", "destructive"]
+ConfirmVia = Literal["operator", "client"]
+
+DEFAULT_PORT: Final = 8765
+TOOLS_PAGE_SIZE: Final = 100
+"""Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
+CONFIRM_TIMEOUT: Final = 50.0
+"""Seconds a call waits for a person: below the 60 s request timeout of the
+TypeScript MCP SDK (opencode), so the model reads our refusal, not a timeout."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeConfig:
+    """How to serve: the transport, who may call, what waits for a person, what else runs.
+
+    - ``transport``, ``host``, ``port``: stdio, or streamable HTTP on
+      ``host:port`` (``port=0`` picks a free one). A non-loopback ``host``
+      without ``tokens`` is refused unless ``insecure``.
+    - ``banner``: receives one line once the server is ready (for HTTP its
+      URL); write it to stderr, never to stdout, the stdio transport's wire.
+    - ``policy``: allow-lists, budgets and the event log; ``tokens`` (HTTP
+      only): every request needs a bearer token of that table, and each
+      token's profile narrows what its sessions see and call.
+    - ``confirm``, ``confirm_timeout``, ``confirm_via``: which calls wait for
+      a person, how long, and who may answer (``operator``: only ``presets
+      approve`` and the console; ``client``: the client's elicitation too).
+    - ``control_socket``: where the live-control channel listens (bind it
+      only while holding the state lock); ``console``: the browser console.
+    - ``stages``: the host's own call-pipeline stages, run after the budgets
+      (``docs/embedding.md``); ``telemetry``: tracer and meter providers.
+    - ``page_size``: tools in one ``tools/list`` page.
+    """
+
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    banner: Callable[[str], None] | None = None
+    policy: ToolPolicy | None = None
+    tokens: TokenTable | None = None
+    insecure: bool = False
+    confirm: ConfirmMode = "none"
+    confirm_timeout: float = CONFIRM_TIMEOUT
+    confirm_via: ConfirmVia = "operator"
+    control_socket: Path | None = None
+    console: ConsoleOptions | None = None
+    stages: Sequence[Stage] = field(default=())
+    telemetry: Telemetry | None = None
+    page_size: int = TOOLS_PAGE_SIZE
+
+    def __post_init__(self) -> None:
+        if self.transport not in ("stdio", "http"):
+            raise PresetError(f"unknown transport {self.transport!r}; use stdio or http")
+        if self.confirm not in ("none", "risky", "destructive"):
+            raise PresetError(
+                f"confirm mode {self.confirm!r} is not one of: none, risky, destructive"
+            )
+        if self.confirm_via not in ("operator", "client"):
+            raise PresetError(f"--confirm-via {self.confirm_via!r} is not one of: operator, client")
+        if not self.confirm_timeout > 0:
+            raise PresetError(
+                f"the confirmation timeout must be positive, got {self.confirm_timeout}"
+            )
+        if self.page_size < 1:
+            raise PresetError(f"page_size must be at least 1, not {self.page_size}")
+        if self.tokens is not None and self.transport != "http":
+            raise PresetError("token authentication needs --transport http; stdio has no tokens")
+        object.__setattr__(self, "stages", tuple(self.stages))
+
+    def replace(self, **changes: Any) -> ServeConfig:
+        """A copy with ``changes``, checked like a new one."""
+        return dataclasses.replace(self, **changes)
+
+
+FIELDS: Final = frozenset(f.name for f in dataclasses.fields(ServeConfig))
+
+
+def config_from(
+    config: ServeConfig | None, legacy: Mapping[str, Any], where: str, *, stacklevel: int = 3
+) -> ServeConfig:
+    """``config``, or one built from the old keyword arguments with a ``DeprecationWarning``.
+
+    The keywords ``serve`` and ``build_server`` took before ``ServeConfig``
+    still work for one release; mixing them with a config is an error, since
+    one of the two would be silently ignored.
+    """
+    if not legacy:
+        return config if config is not None else ServeConfig()
+    unknown = sorted(set(legacy) - FIELDS)
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword arguments: {', '.join(unknown)}")
+    if config is not None:
+        raise TypeError(
+            f"{where}() takes a ServeConfig or the old keywords ({', '.join(sorted(legacy))}), "
+            "not both: put them in the config"
+        )
+    warnings.warn(
+        f"{where}(presets, {', '.join(f'{k}=...' for k in sorted(legacy))}) is deprecated; "
+        f"pass {where}(presets, ServeConfig(...)) instead (agent_presets.server.ServeConfig)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    return ServeConfig(**legacy)

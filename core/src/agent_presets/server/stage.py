@@ -1,0 +1,80 @@
+"""What a call-pipeline stage is: the call it handles, how it goes on, how it refuses.
+
+Kept apart from the pipeline's own stages (``server.mcp.pipeline``, which
+import ``mcp``) so that a host's stage, and ``ServeConfig(stages=...)``, can
+be written and typed without the MCP glue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agent_presets.model import ToolDef
+from agent_presets.server.policy import LOCAL, Outcome
+
+if TYPE_CHECKING:
+    from agent_presets.server.events import Outcome as Decided
+
+Result = dict[str, Any]
+"""A ``tools/call`` result in its wire form."""
+Next = Callable[["PendingCall"], Awaitable[Result]]
+"""What a stage calls to hand the call to the stages after it."""
+
+
+class CallRefused(Exception):
+    """Raised by a stage to refuse a call: ``gate`` names the stage, ``message`` is for the model.
+
+    The message is what the calling model reads (an ``isError`` result), so it
+    says what to do next; the event log keeps only the gate.
+    """
+
+    def __init__(self, gate: str, message: str) -> None:
+        super().__init__(message)
+        self.gate = gate
+        self.message = message
+
+
+@dataclass(eq=False)
+class PendingCall:
+    """One tool call on its way down the pipeline, and what the stages learned of it.
+
+    ``request`` and ``params`` are the SDK's request context and call
+    parameters, for stages that need the client (the confirmation, the call
+    context). ``principal`` is who presented the authorization: the token's
+    name, or ``"local"`` without one.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    token: str | None
+    request: Any = None
+    params: Any = None
+    tool: ToolDef | None = None
+    principal: str = LOCAL
+    started: float = field(default_factory=time.perf_counter)
+    outcome: Outcome | None = None
+    """How the call ended, set by the stage that ended it; None for a call that paused."""
+    gate: str | None = None
+    confirm: Decided | None = None
+    """The person's answer when the call waited for one: approved, denied, expired ..."""
+    error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        if self.token is not None:
+            self.principal = self.token
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One step of the pipeline. Call ``call_next(call)`` to go on, or raise ``CallRefused``.
+
+    A stage may also return a result of its own without calling on (then the
+    stages after it never see the call). Stages are shared by concurrent
+    calls: keep per-call facts on the ``PendingCall``, and guard any state of
+    your own (a rate limiter's counters) for concurrent use.
+    """
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result: ...
