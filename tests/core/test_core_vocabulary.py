@@ -18,7 +18,8 @@ from agent_presets import (
 )
 from agent_presets.catalog import collect
 from agent_presets.host import HeadlessHost
-from agent_presets.vocabulary import Vocabulary
+from agent_presets.host.context_fields import HostContextFields
+from agent_presets.vocabulary import Vocabulary, is_addition, parse_declaration
 
 
 def adapter(tool_id: str) -> ToolAdapter:
@@ -199,9 +200,114 @@ def test_the_headless_host_declares_its_context_and_a_plugin_adds_an_activity(tm
 
 
 def test_the_built_in_plugins_validate_in_a_host_that_declares_nothing():
+    # Their additions make the fields they use exist, as string fields of the added values.
     catalog = collect(load_plugins())
     assert catalog.problems == []
-    assert {"surface", "activity", "canvas_visible"} <= set(catalog.vocabulary.fields)
+    assert {"surface", "activity"} <= set(catalog.vocabulary.fields)
+
+
+def test_a_field_is_declared_once_by_the_host_and_the_built_ins_only_add_values():
+    plugin_set = load_plugins()
+    plugin_set.add(HostContextFields())
+    declared: dict[str, list[str]] = {}
+    for info, items in plugin_set.call_each("presets_context_fields"):
+        for item in items:
+            if not is_addition(item):
+                declared.setdefault(
+                    ContextField(**item).name if isinstance(item, dict) else item.name, []
+                ).append(info.name)
+    assert declared == {
+        "surface": ["headless-host"],
+        "activity": ["headless-host"],
+        "canvas_visible": ["headless-host"],
+        "world_id": ["headless-host"],
+    }
+    vocabulary = collect(plugin_set).vocabulary
+    surface = vocabulary.fields["surface"]
+    assert surface.description == "The surface the user is on: the 3D scene or the 2D canvas."
+    assert surface.required and vocabulary.fields["canvas_visible"].required
+    assert not vocabulary.fields["activity"].required
+    assert set(vocabulary.fields["activity"].values or ()) == {"drawing", "graph"}
+
+
+def test_additions_merge_into_the_declaration_whatever_order_the_plugins_load_in():
+    declaration = ContextField("mode", "string", ("a",), "The mode.", required=True)
+    addition = {"name": "mode", "values": ["b"]}
+    for pairs in (
+        [("host", declaration), ("p", addition)],
+        [("p", addition), ("host", declaration)],
+    ):
+        vocabulary, problems = Vocabulary.merge(pairs)
+        assert problems == []
+        mode = vocabulary.fields["mode"]
+        assert (mode.values, mode.description, mode.required) == (("a", "b"), "The mode.", True)
+
+
+def test_values_added_to_a_boolean_field_are_an_error_naming_both_sources():
+    vocabulary, [problem] = Vocabulary.merge(
+        [("odd-plugin", {"name": "canvas_visible", "values": ["yes"]}), ("host", VISIBLE)]
+    )
+    assert "plugin 'odd-plugin' adds values to context field 'canvas_visible'" in str(problem)
+    assert "which host declares as boolean" in str(problem)
+    assert vocabulary.fields["canvas_visible"].values is None
+
+
+@pytest.mark.parametrize(
+    ("addition", "words"),
+    [
+        ({"name": "mode", "values": ["a"], "description": "x"}, "takes only name and values"),
+        ({"name": "mode", "values": None}, "an addition cannot open a field"),
+        ({"name": "mode", "required": True}, "takes only name and values"),
+    ],
+)
+def test_an_addition_only_adds_values(addition, words):
+    _, [problem] = Vocabulary.merge([("p", addition)])
+    assert words in str(problem)
+
+
+def test_context_field_takes_required_as_a_keyword_and_keeps_its_constructor():
+    assert ContextField("x", "string", ("a",), "X.", ("p",)).required is False
+    field = ContextField("x", "boolean", required=True)
+    assert field.required and field.to_dict()["required"] is True
+    assert parse_declaration({"name": "x", "type": "boolean", "required": True}, "p").required
+    _, [problem] = Vocabulary.merge([("p", {"name": "x", "type": "string", "required": "yes"})])
+    assert "required must be true or false" in str(problem)
+
+
+def test_set_context_refuses_a_context_missing_a_required_field_and_changes_nothing(tmp_path):
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start([])
+    before = presets.manager.get_context()
+    with pytest.raises(PresetValidationError) as refused:
+        presets.manager.set_context({"surface": "canvas", "activity": None})
+    assert str(refused.value) == (
+        "the context has no 'canvas_visible', which headless-host declares required; "
+        "give it a value (true or false)"
+    )
+    with pytest.raises(PresetValidationError, match=r"no 'surface'.*scene, canvas"):
+        presets.manager.set_context({"surface": None, "canvas_visible": True})
+    assert presets.manager.get_context() == before
+
+
+def test_canvas_visible_yes_is_refused_by_the_hosts_declaration_where_it_is_written(tmp_path):
+    path = presets_file(tmp_path, "[{surface: canvas, canvas_visible: yes}]")
+    plugin_set = load_plugins([Plugin(path, ("sketch.draw",))])
+    plugin_set.add(HostContextFields())
+    [problem] = collect(plugin_set).problems
+    assert str(problem).startswith(f"{path}:5:")
+    assert "'canvas_visible' is true or false, not 'yes'" in str(problem)
+
+
+def test_an_undeclared_value_is_refused_with_the_allowed_values_and_a_did_you_mean():
+    vocabulary, _ = Vocabulary.merge([("host", SURFACE)])
+    with pytest.raises(PresetValidationError) as refused:
+        vocabulary.check_context({"surface": "canvs"})
+    assert str(refused.value) == (
+        "context field 'surface' has no declared value 'canvs'; did you mean 'canvas'? "
+        "(declared values: scene, canvas)"
+    )
+    with pytest.raises(PresetValidationError, match=r"'zzz'; declared values: scene, canvas$"):
+        vocabulary.check_context({"surface": "zzz"})
 
 
 def test_a_saved_context_no_plugin_declares_any_more_still_starts_the_host(tmp_path):

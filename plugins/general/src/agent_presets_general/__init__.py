@@ -27,26 +27,8 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["scene", "canvas"],
-            "description": "The surface the user is on; the shell tools switch between them.",
-        },
-        {
-            "name": "activity",
-            "type": "string",
-            "values": [],
-            "description": "What the user is doing; the plugins that use an activity declare it.",
-        },
-        {
-            "name": "canvas_visible",
-            "type": "boolean",
-            "description": "Whether the canvas is shown.",
-        },
-    ]
+    # The values these presets use of the host's fields: the shell's two surfaces.
+    return [{"name": "surface", "values": ["scene", "canvas"]}]
 
 
 @hookimpl

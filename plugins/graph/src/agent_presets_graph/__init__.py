@@ -32,25 +32,10 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
+    # The values these presets add to the host's fields (surface and activity are the host's).
     return [
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["canvas"],
-            "description": "The surface the user is on; the graph is shown on the canvas.",
-        },
-        {
-            "name": "activity",
-            "type": "string",
-            "values": ["graph"],
-            "description": "What the user is doing; 'graph' edits the knowledge graph.",
-        },
-        {
-            "name": "canvas_visible",
-            "type": "boolean",
-            "description": "Whether the canvas is shown.",
-        },
+        {"name": "surface", "values": ["canvas"]},
+        {"name": "activity", "values": ["graph"]},
     ]
 
 

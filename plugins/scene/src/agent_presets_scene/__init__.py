@@ -32,15 +32,8 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["scene"],
-            "description": "The surface the user is on; the 3D scene is one.",
-        },
-    ]
+    # The value these presets add to the host's surface field.
+    return [{"name": "surface", "values": ["scene"]}]
 
 
 @hookimpl
