@@ -26,12 +26,8 @@ from agent_presets.cli.options import (
     state_dir_option,
     warn,
 )
-from agent_presets.model import (
-    DANGEROUS_RISKS,
-    DEFAULT_NAMESPACE,
-    PresetValidationError,
-    effective_risk,
-)
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
+from agent_presets.model import DANGEROUS_RISKS, PresetValidationError, effective_risk
 from agent_presets.plugins import PluginSet
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -198,7 +194,7 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
             if adapter is None:
                 continue
             if effective_risk(preset.risk, adapter.annotations) in DANGEROUS_RISKS:
-                names.add(mcp_name_for(adapter, DEFAULT_NAMESPACE))
+                names.add(mcp_name_for(adapter, HEADLESS_DEFAULTS.namespace))
     return sorted(names)
 
 
@@ -264,7 +260,7 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
 @click.option(
     "--namespace",
     metavar="PREFIX",
-    default=DEFAULT_NAMESPACE,
+    default=HEADLESS_DEFAULTS.namespace,
     show_default=True,
     help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
     "the plugins give.",

@@ -12,6 +12,7 @@ restart resumes where it stopped. One host at a time writes a state directory
 from __future__ import annotations
 
 from agent_presets.host.context_fields import SURFACES
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.headless import (
     THEMES,
     HeadlessHost,
@@ -25,6 +26,7 @@ from agent_presets.host.roots import RootOverlapError, check_root
 from agent_presets.host.statedb import StateStore, Table
 
 __all__ = [
+    "HEADLESS_DEFAULTS",
     "SURFACES",
     "THEMES",
     "HeadlessHost",

@@ -10,9 +10,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from agent_presets.host.context_fields import SURFACES
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
@@ -21,7 +22,7 @@ from agent_presets.listeners import Listeners
 from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
 
 if TYPE_CHECKING:
-    from agent_presets.bootstrap import Presets
+    from agent_presets.bootstrap import HostDefaults, Presets
     from agent_presets.plugins import PluginSet
     from agent_presets.tools import ToolRegistry
 
@@ -62,10 +63,11 @@ class Shell:
 
     def __init__(self, host: HeadlessHost, saved: dict[str, Any] | None) -> None:
         self._host = host
-        saved = saved or {}
-        self.surface: str = saved.get("surface", "scene")
-        self.activity: str | None = saved.get("activity")
-        self.canvas_visible: bool = saved.get("canvas_visible", False)
+        # What was never saved starts as the host's default context says.
+        saved = {**host.defaults.context, **(saved or {})}
+        self.surface: str = saved["surface"]
+        self.activity: str | None = saved["activity"]
+        self.canvas_visible: bool = saved["canvas_visible"]
         self.theme: str = saved.get("theme", "light")
         self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
         self.world: str = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)
@@ -217,7 +219,12 @@ class HeadlessHost:
     directory's lock (``StateLock``) from construction to ``close()``, so a
     second host on the same directory is refused at once. The file root may
     not overlap the state directory or a plugins folder (``check_root``).
+
+    ``defaults`` (``HEADLESS_DEFAULTS``) are what the host supplies to the
+    core: its namespace, its starting context and its server instructions.
     """
+
+    defaults: ClassVar[HostDefaults] = HEADLESS_DEFAULTS
 
     def __init__(
         self,
@@ -239,6 +246,8 @@ class HeadlessHost:
             self._table_factories: dict[str, tuple[TableRuntimeFactory, TableMigration | None]] = {}
             self._world_runtimes: dict[tuple[str, str], Any] = {}
             self._attached: dict[str, Any] = {}
+            # The shell is the host's own: a world switch changes what the world runtimes are.
+            self._exclusive: set[str] = {"shell"}
             self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
             self.presets: Presets | None = None
             # Options the operator gives the shell plugin (serve --shell-env and friends).
@@ -270,13 +279,25 @@ class HeadlessHost:
 
     # -- runtimes ----------------------------------------------------------
 
-    def add_world_runtime(self, name: str, factory: WorldRuntimeFactory) -> None:
-        """Give every world its own runtime ``name``, made by ``factory`` on first use."""
+    def add_world_runtime(
+        self, name: str, factory: WorldRuntimeFactory, *, exclusive: bool = False
+    ) -> None:
+        """Give every world its own runtime ``name``, made by ``factory`` on first use.
+
+        ``exclusive`` (here and for ``add_table_runtime`` and ``attach``): a call
+        to this runtime changes what others are, so the server runs it alone.
+        """
         self._check_slot(name)
         self._world_factories[name] = factory
+        self._mark(name, exclusive)
 
     def add_table_runtime(
-        self, name: str, factory: TableRuntimeFactory, *, migrate: TableMigration | None = None
+        self,
+        name: str,
+        factory: TableRuntimeFactory,
+        *,
+        migrate: TableMigration | None = None,
+        exclusive: bool = False,
     ) -> None:
         """Give every world its own runtime ``name`` that persists rows in its own table.
 
@@ -287,11 +308,26 @@ class HeadlessHost:
         """
         self._check_slot(name)
         self._table_factories[name] = (factory, migrate)
+        self._mark(name, exclusive)
 
-    def attach(self, name: str, runtime: Any) -> None:
+    def attach(self, name: str, runtime: Any, *, exclusive: bool = False) -> None:
         """Attach a runtime that the whole host shares, reachable as ``host.<name>``."""
         self._check_slot(name)
         self._attached[name] = runtime
+        self._mark(name, exclusive)
+
+    @property
+    def exclusive_runtimes(self) -> frozenset[str]:
+        """The runtimes whose calls the server runs one at a time, alone (``mcpserver.calls``).
+
+        Each is declared by whoever owns it: the shell by the host, others by
+        the plugin that attaches them with ``exclusive=True``.
+        """
+        return frozenset(self._exclusive)
+
+    def _mark(self, name: str, exclusive: bool) -> None:
+        if exclusive:
+            self._exclusive.add(name)
 
     def runtime(self, name: str) -> Any:
         """The runtime ``name`` (the current world's one for per-world runtimes)."""
@@ -358,7 +394,11 @@ class HeadlessHost:
         overrides: dict[str, str] | None = None,
         owner: str = "agent-presets",
     ) -> Presets:
-        """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
+        """Load plugins, let them attach runtimes, bootstrap presets, follow the shell.
+
+        Without ``tool_registry``, tools are named in the host's namespace
+        (``defaults.namespace``).
+        """
         from agent_presets.bootstrap import bootstrap
         from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
@@ -371,7 +411,7 @@ class HeadlessHost:
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))
         presets = bootstrap(
             self,
-            tool_registry=tool_registry,
+            tool_registry=tool_registry,  # None: the namespace of self.defaults
             context=self.context(),
             owner=owner,
             plugins=plugin_set,

@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,6 +26,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
+from agent_presets.bootstrap import host_defaults
 from agent_presets.control import Controller
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.calls import OFFLOAD_RISKS, ToolCalls
@@ -61,11 +62,12 @@ log = logging.getLogger("agent_presets.server")
 SERVER_NAME: Final = "agent-presets"
 
 INSTRUCTIONS: Final = (
-    "The tools offered here follow what the user is doing in the app: they change when the "
-    "surface or activity changes, and the server announces each change (tools/list_changed). "
+    "The tools offered here follow the app's context: they change when it changes, and the "
+    "server announces each change (tools/list_changed). "
     f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
     "active now. A tool that is not offered right now answers with what would turn it on."
 )
+"""The instructions of a server whose app supplies none (``HostDefaults.instructions``)."""
 
 TOOLS_PAGE_SIZE: Final = 100
 """Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
@@ -88,7 +90,12 @@ class PresetServer(Server[Any]):
         telemetry: Telemetry | None = None,
         confirm: ConfirmMode = "none",
         confirm_timeout: float = DEFAULT_TIMEOUT,
+        instructions: str | None = None,
+        exclusive_runtimes: Collection[str] | None = None,
     ) -> None:
+        """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
+        ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
+        instructions and no exclusive runtime."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
@@ -105,7 +112,10 @@ class PresetServer(Server[Any]):
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
-        self.calls = ToolCalls()
+        app = presets.manager.app
+        if exclusive_runtimes is None:
+            exclusive_runtimes = getattr(app, "exclusive_runtimes", None) or ()
+        self.calls = ToolCalls(exclusive=exclusive_runtimes)
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._resolution: Resolution | None = presets.manager.resolve()
         self._tools_key: int | None = None
@@ -114,7 +124,7 @@ class PresetServer(Server[Any]):
             name,
             version=__version__,
             title="agent-presets",
-            instructions=INSTRUCTIONS,
+            instructions=instructions or _host_instructions(app) or INSTRUCTIONS,
             lifespan=_lifespan,
             cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
             get_tool_input_schema=self._input_schema,
@@ -518,6 +528,11 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         yield {}
     finally:
         server.fanout.detach_loop()
+
+
+def _host_instructions(app: Any) -> str | None:
+    defaults = host_defaults(app)
+    return None if defaults is None else defaults.instructions
 
 
 def build_server(
