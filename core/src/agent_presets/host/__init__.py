@@ -22,6 +22,7 @@ from agent_presets.host.headless import (
     WorldRuntimeFactory,
 )
 from agent_presets.host.lock import StateLock, StateLockedError, acquire_state_lock
+from agent_presets.host.options import ServeOptions
 from agent_presets.host.roots import RootOverlapError, check_root
 from agent_presets.host.statedb import StateStore, Table
 
@@ -31,6 +32,7 @@ __all__ = [
     "THEMES",
     "HeadlessHost",
     "RootOverlapError",
+    "ServeOptions",
     "Shell",
     "StateLock",
     "StateLockedError",

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
 
 from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
@@ -45,6 +45,8 @@ deletes the rows it touched inside ``with table.transaction():``.
 TableMigration = Callable[[dict[str, Any], Table], None]
 """``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
 earlier version) into ``table`` as rows."""
+
+T = TypeVar("T")
 
 THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
@@ -232,7 +234,9 @@ class HeadlessHost:
         root: str | Path | None = None,
         *,
         plugin_dirs: Iterable[str | Path] = (),
+        serve_options: Iterable[object] = (),
     ) -> None:
+        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``)."""
         self.state_dir = Path(state_dir).resolve()
         self.root = (
             Path(root) if root is not None else self.state_dir / DEFAULT_ROOT_NAME
@@ -250,8 +254,7 @@ class HeadlessHost:
             self._exclusive: set[str] = {"shell"}
             self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
             self.presets: Presets | None = None
-            # Options the operator gives the shell plugin (serve --shell-env and friends).
-            self.shell_options: dict[str, Any] = {}
+            self._serve_options = tuple(serve_options)
             _remove_debris(self.state_dir)
             self.store = _open_store(self.state_dir / DB_FILE)
             self.shell = Shell(self, self._load_shell())
@@ -315,6 +318,17 @@ class HeadlessHost:
         self._check_slot(name)
         self._attached[name] = runtime
         self._mark(name, exclusive)
+
+    def serve_options(self, kind: type[T]) -> T:
+        """The ``kind`` a plugin's ``presets serve`` options built (``agent_presets.host.options``).
+
+        ``kind()`` (its defaults) when ``serve`` parsed none: a scratch host, a
+        test, a host started from code.
+        """
+        for value in self._serve_options:
+            if type(value) is kind:
+                return value
+        return kind()
 
     @property
     def exclusive_runtimes(self) -> frozenset[str]:

@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import ToolAdapter, hookimpl
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.files import FileRoot
 from agent_presets_general.sandbox import ShellOptions, sandbox_status
+
+if TYPE_CHECKING:
+    from agent_presets.host import ServeOptions
 
 __all__ = ["BashRunner", "FileRoot", "ShellOptions", "sandbox_status"]
 
@@ -40,11 +43,16 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 
 @hookimpl
+def presets_serve_options() -> ServeOptions[ShellOptions]:
+    from agent_presets_general.options import serve_options
+
+    return serve_options()
+
+
+@hookimpl
 def presets_headless_runtime(host: Any) -> None:
     host.attach("files", FileRoot(host.root))
-    # The operator's shell flags, as plain data so the host needs no import of
-    # this plugin: {"shell_env": [...], "shell_network": bool, "unsafe_shell": bool}.
-    shell = ShellOptions.from_mapping(getattr(host, "shell_options", None))
+    shell = host.serve_options(ShellOptions)  # the serve flags above, parsed
     host.attach(
         "bash",
         BashRunner(
