@@ -325,3 +325,59 @@ def test_a_saved_context_no_plugin_declares_any_more_still_starts_the_host(tmp_p
     assert presets.manager.get_context()["activity"] == "sketching"
     with pytest.raises(PresetValidationError, match="no declared value 'sketching2'"):
         again.shell.set_activity("sketching2")
+
+
+def test_a_prompt_names_a_fields_declared_values_as_a_placeholder(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "presets:\n"
+        "  - name: sketch-tools\n"
+        "    default_state: auto\n"
+        "    risk: normal\n"
+        "    contexts: [{surface: any}]\n"
+        "    tool_ids: [sketch.draw]\n"
+        "    system_prompt: 'Activities: {{values:activity}}.\n"
+        "      Visible: {{ values:canvas_visible }}.'\n",
+        encoding="utf-8",
+    )
+    painting = Plugin(fields=[{"name": "activity", "values": ["painting"]}], name="painting")
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start([Plugin(path, ("sketch.draw",)), painting])
+    [fragment] = presets.manager.get_prompt_fragments()
+    assert fragment.prompt == "Activities: 'painting'. Visible: true, false."
+
+
+def test_a_placeholder_of_a_field_nobody_declares_is_a_problem(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "presets:\n"
+        "  - name: sketch-tools\n"
+        "    default_state: auto\n"
+        "    risk: normal\n"
+        "    contexts: [{surface: any}]\n"
+        "    tool_ids: [sketch.draw]\n"
+        "    system_prompt: 'Modes: {{values:mode}}.'\n",
+        encoding="utf-8",
+    )
+    [problem] = collect(load_plugins([Plugin(path, ("sketch.draw",), [SURFACE])])).problems
+    assert "names {{values:mode}}, but no plugin or host declares that context field" in str(
+        problem
+    )
+
+
+@pytest.mark.parametrize(
+    ("plugins", "listed"), [("general,drawing", "('drawing')"), ("general", "(none)")]
+)
+def test_the_general_plugin_tells_the_agent_the_declared_activities(
+    tmp_path, monkeypatch, plugins, listed
+):
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", plugins)
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start()
+    [prompt] = [
+        f.prompt
+        for f in presets.manager.get_prompt_fragments()
+        if f.preset == "general-canvas-tools"
+    ]
+    assert f"one of the activities the installed plugins declare {listed}" in prompt
+    assert "graph" not in prompt

@@ -58,6 +58,19 @@ class ContextField:
         }
 
 
+class ContextValueError(PresetValidationError):
+    """A context value (or key) the vocabulary does not allow; says which field and what it allows.
+
+    ``field`` is the field's name; ``values`` the values it allows (None: any
+    string, or a field that is not declared at all).
+    """
+
+    def __init__(self, message: str, field: str, values: tuple[str, ...] | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.values = values
+
+
 ContextFieldDeclaration = ContextField | Mapping[str, Any]
 """What ``presets_context_fields`` returns items of: a ``ContextField`` or a mapping of its keys."""
 
@@ -261,14 +274,14 @@ class Vocabulary:
         if missing:
             first = missing[0]
             allowed = "true or false" if first.type == "boolean" else _allowed(first)
-            raise PresetValidationError(
+            also = (
+                f"; also missing: {', '.join(f.name for f in missing[1:])}" if missing[1:] else ""
+            )
+            raise ContextValueError(
                 f"the context has no {first.name!r}, which {', '.join(first.sources)} declares "
-                f"required; give it a value ({allowed})"
-                + (
-                    f"; also missing: {', '.join(f.name for f in missing[1:])}"
-                    if missing[1:]
-                    else ""
-                )
+                f"required; give it a value ({allowed}){also}",
+                first.name,
+                first.values,
             )
 
     def check_change(self, changes: Mapping[str, Any]) -> None:
@@ -280,8 +293,19 @@ class Vocabulary:
         for key, value in changes.items():
             if self and key not in self.fields:
                 hint = did_you_mean(key, self.fields, f"declared fields: {self._names()}")
-                raise PresetValidationError(f"context field {key!r} is not declared{hint}")
-            if value is not None and key in self.fields:
+                raise ContextValueError(f"context field {key!r} is not declared{hint}", key)
+            declared = self.fields.get(key)
+            if declared is None:
+                continue
+            if value is None and declared.required:
+                allowed = "true or false" if declared.type == "boolean" else _allowed(declared)
+                raise ContextValueError(
+                    f"context field {key!r} is required by {', '.join(declared.sources)} and "
+                    f"cannot be cleared; give it a value ({allowed})",
+                    key,
+                    declared.values,
+                )
+            if value is not None:
                 self.check_value(key, value)
 
     def check_value(self, key: str, value: Any) -> None:
@@ -291,13 +315,15 @@ class Vocabulary:
         """
         declared = self.fields[key]
         if declared.type == "string" and value in (ANY, NONE):
-            raise PresetValidationError(
+            raise ContextValueError(
                 f"context field {key!r} cannot be {value!r}: that word is reserved for "
-                "patterns; use None for no value"
+                "patterns; use None for no value",
+                key,
+                declared.values,
             )
         message = _value_problem(declared, value)
         if message is not None:
-            raise PresetValidationError(message)
+            raise ContextValueError(message, key, declared.values)
 
     def _names(self) -> str:
         return ", ".join(self.fields) or "none"

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +26,7 @@ from agent_presets.cli.options import (
     warn,
 )
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.model import DANGEROUS_RISKS, PresetValidationError, effective_risk
+from agent_presets.model import DANGEROUS_RISKS, PresetError, PresetValidationError, effective_risk
 from agent_presets.plugins import PluginSet
 
 PLUGINS_KEY = "agent_presets.serve.plugins"
@@ -378,8 +376,7 @@ def serve(
     notifications/tools/list_changed. One banner line goes to stderr.
     """
     from agent_presets.adapters import MCP_NAME_RE
-    from agent_presets.host import SURFACES, HeadlessHost
-    from agent_presets.host.headless import ACTIVITY_RE
+    from agent_presets.host import HeadlessHost
     from agent_presets.policy import ToolPolicy
     from agent_presets.tools import ToolRegistry
 
@@ -389,10 +386,6 @@ def serve(
             "--set is not supported by serve: the headless host owns its "
             "context; use --surface/--activity/--canvas-visible"
         )
-    if surface is not None and surface not in SURFACES:
-        raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
-    if activity is not None and not ACTIVITY_RE.match(activity):
-        raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
     if namespace and not MCP_NAME_RE.match(namespace):
         raise click.BadParameter(
             "use lowercase letters, digits and '_', starting with a letter, like myapp_",
@@ -452,20 +445,23 @@ def serve(
         max_calls_per_tool=max_calls_per_tool,
         event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
     )
-    # The flags set fields of the headless host's vocabulary; the plugins declare
-    # the activities, so an undeclared one is refused here (and nothing is saved).
-    changes: list[tuple[str, Callable[[], object]]] = []
-    if surface is not None:
-        changes.append(("--surface", partial(app.shell.set_surface, surface)))
-    if activity is not None:
-        changes.append(("--activity", partial(app.shell.set_activity, activity)))
-    if canvas_visible is not None:
-        changes.append(("--canvas-visible", partial(app.shell.set_canvas_visible, canvas_visible)))
-    for flag, change in changes:
+    # The flags set fields of the headless host's vocabulary, whose values the host
+    # and the plugins declare: one change, checked whole, as `presets context set`
+    # makes it. An undeclared value is refused with the declared values and the
+    # closest one, and nothing is saved.
+    flags = {"surface": surface, "activity": activity, "canvas_visible": canvas_visible}
+    changes = {k: (v if v != "" else None) for k, v in flags.items() if v is not None}
+    if changes:
+        from agent_presets.vocabulary import ContextValueError
+
         try:
-            change()
-        except PresetValidationError as exc:
-            raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
+            presets.vocabulary.check_change(changes)
+            app.update_context(changes)
+        except ContextValueError as exc:
+            flag = f"'--{exc.field.replace('_', '-')}'"
+            raise click.BadParameter(str(exc), param_hint=flag) from None
+        except PresetError as exc:
+            raise click.UsageError(str(exc)) from None
     from agent_presets.control import SOCKET_NAME
     from agent_presets.mcpserver import serve as run_server
 

@@ -7,19 +7,23 @@ import re
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
 
-from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
 from agent_presets.listeners import Listeners
-from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
+from agent_presets.model import (
+    MissingRuntimeError,
+    PresetError,
+    PresetValidationError,
+    ToolCallError,
+)
 
 if TYPE_CHECKING:
     from agent_presets.bootstrap import HostDefaults, Presets
@@ -51,8 +55,9 @@ T = TypeVar("T")
 THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-ACTIVITY_RE: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 SHELL_FILE: Final = "shell.json"
+CONTEXT_FIELDS: Final = ("surface", "activity", "canvas_visible", "world_id")
+"""The context the host reports (``HeadlessHost.context``), as ``context_fields`` declares it."""
 MIGRATED_SUFFIX: Final = ".migrated"
 
 
@@ -81,12 +86,10 @@ class Shell:
         if not isinstance(saved, dict):
             return f"expected a JSON object, found {type(saved).__name__}"
         checks: list[tuple[str, Callable[[Any], bool], str]] = [
-            ("surface", lambda v: v in SURFACES, f"one of {', '.join(SURFACES)}"),
-            (
-                "activity",
-                lambda v: v is None or (isinstance(v, str) and bool(ACTIVITY_RE.match(v))),
-                "null or a lowercase activity name",
-            ),
+            # Which surfaces and activities exist is declared (the vocabulary), and
+            # plugins add to it: a saved one is checked by name here, by value later.
+            ("surface", _is_name, "a surface name"),
+            ("activity", lambda v: v is None or _is_name(v), "null or an activity name"),
             ("canvas_visible", lambda v: isinstance(v, bool), "true or false"),
             ("theme", lambda v: v in THEMES, f"one of {', '.join(THEMES)}"),
             (
@@ -119,9 +122,12 @@ class Shell:
 
     # -- changes -----------------------------------------------------------
 
+    # Surfaces and activities are checked by the manager against the declared
+    # vocabulary (the host's surfaces and what plugins add): here only their shape.
+
     def set_surface(self, surface: str) -> dict[str, Any]:
-        if surface not in SURFACES:
-            raise ToolCallError(f"unknown surface {surface!r}; use one of: {', '.join(SURFACES)}")
+        if not _is_name(surface):
+            raise ToolCallError(f"surface {surface!r} must be a name, such as 'canvas'")
         with self._host._lock:
             self.surface = surface
             if surface == "canvas":
@@ -129,12 +135,10 @@ class Shell:
             return self._commit()
 
     def set_activity(self, activity: str | None) -> dict[str, Any]:
-        if activity is not None and (
-            not isinstance(activity, str) or not ACTIVITY_RE.match(activity)
-        ):
+        if activity is not None and not _is_name(activity):
             raise ToolCallError(
-                f"activity {activity!r} must be a lowercase name such as 'drawing' or 'graph', "
-                "or null to clear it"
+                f"activity {activity!r} must be a name (one the plugins declare), or null to "
+                "clear it"
             )
         with self._host._lock:
             self.activity = activity
@@ -146,6 +150,46 @@ class Shell:
         with self._host._lock:
             self.canvas_visible = visible
             return self._commit()
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Set several context fields in one change (``presets context set``), checked whole.
+
+        The fields are the host's context (``CONTEXT_FIELDS``); ``world_id``
+        switches to an existing world. A refused change restores them all.
+        """
+        unknown = sorted(set(changes) - set(CONTEXT_FIELDS))
+        if unknown:
+            raise PresetValidationError(
+                f"the headless host's context has no field {unknown[0]!r}; it holds "
+                f"{', '.join(CONTEXT_FIELDS)}"
+            )
+        with self._host._lock:
+            try:
+                for key, value in changes.items():
+                    self._apply(key, value, explicit=changes)
+            except PresetError:
+                self._restore(self._saved)
+                raise
+            return self._commit()
+
+    def _apply(self, key: str, value: Any, *, explicit: Mapping[str, Any]) -> None:
+        if key == "surface":
+            if not _is_name(value):
+                raise ToolCallError(f"surface {value!r} must be a name, such as 'canvas'")
+            self.surface = value
+            if value == "canvas" and "canvas_visible" not in explicit:
+                self.canvas_visible = True  # as switching to it does
+        elif key == "activity":
+            if value is not None and not _is_name(value):
+                raise ToolCallError(f"activity {value!r} must be a name, or null to clear it")
+            self.activity = value
+        elif key == "canvas_visible":
+            if not isinstance(value, bool):
+                raise ToolCallError(f"canvas_visible must be true or false, not {value!r}")
+            self.canvas_visible = value
+        else:  # world_id
+            self._require_world(value)
+            self.world = value
 
     def set_theme(self, theme: str) -> dict[str, Any]:
         if theme not in THEMES:
@@ -392,6 +436,15 @@ class HeadlessHost:
             "world_id": self.shell.world,
         }
 
+    def update_context(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change fields of the host's context, as its user would (``presets context set``).
+
+        Goes through the shell, so the change is saved and reported like any
+        other; a change the manager refuses changes nothing.
+        """
+        self.shell.update(changes)
+        return self.context()
+
     def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         self._listeners.add(callback)
 
@@ -532,6 +585,10 @@ class HeadlessHost:
                 f"runtime name {name!r} is already taken on the headless host; "
                 "two plugins attach the same runtime"
             )
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and len(value) <= 200
 
 
 def _open_store(path: Path) -> StateStore:

@@ -30,8 +30,9 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The values these presets use of the host's fields: the shell's two surfaces.
-    return [{"name": "surface", "values": ["scene", "canvas"]}]
+    # The host's fields these presets use: the shell's two surfaces, and the activities
+    # (the plugins that have one add it; the prompt lists them).
+    return [{"name": "surface", "values": ["scene", "canvas"]}, {"name": "activity", "values": []}]
 
 
 @hookimpl
