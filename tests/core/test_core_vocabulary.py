@@ -7,6 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent_presets import (
     ContextField,
@@ -381,3 +383,20 @@ def test_the_general_plugin_tells_the_agent_the_declared_activities(
     ]
     assert f"one of the activities the installed plugins declare {listed}" in prompt
     assert "graph" not in prompt
+
+
+@given(st.permutations(range(4)))
+def test_one_declaration_and_its_additions_merge_alike_in_any_order(order):
+    items = [
+        ("host", ContextField("mode", "string", ("a",), "The mode.", required=True)),
+        ("p1", {"name": "mode", "values": ["b", "a"]}),
+        ("p2", {"name": "mode", "values": []}),
+        ("p3", {"name": "mode", "values": ["c"]}),
+    ]
+    vocabulary, problems = Vocabulary.merge([items[i] for i in order])
+    assert problems == []
+    mode = vocabulary.fields["mode"]
+    assert (mode.type, mode.description, mode.required) == ("string", "The mode.", True)
+    assert mode.values is not None and mode.values[0] == "a"  # the declaration's first
+    assert set(mode.values) == {"a", "b", "c"} and len(mode.values) == 3
+    assert set(mode.sources) == {"host", "p1", "p2", "p3"}
