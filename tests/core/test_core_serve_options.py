@@ -129,3 +129,20 @@ def test_serve_help_lists_a_plugins_options_before_namespace(tmp_path: Path) -> 
     assert result.output.index("--greeting") < result.output.index("--namespace")
     # With no plugin loaded, no plugin's flag is left: the shell's belong to general.
     assert "--shell-env" not in result.output
+
+
+def test_a_serve_options_hook_that_raises_is_a_located_problem_and_the_rest_load() -> None:
+    class Broken:
+        __name__ = "broken"
+
+        @hookimpl
+        def presets_serve_options(self) -> Any:
+            raise RuntimeError("no printer configured")
+
+    plugin_set = load_plugins([Broken(), Greeter()])
+    [(info, _)] = collect_serve_options(plugin_set, [])
+    assert info.name == "greeter"
+    [problem] = plugin_set.problems
+    assert "hook presets_serve_options raised RuntimeError: no printer configured" in str(problem)
+    assert problem.source is not None and problem.source.endswith("test_core_serve_options.py")
+    assert problem.line is not None
