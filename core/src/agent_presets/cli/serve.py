@@ -31,6 +31,8 @@ from agent_presets.plugins import PluginSet
 
 PLUGINS_KEY = "agent_presets.serve.plugins"
 """ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
+_ADDED_KEY = "agent_presets.serve.added"
+"""ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
 BUILT_KEY = "agent_presets.serve.options"
 """ctx.meta: what each plugin's serve options built (``agent_presets.host.options``)."""
 OPENCODE_KEY = "presets"
@@ -237,9 +239,6 @@ class ServeCommand(click.Command):
                 raise click.UsageError(f"plugin {info.name!r}: its serve options: {exc}") from None
         ctx.meta[BUILT_KEY] = built
         return super().invoke(ctx)
-
-
-_ADDED_KEY = "agent_presets.serve.added"
 
 
 def _plugins_dir_in(args: list[str]) -> str | None:
