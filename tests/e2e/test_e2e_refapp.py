@@ -25,8 +25,10 @@ SHELL_FLAGS_HELP = """\
                                   default).
   --unsafe-shell                  Where bubblewrap does not work, run shell
                                   commands unconfined instead of refusing to
-                                  turn the shell preset on. Not needed (and
-                                  not used) where the sandbox works.
+                                  turn the shell preset on, and load code
+                                  units unconfined (in a process of their own)
+                                  instead of refusing to. Not needed (and not
+                                  used) where the sandbox works.
   --namespace PREFIX """
 
 GREETER = """\
