@@ -86,7 +86,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 def run(main: Callable[[ToolCalls], Coroutine[Any, Any, None]]) -> None:
-    calls = ToolCalls()
+    calls = ToolCalls(exclusive={"shell"})  # as the headless host declares its shell
     try:
         asyncio.run(main(calls))
     finally:
@@ -269,7 +269,9 @@ def test_a_call_scope_is_its_runtime_and_whether_it_writes() -> None:
 
     assert call_scope(tool(preset="p", risk=None, runtime="drawing")) == ("drawing", False)
     assert call_scope(tool(preset="p", risk="normal", runtime="drawing")) == ("drawing", True)
-    assert call_scope(tool(preset="p", risk=None, runtime="shell")) == (None, False)
+    assert call_scope(tool(preset="p", risk=None, runtime="shell"), {"shell"}) == (None, False)
+    # Exclusive only where the app says so: the core lists no runtime of its own.
+    assert call_scope(tool(preset="p", risk=None, runtime="shell")) == ("shell", False)
     assert call_scope(tool(preset="p", risk=None)) == (None, False)
     # A host's own tool (no preset stamped it read-only) writes, whatever its runtime.
     assert call_scope(tool(runtime="drawing")) == ("drawing", True)

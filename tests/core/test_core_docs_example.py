@@ -18,8 +18,10 @@ def blocks(language: str) -> list[str]:
 def test_the_documented_plugin_loads_validates_and_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first six: the plugin of sections 1 to 5; later sections have examples of their own.
-    files_hook, fields_hook, adapters_hook, helpers, runtime_hook, test_code = blocks("python")[:6]
+    # The first five are the plugin of sections 1 to 3, then section 5's test; the other
+    # hooks and later sections have examples of their own.
+    files_hook, fields_hook, adapters_hook, helpers, runtime_hook = blocks("python")[:5]
+    test_code = next(b for b in blocks("python") if "def test_append_adds_a_note" in b)
     package = tmp_path / "agent_presets_myplugin"
     package.mkdir()
     (package / "presets.yaml").write_text(blocks("yaml")[0], encoding="utf-8")

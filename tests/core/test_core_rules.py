@@ -154,7 +154,7 @@ def test_schema_preset_and_loader_accept_exactly_the_same_mappings(
     [
         ({**VALID, "contexts": []}, "could never activate"),
         ({**VALID, "risk": "destructive"}, "must use default_state: off"),
-        ({**VALID, "contexts": [{"surface": 1}]}, "expected string, got number 1"),
+        ({**VALID, "contexts": [{"surface": [1]}]}, "a context field must be a string, number"),
     ],
 )
 def test_preset_and_from_dict_word_a_broken_rule_the_same_way(

@@ -67,7 +67,7 @@ def test_the_schema_accepts_a_valid_file():
         {"name": "Not Kebab"},
         {"tool_ids": []},
         {"contexts": [{}]},
-        {"contexts": [{"canvas_visible": "yes"}]},
+        {"contexts": [{"canvas_visible": ["yes"]}]},
         {"unknown": 1},
     ],
 )
@@ -75,6 +75,15 @@ def test_the_schema_rejects_invalid_presets(preset_change):
     preset = {**VALID_FILE["presets"][0], **preset_change}
     validator = jsonschema.Draft202012Validator(schema())
     assert not validator.is_valid({"presets": [preset]})
+
+
+def test_the_schema_names_no_context_field():
+    # Which fields exist is declared (presets_context_fields), by the host that provides them.
+    pattern = schema()["$defs"]["pattern"]
+    assert "properties" not in pattern
+    text = REPO_SCHEMA.read_text(encoding="utf-8")
+    for name in ("surface", "activity", "canvas_visible", "world_id"):
+        assert name not in text
 
 
 def test_every_field_of_the_schema_has_a_description_for_editors() -> None:

@@ -159,8 +159,8 @@ def test_auto_preset_without_contexts_is_rejected(make_preset):
         ({"surface": ["canvas", "scene"]}, "must be a string, number, boolean or null"),
         ({"surface": {"is": "canvas"}}, "must be a string, number, boolean or null"),
         ({"Surface": "canvas"}, "snake_case"),
-        ({"canvas_visible": "yes"}, "canvas_visible"),
-        ({"canvas_visible": 1}, "canvas_visible"),
+        # canvas_visible: yes is the host's declaration's to refuse (a boolean field),
+        # not the schema's, which names no field: test_core_vocabulary.
     ],
 )
 def test_malformed_context_patterns_are_rejected(make_preset, pattern, words):
@@ -174,7 +174,6 @@ def test_malformed_context_patterns_are_rejected(make_preset, pattern, words):
         ({}, "empty context pattern"),
         ({"surface": ["canvas"]}, "expected string"),
         ({"Surface": "canvas"}, "'Surface'"),
-        ({"canvas_visible": "yes"}, "true, false or any"),
         ({"selection_kind": {"a": 1}}, "expected string or number or boolean or null"),
     ],
 )

@@ -229,7 +229,7 @@ def test_serve_rejects_bad_flags_before_touching_saved_state(tmp_path: Path) -> 
     state = tmp_path / "state"
     for flags, expected in (
         (["--allow", "scene-object-tool"], "did you mean 'scene-object-tools'"),
-        (["--surface", "moon"], "use one of: scene, canvas"),
+        (["--surface", "moon"], "declared values: scene, canvas"),
         (["--event-log", "x.jsonl", "--no-event-log"], "contradict"),
     ):
         proc = subprocess.run(

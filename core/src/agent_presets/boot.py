@@ -23,6 +23,31 @@ DEFAULT_CONTEXT: Mapping[str, Any] = {}
 """The context of an app that reports none: no field set. The core names no field itself."""
 
 
+@dataclass(frozen=True)
+class HostDefaults:
+    """What a host supplies and the core has no opinion of.
+
+    An app offers them as its ``defaults`` attribute (the headless host's are
+    ``agent_presets.host.HEADLESS_DEFAULTS``); ``bootstrap`` and the MCP server
+    read them where the caller gives nothing more specific.
+
+    ``namespace`` prefixes every tool's MCP name (``ToolRegistry``);
+    ``context`` is the context before the host reports one (no field: the
+    core names none); ``instructions`` are the MCP server's instructions to
+    the agent (None: the server's own, which name no host's vocabulary).
+    """
+
+    namespace: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    instructions: str | None = None
+
+
+def host_defaults(app: Any) -> HostDefaults | None:
+    """``app.defaults`` when the app supplies them, else None."""
+    defaults = getattr(app, "defaults", None)
+    return defaults if isinstance(defaults, HostDefaults) else None
+
+
 @dataclass
 class Presets:
     """Everything ``bootstrap`` wired together."""
@@ -61,12 +86,16 @@ def bootstrap(
     ``strict=None`` reads ``PRESETS_STRICT`` for callers written before the
     parameter; a command line passes
     ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
-    ``app.context()`` when the app has one.
+    ``app.context()`` when the app has one, else to its ``HostDefaults``
+    context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace
+    (``DEFAULT_NAMESPACE`` for an app that supplies none).
     """
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
     plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins, strict=strict)
-    tool_registry = tool_registry if tool_registry is not None else ToolRegistry(DEFAULT_NAMESPACE)
+    defaults = host_defaults(app)
+    if tool_registry is None:
+        tool_registry = ToolRegistry(DEFAULT_NAMESPACE if defaults is None else defaults.namespace)
     catalog = collect(plugin_set, namespace_prefix=tool_registry.namespace_prefix)
     if catalog.problems and strict:
         raise PresetValidationError(
@@ -84,7 +113,10 @@ def bootstrap(
     for preset in catalog.presets:
         registry.register(preset)
     if context is None:
-        context = app.context() if callable(getattr(app, "context", None)) else DEFAULT_CONTEXT
+        if callable(getattr(app, "context", None)):
+            context = app.context()
+        else:
+            context = DEFAULT_CONTEXT if defaults is None else defaults.context
     manager = PresetManager(
         registry, adapters, app, context, overrides, owner=owner, vocabulary=catalog.vocabulary
     )

@@ -38,7 +38,7 @@ from agent_presets.model import (
     duplicate_preset_error,
 )
 from agent_presets.plugins import PluginInfo, PluginSet, display_path
-from agent_presets.prompts import placeholders
+from agent_presets.prompts import placeholders, value_placeholders
 from agent_presets.schema import clip, quote
 from agent_presets.suggest import closest, did_you_mean
 from agent_presets.vocabulary import Vocabulary
@@ -401,6 +401,13 @@ def _check_presets(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
                     "provides that tool id"
                     + did_you_mean(tool_id, adapters, "fix the placeholder or install the plugin"),
+                    ("system_prompt",),
+                )
+        for name in value_placeholders(preset.system_prompt or ""):
+            if vocabulary and name not in vocabulary:
+                problem(
+                    f"the system prompt names {{{{values:{name}}}}}, but no plugin or host "
+                    "declares that context field; fix the placeholder or declare the field",
                     ("system_prompt",),
                 )
         if problems:

@@ -77,3 +77,20 @@ def presets_context_fields() -> Sequence[ContextFieldDeclaration]:
     declared fields and values, and ``PresetManager.set_context`` refuses a
     value a declared field does not allow.
     """
+
+
+@hookspec
+def presets_serve_options() -> Any:
+    """Add options to ``presets serve`` for this plugin's runtime (as tox's ``tox_add_option``).
+
+    (Typed ``Any`` here only because the host layer is above the hook specs.)
+    Return an ``agent_presets.host.ServeOptions(build, options)``: ``click.Option``
+    objects, and what their values build (a frozen dataclass of the plugin's,
+    say), or None. Called once when ``presets serve`` builds its command line,
+    before it parses any argument (so ``--help`` lists the options). Once
+    parsed, ``build`` is called with each option's value as a keyword named
+    after its parameter, and ``presets_headless_runtime`` reads the result
+    back, typed, with ``host.serve_options(TheType)``. An option whose flag or
+    parameter name the command or another plugin has already is an error
+    naming both; that plugin's options are left out.
+    """

@@ -24,7 +24,7 @@ from agent_presets.model import (
     UnknownPresetError,
     effective_risk,
 )
-from agent_presets.prompts import fill_placeholders
+from agent_presets.prompts import fill_placeholders, fill_values
 from agent_presets.registry import PresetRegistry
 from agent_presets.vocabulary import Vocabulary
 
@@ -89,7 +89,8 @@ class PresetManager:
     # -- context and overrides ---------------------------------------------
 
     def set_context(self, context: Mapping[str, Any]) -> None:
-        """Make ``context`` current; a value the vocabulary does not allow changes nothing."""
+        """Make ``context`` current; a value the vocabulary does not allow, or a context
+        without a required field, is refused (``PresetValidationError``) and changes nothing."""
         new_context = validate_context(context)
         self.vocabulary.check_context(new_context)
         with self._lock:
@@ -201,13 +202,29 @@ class PresetManager:
         return resolution
 
     def _fill_prompts(self, resolution: Resolution) -> Resolution:
-        """The resolution with each prompt's ``{{tool.id}}`` replaced by the tool's MCP name."""
+        """The resolution with each prompt's ``{{tool.id}}`` replaced by the tool's MCP name
+        and each ``{{values:FIELD}}`` by the field's declared values."""
         fragments = resolution.prompt_fragments
         if not any("{{" in f.prompt for f in fragments):
             return resolution
         name_of = self.tool_adapters.mcp_name_of
-        filled = tuple(replace(f, prompt=fill_placeholders(f.prompt, name_of)) for f in fragments)
+
+        def fill(text: str) -> str:
+            return fill_values(fill_placeholders(text, name_of), self._declared_values)
+
+        filled = tuple(replace(f, prompt=fill(f.prompt)) for f in fragments)
         return replace(resolution, prompt_fragments=filled)
+
+    def _declared_values(self, name: str) -> str | None:
+        """A field's declared values as a prompt lists them: ``'drawing', 'graph'``."""
+        declared = self.vocabulary.get(name)
+        if declared is None:
+            return None
+        if declared.type == "boolean":
+            return "true, false"
+        if declared.values is None:
+            return "any name"
+        return ", ".join(repr(v) for v in declared.values) or "none"
 
     def _commit(
         self, resolution: Resolution, defs: tuple[ToolDef, ...], *, overrides_changed: bool

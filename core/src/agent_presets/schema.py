@@ -245,8 +245,6 @@ def describe(error: ValidationError, data: Any) -> str:
         return (
             f"{prefix}an empty context pattern matches everything; write {{surface: any}} to say so"
         )
-    if v == "anyOf" and rest and rest[-1] == "canvas_visible":
-        return f"{prefix}must be true, false or any, not {quote(inst)}"
     if v == "propertyNames":
         return f"{prefix}field name {quote(inst)} must be snake_case"
     return f"{prefix}{clip(error.message)}"

@@ -245,8 +245,8 @@ def test_shell_env_passes_exactly_the_listed_names(
 ) -> None:
     monkeypatch.setenv("PRESETS_LISTED", "listed-value")
     monkeypatch.setenv("PRESETS_UNLISTED", "unlisted-value")
-    host = HeadlessHost(tmp_path / "state", root=tmp_path / "files")
-    host.shell_options = {"shell_env": ["PRESETS_LISTED", "PRESETS_ABSENT"]}  # type: ignore[attr-defined]
+    listed = ShellOptions(shell_env=("PRESETS_LISTED", "PRESETS_ABSENT"))
+    host = HeadlessHost(tmp_path / "state", root=tmp_path / "files", serve_options=[listed])
     host.start(plugins=[agent_presets_general])
     result = host.bash.run("env")
     env = dict(line.split("=", 1) for line in result["stdout"].splitlines())

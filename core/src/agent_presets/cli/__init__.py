@@ -46,6 +46,7 @@ COMMANDS: Final = {
     "requests": "control:requests",
     "approve": "control:approve",
     "deny": "control:deny",
+    "context": "control:context",
     "new-plugin": "newplugin:new_plugin",
     "tokens": "tokens:tokens",
     "stats": "stats:stats",

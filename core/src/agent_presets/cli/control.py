@@ -1,4 +1,5 @@
-"""``presets on|off|auto NAME``, ``status``, ``requests``, ``approve ID``, ``deny ID``.
+"""``presets on|off|auto NAME``, ``status``, ``requests``, ``approve ID``, ``deny ID``,
+``context set KEY=VALUE...``.
 
 They act on the running server of ``--state-dir`` through its control socket
 (``agent_presets.server.control``); nothing here loads plugins or imports ``mcp``, so
@@ -271,4 +272,50 @@ def deny(request_id: str, state_dir: Path | None) -> None:
     click.echo(f"denied {shown(request_id)}")
 
 
-COMMANDS = (turn_on, turn_off, turn_auto, status, requests, approve, deny)
+@click.group("context")
+def context() -> None:
+    """Change the running server's context, as the host app would."""
+
+
+@context.command("set")
+@click.argument("assignments", metavar="KEY=VALUE...", nargs=-1, required=True)
+@_STATE_DIR
+@json_option
+def context_set(assignments: tuple[str, ...], state_dir: Path | None, as_json: bool) -> None:
+    """Set context fields of the running server, e.g. surface=canvas activity=drawing.
+
+    Each KEY must be a declared context field and each VALUE one it allows
+    (true/false for a boolean, null for none); a bad one is refused with the
+    declared values and nothing changes. Every connected client hears of the
+    new tools at once. The change is logged as the host's (a `context` event),
+    not as an agent's call.
+    """
+    from agent_presets.cli.options import parse_value
+
+    changes: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, value = assignment.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(
+                f"{assignment!r} is not KEY=VALUE (e.g. surface=canvas)", param_hint="KEY=VALUE"
+            )
+        changes[key.strip()] = parse_value(value)
+    where = state_dir or default_state_dir()
+    result = control_request(where, {"op": "context", "set": changes, "by": "cli"})
+    if as_json:
+        emit_json(result)
+        return
+    now = " ".join(f"{k}={_shown(v)}" for k, v in result["context"].items())
+    if result["changed"]:
+        click.echo(f"context: {now} (changed: {', '.join(result['changed'])})")
+    else:
+        click.echo(f"context: {now} (unchanged)")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+COMMANDS = (turn_on, turn_off, turn_auto, status, requests, approve, deny, context)

@@ -187,12 +187,17 @@ def context_from_flags(
     surface: str | None, activity: str | None, canvas_visible: bool | None, facts: Sequence[str]
 ) -> dict[str, Any]:
     """The context the flags describe, in the headless host's vocabulary (its defaults too)."""
-    surface = "scene" if surface is None else surface
-    context: dict[str, Any] = {
-        "surface": surface,
-        "activity": activity or None,
-        "canvas_visible": canvas_visible if canvas_visible is not None else surface == "canvas",
-    }
+    from agent_presets.host.defaults import HEADLESS_DEFAULTS
+
+    context: dict[str, Any] = dict(HEADLESS_DEFAULTS.context)
+    if surface is not None:
+        context["surface"] = surface
+        # As the host's shell does: the canvas surface shows the canvas.
+        context["canvas_visible"] = surface == "canvas"
+    if activity:
+        context["activity"] = activity
+    if canvas_visible is not None:
+        context["canvas_visible"] = canvas_visible
     for fact in facts:
         key, sep, value = fact.partition("=")
         if not sep or not key.strip():

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,21 +18,23 @@ from agent_presets.cli.options import (
     default_state_dir,
     emit_json,
     installed_plugins,
+    load_installed,
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
     state_dir_option,
     warn,
 )
-from agent_presets.model import (
-    DANGEROUS_RISKS,
-    DEFAULT_NAMESPACE,
-    PresetValidationError,
-    effective_risk,
-)
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
+from agent_presets.model import DANGEROUS_RISKS, PresetError, PresetValidationError, effective_risk
 from agent_presets.plugins import PluginSet
 
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PLUGINS_KEY = "agent_presets.serve.plugins"
+"""ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
+_ADDED_KEY = "agent_presets.serve.added"
+"""ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
+BUILT_KEY = "agent_presets.serve.options"
+"""ctx.meta: what each plugin's serve options built (``agent_presets.host.options``)."""
 OPENCODE_KEY = "presets"
 """The opencode server key: its tools read ``presets_space_...``, not ``space_space_...``."""
 OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -198,11 +198,65 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
             if adapter is None:
                 continue
             if effective_risk(preset.risk, adapter.annotations) in DANGEROUS_RISKS:
-                names.add(mcp_name_for(adapter, DEFAULT_NAMESPACE))
+                names.add(mcp_name_for(adapter, HEADLESS_DEFAULTS.namespace))
     return sorted(names)
 
 
-@click.command()
+class ServeCommand(click.Command):
+    """``serve``, with the options plugins add (hook ``presets_serve_options``).
+
+    The plugins are loaded when the command line is read, before it is parsed
+    (``--plugins-dir`` is found in the arguments for that), so ``--help``
+    lists their options. Their options come before ``--namespace``, where the
+    shell's flags stood when they were the core's. Once parsed, each plugin's
+    values leave the command's own parameters and build that plugin's typed
+    object, which ``serve`` hands to the host.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from agent_presets.host.options import collect_serve_options
+        from agent_presets.plugins import load_plugins
+
+        # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
+        plugin_set = load_plugins(plugins_dir=_plugins_dir_in(args))
+        ctx.meta[PLUGINS_KEY] = plugin_set
+        ctx.meta[_ADDED_KEY] = collect_serve_options(plugin_set, self.params)
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        added = [o for _, options in ctx.meta.get(_ADDED_KEY, ()) for o in options.options]
+        at = next((i for i, p in enumerate(params) if p.name == "namespace"), len(params))
+        return [*params[:at], *added, *params[at:]]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        built = []
+        for info, serve_options in ctx.meta.get(_ADDED_KEY, ()):
+            values = {o.name: ctx.params.pop(o.name) for o in serve_options.options if o.name}
+            try:
+                built.append(serve_options.build(**values))
+            except (TypeError, ValueError) as exc:
+                raise click.UsageError(f"plugin {info.name!r}: its serve options: {exc}") from None
+        ctx.meta[BUILT_KEY] = built
+        return super().invoke(ctx)
+
+
+def _plugins_dir_in(args: list[str]) -> str | None:
+    """The ``--plugins-dir`` among ``args`` when it names a folder (click checks it later)."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = None
+        if arg == "--plugins-dir" and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--plugins-dir="):
+            value = arg.partition("=")[2]
+        if value is not None:
+            return value if Path(value).is_dir() else None
+    return None
+
+
+@click.command(cls=ServeCommand)
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),
@@ -245,27 +299,9 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
 )
 @click.option("--no-event-log", is_flag=True, help="Keep no event log.")
 @click.option(
-    "--shell-env",
-    "shell_env",
-    metavar="NAME",
-    multiple=True,
-    help="Pass this variable of the server's environment into the shell sandbox. Repeatable. "
-    "[default: only PATH, HOME=the root, LANG]",
-)
-@click.option(
-    "--shell-network", is_flag=True, help="Let shell commands reach the network (off by default)."
-)
-@click.option(
-    "--unsafe-shell",
-    is_flag=True,
-    help="Where bubblewrap does not work, run shell commands unconfined instead of refusing "
-    "to turn the shell preset on, and load code units unconfined (in a process of their "
-    "own) instead of refusing to. Not needed (and not used) where the sandbox works.",
-)
-@click.option(
     "--namespace",
     metavar="PREFIX",
-    default=DEFAULT_NAMESPACE,
+    default=HEADLESS_DEFAULTS.namespace,
     show_default=True,
     help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
     "the plugins give.",
@@ -329,9 +365,6 @@ def serve(
     max_calls_per_tool: int | None,
     event_log: Path | None,
     no_event_log: bool,
-    shell_env: tuple[str, ...],
-    shell_network: bool,
-    unsafe_shell: bool,
     namespace: str,
     auth: str | None,
     insecure: bool,
@@ -353,8 +386,7 @@ def serve(
     notifications/tools/list_changed. One banner line goes to stderr.
     """
     from agent_presets.adapters import MCP_NAME_RE
-    from agent_presets.host import SURFACES, HeadlessHost
-    from agent_presets.host.headless import ACTIVITY_RE
+    from agent_presets.host import HeadlessHost
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.tools import ToolRegistry
 
@@ -364,16 +396,6 @@ def serve(
             "--set is not supported by serve: the headless host owns its "
             "context; use --surface/--activity/--canvas-visible"
         )
-    if surface is not None and surface not in SURFACES:
-        raise click.BadParameter(f"use one of: {', '.join(SURFACES)}", param_hint="'--surface'")
-    if activity is not None and not ACTIVITY_RE.match(activity):
-        raise click.BadParameter("use a lowercase name such as drawing", param_hint="'--activity'")
-    for name in shell_env:
-        if not ENV_NAME_RE.match(name):
-            raise click.BadParameter(
-                f"{name!r} is not an environment variable name (letters, digits, '_')",
-                param_hint="'--shell-env'",
-            )
     if namespace and not MCP_NAME_RE.match(namespace):
         raise click.BadParameter(
             "use lowercase letters, digits and '_', starting with a letter, like myapp_",
@@ -406,15 +428,17 @@ def serve(
     overrides = overrides_from_flags(force_on, force_off)
     state = state_dir or default_state_dir()
     folder = plugins_dir()
+    ctx = click.get_current_context()
     # The file tools must not reach code that the next start imports.
-    app = HeadlessHost(state, root, plugin_dirs=[folder] if folder is not None else [])
-    # Plain data the shell plugin reads when it attaches its runner (no plugin import here).
-    app.shell_options = {
-        "shell_env": list(shell_env),
-        "shell_network": shell_network,
-        "unsafe_shell": unsafe_shell,
-    }
-    plugin_set = installed_plugins()
+    app = HeadlessHost(
+        state,
+        root,
+        plugin_dirs=[folder] if folder is not None else [],
+        serve_options=ctx.meta.get(BUILT_KEY, ()),
+    )
+    plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
+    for problem in plugin_set.problems:  # loaded as the command line was read: said now
+        warn(str(problem))
     loaded = len(plugin_set.problems)  # already reported
     presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
     # A runtime hook that raised: said now, not when its first tool call fails. (The
@@ -431,20 +455,23 @@ def serve(
         max_calls_per_tool=max_calls_per_tool,
         event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
     )
-    # The flags set fields of the headless host's vocabulary; the plugins declare
-    # the activities, so an undeclared one is refused here (and nothing is saved).
-    changes: list[tuple[str, Callable[[], object]]] = []
-    if surface is not None:
-        changes.append(("--surface", partial(app.shell.set_surface, surface)))
-    if activity is not None:
-        changes.append(("--activity", partial(app.shell.set_activity, activity)))
-    if canvas_visible is not None:
-        changes.append(("--canvas-visible", partial(app.shell.set_canvas_visible, canvas_visible)))
-    for flag, change in changes:
+    # The flags set fields of the headless host's vocabulary, whose values the host
+    # and the plugins declare: one change, checked whole, as `presets context set`
+    # makes it. An undeclared value is refused with the declared values and the
+    # closest one, and nothing is saved.
+    flags = {"surface": surface, "activity": activity, "canvas_visible": canvas_visible}
+    changes = {k: (v if v != "" else None) for k, v in flags.items() if v is not None}
+    if changes:
+        from agent_presets.vocabulary import ContextValueError
+
         try:
-            change()
-        except PresetValidationError as exc:
-            raise click.BadParameter(exc.message, param_hint=f"'{flag}'") from None
+            presets.vocabulary.check_change(changes)
+            app.update_context(changes)
+        except ContextValueError as exc:
+            flag = f"'--{exc.field.replace('_', '-')}'"
+            raise click.BadParameter(str(exc), param_hint=flag) from None
+        except PresetError as exc:
+            raise click.UsageError(str(exc)) from None
     from agent_presets.server.control import SOCKET_NAME
     from agent_presets.server.mcp import serve as run_server
 

@@ -12,6 +12,7 @@ restart resumes where it stopped. One host at a time writes a state directory
 from __future__ import annotations
 
 from agent_presets.host.context_fields import SURFACES
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.headless import (
     THEMES,
     HeadlessHost,
@@ -21,14 +22,17 @@ from agent_presets.host.headless import (
     WorldRuntimeFactory,
 )
 from agent_presets.host.lock import StateLock, StateLockedError, acquire_state_lock
+from agent_presets.host.options import ServeOptions
 from agent_presets.host.roots import RootOverlapError, check_root
 from agent_presets.host.statedb import StateStore, Table
 
 __all__ = [
+    "HEADLESS_DEFAULTS",
     "SURFACES",
     "THEMES",
     "HeadlessHost",
     "RootOverlapError",
+    "ServeOptions",
     "Shell",
     "StateLock",
     "StateLockedError",

@@ -3,8 +3,11 @@
 The core names no context field; the headless host reports ``surface``,
 ``activity``, ``canvas_visible`` and ``world_id`` and says so through the
 ``presets_context_fields`` hook, as a plugin object its ``start()`` passes
-to ``bootstrap``. The activities themselves come from the plugins that use
-them: the host declares the field with no values of its own.
+to ``bootstrap``. It is the one declaration of these fields: plugins add
+values to them (a drawing plugin its ``drawing`` activity), and the
+activities come only from them, so the host declares the field with no
+values of its own. ``surface`` and ``canvas_visible`` are required (the
+seed's rule): the manager refuses a context without them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ HOST_FIELDS: Final = (
         "string",
         SURFACES,
         "The surface the user is on: the 3D scene or the 2D canvas.",
+        required=True,
     ),
     ContextField(
         "activity",
@@ -30,7 +34,7 @@ HOST_FIELDS: Final = (
         "What the user is doing on the surface (drawing, graph, ...); the plugins that "
         "use an activity declare it. None when there is none.",
     ),
-    ContextField("canvas_visible", "boolean", None, "Whether the canvas is shown."),
+    ContextField("canvas_visible", "boolean", None, "Whether the canvas is shown.", required=True),
     ContextField("world_id", "string", None, "The current world's name."),
 )
 

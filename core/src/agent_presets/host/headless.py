@@ -7,21 +7,26 @@ import re
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
 
-from agent_presets.host.context_fields import SURFACES
+from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.lock import StateLock
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
 from agent_presets.listeners import Listeners
-from agent_presets.model import MissingRuntimeError, PresetError, ToolCallError
+from agent_presets.model import (
+    MissingRuntimeError,
+    PresetError,
+    PresetValidationError,
+    ToolCallError,
+)
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.boot import HostDefaults, Presets
     from agent_presets.plugins import PluginSet
     from agent_presets.tools import ToolRegistry
 
@@ -45,11 +50,14 @@ TableMigration = Callable[[dict[str, Any], Table], None]
 """``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
 earlier version) into ``table`` as rows."""
 
+T = TypeVar("T")
+
 THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-ACTIVITY_RE: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 SHELL_FILE: Final = "shell.json"
+CONTEXT_FIELDS: Final = ("surface", "activity", "canvas_visible", "world_id")
+"""The context the host reports (``HeadlessHost.context``), as ``context_fields`` declares it."""
 MIGRATED_SUFFIX: Final = ".migrated"
 
 
@@ -62,10 +70,11 @@ class Shell:
 
     def __init__(self, host: HeadlessHost, saved: dict[str, Any] | None) -> None:
         self._host = host
-        saved = saved or {}
-        self.surface: str = saved.get("surface", "scene")
-        self.activity: str | None = saved.get("activity")
-        self.canvas_visible: bool = saved.get("canvas_visible", False)
+        # What was never saved starts as the host's default context says.
+        saved = {**host.defaults.context, **(saved or {})}
+        self.surface: str = saved["surface"]
+        self.activity: str | None = saved["activity"]
+        self.canvas_visible: bool = saved["canvas_visible"]
         self.theme: str = saved.get("theme", "light")
         self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
         self.world: str = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)
@@ -77,12 +86,10 @@ class Shell:
         if not isinstance(saved, dict):
             return f"expected a JSON object, found {type(saved).__name__}"
         checks: list[tuple[str, Callable[[Any], bool], str]] = [
-            ("surface", lambda v: v in SURFACES, f"one of {', '.join(SURFACES)}"),
-            (
-                "activity",
-                lambda v: v is None or (isinstance(v, str) and bool(ACTIVITY_RE.match(v))),
-                "null or a lowercase activity name",
-            ),
+            # Which surfaces and activities exist is declared (the vocabulary), and
+            # plugins add to it: a saved one is checked by name here, by value later.
+            ("surface", _is_name, "a surface name"),
+            ("activity", lambda v: v is None or _is_name(v), "null or an activity name"),
             ("canvas_visible", lambda v: isinstance(v, bool), "true or false"),
             ("theme", lambda v: v in THEMES, f"one of {', '.join(THEMES)}"),
             (
@@ -115,9 +122,12 @@ class Shell:
 
     # -- changes -----------------------------------------------------------
 
+    # Surfaces and activities are checked by the manager against the declared
+    # vocabulary (the host's surfaces and what plugins add): here only their shape.
+
     def set_surface(self, surface: str) -> dict[str, Any]:
-        if surface not in SURFACES:
-            raise ToolCallError(f"unknown surface {surface!r}; use one of: {', '.join(SURFACES)}")
+        if not _is_name(surface):
+            raise ToolCallError(f"surface {surface!r} must be a name, such as 'canvas'")
         with self._host._lock:
             self.surface = surface
             if surface == "canvas":
@@ -125,12 +135,10 @@ class Shell:
             return self._commit()
 
     def set_activity(self, activity: str | None) -> dict[str, Any]:
-        if activity is not None and (
-            not isinstance(activity, str) or not ACTIVITY_RE.match(activity)
-        ):
+        if activity is not None and not _is_name(activity):
             raise ToolCallError(
-                f"activity {activity!r} must be a lowercase name such as 'drawing' or 'graph', "
-                "or null to clear it"
+                f"activity {activity!r} must be a name (one the plugins declare), or null to "
+                "clear it"
             )
         with self._host._lock:
             self.activity = activity
@@ -142,6 +150,46 @@ class Shell:
         with self._host._lock:
             self.canvas_visible = visible
             return self._commit()
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Set several context fields in one change (``presets context set``), checked whole.
+
+        The fields are the host's context (``CONTEXT_FIELDS``); ``world_id``
+        switches to an existing world. A refused change restores them all.
+        """
+        unknown = sorted(set(changes) - set(CONTEXT_FIELDS))
+        if unknown:
+            raise PresetValidationError(
+                f"the headless host's context has no field {unknown[0]!r}; it holds "
+                f"{', '.join(CONTEXT_FIELDS)}"
+            )
+        with self._host._lock:
+            try:
+                for key, value in changes.items():
+                    self._apply(key, value, explicit=changes)
+            except PresetError:
+                self._restore(self._saved)
+                raise
+            return self._commit()
+
+    def _apply(self, key: str, value: Any, *, explicit: Mapping[str, Any]) -> None:
+        if key == "surface":
+            if not _is_name(value):
+                raise ToolCallError(f"surface {value!r} must be a name, such as 'canvas'")
+            self.surface = value
+            if value == "canvas" and "canvas_visible" not in explicit:
+                self.canvas_visible = True  # as switching to it does
+        elif key == "activity":
+            if value is not None and not _is_name(value):
+                raise ToolCallError(f"activity {value!r} must be a name, or null to clear it")
+            self.activity = value
+        elif key == "canvas_visible":
+            if not isinstance(value, bool):
+                raise ToolCallError(f"canvas_visible must be true or false, not {value!r}")
+            self.canvas_visible = value
+        else:  # world_id
+            self._require_world(value)
+            self.world = value
 
     def set_theme(self, theme: str) -> dict[str, Any]:
         if theme not in THEMES:
@@ -217,7 +265,12 @@ class HeadlessHost:
     directory's lock (``StateLock``) from construction to ``close()``, so a
     second host on the same directory is refused at once. The file root may
     not overlap the state directory or a plugins folder (``check_root``).
+
+    ``defaults`` (``HEADLESS_DEFAULTS``) are what the host supplies to the
+    core: its namespace, its starting context and its server instructions.
     """
+
+    defaults: ClassVar[HostDefaults] = HEADLESS_DEFAULTS
 
     def __init__(
         self,
@@ -225,7 +278,9 @@ class HeadlessHost:
         root: str | Path | None = None,
         *,
         plugin_dirs: Iterable[str | Path] = (),
+        serve_options: Iterable[object] = (),
     ) -> None:
+        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``)."""
         self.state_dir = Path(state_dir).resolve()
         self.root = (
             Path(root) if root is not None else self.state_dir / DEFAULT_ROOT_NAME
@@ -239,10 +294,11 @@ class HeadlessHost:
             self._table_factories: dict[str, tuple[TableRuntimeFactory, TableMigration | None]] = {}
             self._world_runtimes: dict[tuple[str, str], Any] = {}
             self._attached: dict[str, Any] = {}
+            # The shell is the host's own: a world switch changes what the world runtimes are.
+            self._exclusive: set[str] = {"shell"}
             self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
             self.presets: Presets | None = None
-            # Options the operator gives the shell plugin (serve --shell-env and friends).
-            self.shell_options: dict[str, Any] = {}
+            self._serve_options = tuple(serve_options)
             _remove_debris(self.state_dir)
             self.store = _open_store(self.state_dir / DB_FILE)
             self.shell = Shell(self, self._load_shell())
@@ -270,13 +326,25 @@ class HeadlessHost:
 
     # -- runtimes ----------------------------------------------------------
 
-    def add_world_runtime(self, name: str, factory: WorldRuntimeFactory) -> None:
-        """Give every world its own runtime ``name``, made by ``factory`` on first use."""
+    def add_world_runtime(
+        self, name: str, factory: WorldRuntimeFactory, *, exclusive: bool = False
+    ) -> None:
+        """Give every world its own runtime ``name``, made by ``factory`` on first use.
+
+        ``exclusive`` (here and for ``add_table_runtime`` and ``attach``): a call
+        to this runtime changes what others are, so the server runs it alone.
+        """
         self._check_slot(name)
         self._world_factories[name] = factory
+        self._mark(name, exclusive)
 
     def add_table_runtime(
-        self, name: str, factory: TableRuntimeFactory, *, migrate: TableMigration | None = None
+        self,
+        name: str,
+        factory: TableRuntimeFactory,
+        *,
+        migrate: TableMigration | None = None,
+        exclusive: bool = False,
     ) -> None:
         """Give every world its own runtime ``name`` that persists rows in its own table.
 
@@ -287,11 +355,37 @@ class HeadlessHost:
         """
         self._check_slot(name)
         self._table_factories[name] = (factory, migrate)
+        self._mark(name, exclusive)
 
-    def attach(self, name: str, runtime: Any) -> None:
+    def attach(self, name: str, runtime: Any, *, exclusive: bool = False) -> None:
         """Attach a runtime that the whole host shares, reachable as ``host.<name>``."""
         self._check_slot(name)
         self._attached[name] = runtime
+        self._mark(name, exclusive)
+
+    def serve_options(self, kind: type[T]) -> T:
+        """The ``kind`` a plugin's ``presets serve`` options built (``agent_presets.host.options``).
+
+        ``kind()`` (its defaults) when ``serve`` parsed none: a scratch host, a
+        test, a host started from code.
+        """
+        for value in self._serve_options:
+            if type(value) is kind:
+                return value
+        return kind()
+
+    @property
+    def exclusive_runtimes(self) -> frozenset[str]:
+        """The runtimes whose calls the server runs one at a time, alone (``server.mcp.calls``).
+
+        Each is declared by whoever owns it: the shell by the host, others by
+        the plugin that attaches them with ``exclusive=True``.
+        """
+        return frozenset(self._exclusive)
+
+    def _mark(self, name: str, exclusive: bool) -> None:
+        if exclusive:
+            self._exclusive.add(name)
 
     def runtime(self, name: str) -> Any:
         """The runtime ``name`` (the current world's one for per-world runtimes)."""
@@ -342,6 +436,15 @@ class HeadlessHost:
             "world_id": self.shell.world,
         }
 
+    def update_context(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change fields of the host's context, as its user would (``presets context set``).
+
+        Goes through the shell, so the change is saved and reported like any
+        other; a change the manager refuses changes nothing.
+        """
+        self.shell.update(changes)
+        return self.context()
+
     def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         self._listeners.add(callback)
 
@@ -358,7 +461,11 @@ class HeadlessHost:
         overrides: dict[str, str] | None = None,
         owner: str = "agent-presets",
     ) -> Presets:
-        """Load plugins, let them attach runtimes, bootstrap presets, follow the shell."""
+        """Load plugins, let them attach runtimes, bootstrap presets, follow the shell.
+
+        Without ``tool_registry``, tools are named in the host's namespace
+        (``defaults.namespace``).
+        """
         from agent_presets.boot import bootstrap
         from agent_presets.host.context_fields import HostContextFields
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
@@ -371,7 +478,7 @@ class HeadlessHost:
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))
         presets = bootstrap(
             self,
-            tool_registry=tool_registry,
+            tool_registry=tool_registry,  # None: the namespace of self.defaults
             context=self.context(),
             owner=owner,
             plugins=plugin_set,
@@ -478,6 +585,10 @@ class HeadlessHost:
                 f"runtime name {name!r} is already taken on the headless host; "
                 "two plugins attach the same runtime"
             )
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and len(value) <= 200
 
 
 def _open_store(path: Path) -> StateStore:

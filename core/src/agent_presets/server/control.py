@@ -59,6 +59,7 @@ from agent_presets.server.requests import (
     UnknownRequestError,
     iso_utc,
 )
+from agent_presets.vocabulary import ContextValueError
 
 if TYPE_CHECKING:
     from agent_presets.server.events import Event, State
@@ -97,7 +98,7 @@ REQUEST_OUTPUT: Final[Mapping[str, Any]] = MappingProxyType(
 """The agent's tool, after the host's namespace prefix (``space_presets_request``)."""
 
 BY_RE: Final = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-OPS: Final = ("status", "set", "requests", "approve", "deny")
+OPS: Final = ("status", "set", "requests", "approve", "deny", "context")
 
 
 class ConfirmationRequired(PresetError):
@@ -259,6 +260,42 @@ class Controller:
             "previous": previous,
             "changed": changed,
             "active": name in self.manager.resolve().active_names,
+        }
+
+    def set_context(self, changes: Mapping[str, Any], *, by: str) -> dict[str, Any]:
+        """Change fields of the host's context, as the host app would; log who did it.
+
+        Every key must be a declared field and every value one it allows
+        (``Vocabulary.check_change``: the error names the field, the declared
+        values and the closest one), else nothing changes. A host whose context
+        lives in its own state (the headless host's shell) takes the change
+        through its ``update_context(changes)``, so it is saved and reported
+        as its own; otherwise the manager's context is changed directly. It is
+        a ``context`` event, not a tool call: no agent made it.
+        """
+        _check_by(by)
+        if not changes:
+            raise PresetValidationError("give at least one field to set, as KEY=VALUE")
+        manager = self.manager
+        with self._lock:
+            manager.vocabulary.check_change(changes)
+            previous = manager.get_context()
+            update = getattr(manager.app, "update_context", None)
+            if callable(update):
+                update(dict(changes))
+            else:
+                manager.set_context({**previous, **changes})
+            now = manager.get_context()
+            changed = sorted(k for k in {*previous, *now} if previous.get(k) != now.get(k))
+            if changed:
+                from agent_presets.server.events import ContextChange
+
+                self._write(ContextChange(fields={k: now.get(k) for k in changed}, by=by))
+        return {
+            "context": now,
+            "previous": previous,
+            "changed": changed,
+            "active": list(manager.resolve().active_names),
         }
 
     def approve(
@@ -443,6 +480,9 @@ def respond(controller: Controller, line: bytes) -> dict[str, Any]:
         return _error("unknown-request", str(exc))
     except DigestMismatchError as exc:
         return _error("digest-mismatch", str(exc))
+    except ContextValueError as exc:
+        values = None if exc.values is None else list(exc.values)
+        return _error("invalid-context", str(exc), field=exc.field, values=values)
     except PresetError as exc:
         return _error("invalid", str(exc))
     except Exception:
@@ -473,6 +513,11 @@ def _dispatch(controller: Controller, message: dict[str, Any]) -> Any:
         )
     if op == "deny":
         return controller.deny(_text(message, "id"), by=by)
+    if op == "context":
+        changes = message.get("set")
+        if not isinstance(changes, dict) or not all(isinstance(k, str) for k in changes):
+            raise PresetValidationError("'set' must be an object of field names to values")
+        return controller.set_context(changes, by=by)
     raise PresetValidationError(f"unknown op {op!r}; use one of: {', '.join(OPS)}")
 
 

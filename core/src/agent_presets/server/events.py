@@ -343,6 +343,17 @@ class Change(_Checked, Event):
     """Who changed it: ``cli``, ``console``, ``agent``, ``approval`` ..."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ContextChange(Event):
+    """The host's context changed on a running server, by a person (not an agent's call)."""
+
+    KIND: ClassVar[str] = "context"
+    fields: dict[str, str | bool | None]
+    """The fields that changed, with their new values (declared values: no free text)."""
+    by: str
+    """Who changed it: ``cli`` (``presets context set``), ``console`` ..."""
+
+
 _FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
 
 
@@ -353,7 +364,9 @@ def _field_names(cls: type[Event]) -> tuple[str, ...]:
     return names
 
 
-KINDS: dict[str, type[Event]] = {k.KIND: k for k in (Call, Refusal, Request, Decision, Change)}
+KINDS: dict[str, type[Event]] = {
+    k.KIND: k for k in (Call, Refusal, Request, Decision, Change, ContextChange)
+}
 
 
 def _plain(value: Any) -> Any:

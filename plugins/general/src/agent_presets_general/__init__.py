@@ -6,38 +6,26 @@ canvas visibility, worlds, files under the host's file root, and bash.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets import PluginHooks, hookimpl
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.files import FileRoot
 from agent_presets_general.sandbox import ShellOptions, sandbox_status
 
+if TYPE_CHECKING:
+    from agent_presets.host import ServeOptions
+
 __all__ = ["BashRunner", "FileRoot", "ShellOptions", "sandbox_status"]
 
 
-# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
-# (so they work in any host).
+# presets.yaml, .adapters, and the host's fields these presets use: the shell's two
+# surfaces, and the activities (the plugins that have one add it; the prompt lists them).
 _hooks = PluginHooks(
     __name__,
     context_fields=[
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["scene", "canvas"],
-            "description": "The surface the user is on; the shell tools switch between them.",
-        },
-        {
-            "name": "activity",
-            "type": "string",
-            "values": [],
-            "description": ("What the user is doing; the plugins that use an activity declare it."),
-        },
-        {
-            "name": "canvas_visible",
-            "type": "boolean",
-            "description": "Whether the canvas is shown.",
-        },
+        {"name": "surface", "values": ["scene", "canvas"]},
+        {"name": "activity", "values": []},
     ],
 )
 presets_preset_files = _hooks.presets_preset_files
@@ -46,11 +34,16 @@ presets_tool_adapters = _hooks.presets_tool_adapters
 
 
 @hookimpl
+def presets_serve_options() -> ServeOptions[ShellOptions]:
+    from agent_presets_general.options import serve_options
+
+    return serve_options()
+
+
+@hookimpl
 def presets_headless_runtime(host: Any) -> None:
     host.attach("files", FileRoot(host.root))
-    # The operator's shell flags, as plain data so the host needs no import of
-    # this plugin: {"shell_env": [...], "shell_network": bool, "unsafe_shell": bool}.
-    shell = ShellOptions.from_mapping(getattr(host, "shell_options", None))
+    shell = host.serve_options(ShellOptions)  # the serve flags above, parsed
     host.attach(
         "bash",
         BashRunner(

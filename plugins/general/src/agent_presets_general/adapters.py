@@ -173,17 +173,17 @@ def tool_adapters() -> list[ToolAdapter]:
             title="Set the activity",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
-                "Set what the user is doing on the current surface, e.g. 'drawing' or 'graph' on "
-                "the canvas; null clears it. The activity decides which drawing/graph tools are "
-                "offered, so the tool list changes after this call." + SHELL_STATE_NOTE
+                "Set what the user is doing on the current surface: one of the activities the "
+                "installed plugins declare (the prompt lists them); null clears it. The activity "
+                "decides which tools are offered, so the tool list changes after this call."
+                + SHELL_STATE_NOTE
             ),
             input_schema=_schema(
                 {
                     "activity": {
                         "type": ["string", "null"],
                         "pattern": "^[a-z][a-z0-9_-]{0,63}$",
-                        "description": "Lowercase activity name such as 'drawing' or 'graph', "
-                        "or null to clear it.",
+                        "description": "A declared activity's name, or null to clear it.",
                     }
                 }
             ),
@@ -195,8 +195,8 @@ def tool_adapters() -> list[ToolAdapter]:
             title="Switch surface",
             output_schema=SHELL_STATE_OUTPUT,
             description=(
-                "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D drawing and "
-                "graph; switching to it also shows the canvas). The tool list changes to the "
+                "Switch the interaction surface: 'scene' (3D world) or 'canvas' (2D work; "
+                "switching to it also shows the canvas). The tool list changes to the "
                 "surface's tools after this call." + SHELL_STATE_NOTE
             ),
             input_schema=_schema(

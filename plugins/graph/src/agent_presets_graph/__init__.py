@@ -22,28 +22,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
-# (so they work in any host).
+# presets.yaml, .adapters, and the values these presets add to the host's fields
+# (surface and activity are the host's).
 _hooks = PluginHooks(
     __name__,
     context_fields=[
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["canvas"],
-            "description": "The surface the user is on; the graph is shown on the canvas.",
-        },
-        {
-            "name": "activity",
-            "type": "string",
-            "values": ["graph"],
-            "description": "What the user is doing; 'graph' edits the knowledge graph.",
-        },
-        {
-            "name": "canvas_visible",
-            "type": "boolean",
-            "description": "Whether the canvas is shown.",
-        },
+        {"name": "surface", "values": ["canvas"]},
+        {"name": "activity", "values": ["graph"]},
     ],
 )
 presets_preset_files = _hooks.presets_preset_files

@@ -22,18 +22,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# presets.yaml, .adapters, and the parts of the Space vocabulary these presets rely on
-# (so they work in any host).
+# presets.yaml, .adapters, and the value these presets add to the host's surface field.
 _hooks = PluginHooks(
     __name__,
-    context_fields=[
-        {
-            "name": "surface",
-            "type": "string",
-            "values": ["scene"],
-            "description": "The surface the user is on; the 3D scene is one.",
-        },
-    ],
+    context_fields=[{"name": "surface", "values": ["scene"]}],
 )
 presets_preset_files = _hooks.presets_preset_files
 presets_context_fields = _hooks.presets_context_fields

@@ -26,15 +26,8 @@ def presets_preset_files() -> Sequence[Traversable]:
 
 @hookimpl
 def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The parts of the Space vocabulary these presets rely on, so they work in any host.
-    return [
-        {
-            "name": "surface",
-            "type": "string",
-            "values": [],
-            "description": "The surface the user is on; the unit tools work on any.",
-        },
-    ]
+    # The unit tools work on any surface: they use the host's field and add no value.
+    return [{"name": "surface", "values": []}]
 
 
 @hookimpl

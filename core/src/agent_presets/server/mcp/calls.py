@@ -4,9 +4,10 @@ Who may run beside whom. A call touches a runtime (``ToolDef.runtime``, the
 app attribute its tool acts on) and reads or writes it: it reads when the
 manager stamped it read-only (a preset tool with ``risk`` None, from its
 ``readOnlyHint``), else it writes. A call of unknown runtime, and a call to an
-*exclusive* runtime, touches every runtime: the headless host's ``shell`` is
+*exclusive* runtime, touches every runtime. Which runtimes are exclusive is
+the app's to say (``exclusive_runtimes``: the headless host's ``shell`` is
 one, since switching worlds changes what ``app.drawing``, ``app.scene`` and
-``app.graph`` are, and a surface or activity change changes the tool list.
+``app.graph`` are, and a surface or activity change changes the tool list).
 Two calls conflict when they touch a common runtime and one of them writes.
 
 A call starts only once no call that arrived before it and conflicts with it
@@ -54,9 +55,6 @@ POOL_SIZE: Final = 8
 
 OFFLOAD_RISKS: Final = frozenset({"filesystem-read", "filesystem-write", "shell"})
 
-EXCLUSIVE_RUNTIMES: Final = frozenset({"shell"})
-"""Runtimes whose calls change what other runtimes are, so they touch every runtime."""
-
 
 class NeedsThread(Exception):
     """A handler running on the loop asked for something it must wait for (an elicitation).
@@ -66,9 +64,7 @@ class NeedsThread(Exception):
     """
 
 
-def call_scope(
-    tool: ToolDef, exclusive: Collection[str] = EXCLUSIVE_RUNTIMES
-) -> tuple[str | None, bool]:
+def call_scope(tool: ToolDef, exclusive: Collection[str] = ()) -> tuple[str | None, bool]:
     """``(runtime, writes)`` for a call of ``tool``; runtime None means every runtime.
 
     Unsure means exclusive: a tool the manager did not stamp read-only (a
@@ -105,7 +101,7 @@ class ToolCalls:
     stays startable.
     """
 
-    def __init__(self, *, exclusive: Collection[str] = EXCLUSIVE_RUNTIMES) -> None:
+    def __init__(self, *, exclusive: Collection[str] = ()) -> None:
         self.exclusive = frozenset(exclusive)
         self.slow: set[str] = set()
         self._ran: set[str] = set()

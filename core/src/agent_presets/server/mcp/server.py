@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,6 +24,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
+from agent_presets.boot import host_defaults
 from agent_presets.model import PromptFragment, Resolution, ToolDef
 from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
@@ -72,11 +73,12 @@ log = logging.getLogger("agent_presets.server")
 SERVER_NAME: Final = "agent-presets"
 
 INSTRUCTIONS: Final = (
-    "The tools offered here follow what the user is doing in the app: they change when the "
-    "surface or activity changes, and the server announces each change (tools/list_changed). "
+    "The tools offered here follow the app's context: they change when it changes, and the "
+    "server announces each change (tools/list_changed). "
     f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
     "active now. A tool that is not offered right now answers with what would turn it on."
 )
+"""The instructions of a server whose app supplies none (``HostDefaults.instructions``)."""
 
 
 _NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
@@ -99,7 +101,12 @@ class PresetServer(Server[Any]):
         confirm_timeout: float = DEFAULT_TIMEOUT,
         stages: Sequence[Stage] = (),
         confirm_via: ConfirmVia = "operator",
+        instructions: str | None = None,
+        exclusive_runtimes: Collection[str] | None = None,
     ) -> None:
+        """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
+        ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
+        instructions and no exclusive runtime."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
@@ -118,7 +125,10 @@ class PresetServer(Server[Any]):
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
-        self.calls = ToolCalls()
+        app = presets.manager.app
+        if exclusive_runtimes is None:
+            exclusive_runtimes = getattr(app, "exclusive_runtimes", None) or ()
+        self.calls = ToolCalls(exclusive=exclusive_runtimes)
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._resolution: Resolution | None = presets.manager.resolve()
         # Every tools/call passes this one chain (pipeline.py); `stages` are the host's own.
@@ -129,7 +139,7 @@ class PresetServer(Server[Any]):
             name,
             version=__version__,
             title="agent-presets",
-            instructions=INSTRUCTIONS,
+            instructions=instructions or _host_instructions(app) or INSTRUCTIONS,
             lifespan=_lifespan,
             cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
             get_tool_input_schema=self._input_schema,
@@ -490,6 +500,11 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         yield {}
     finally:
         server.fanout.detach_loop()
+
+
+def _host_instructions(app: Any) -> str | None:
+    defaults = host_defaults(app)
+    return None if defaults is None else defaults.instructions
 
 
 def build_server(
