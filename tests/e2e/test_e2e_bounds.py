@@ -1,0 +1,84 @@
+"""Availability and memory bounds: what one hostile client can make the server hold.
+
+Each test is an attack from the second trust review ("Availability and
+memory"), scaled down to test size: an over-long stdio line, a huge unknown
+tool name echoed back, a flood of ``initialize``s, half-sent HTTP requests.
+Memory is read from ``/proc/PID/status`` (``VmHWM``, the peak resident set).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_presets.mcpserver.envelope import INVALID_REQUEST
+from agent_presets.mcpserver.stdio import MAX_LINE
+
+from .conftest import serve_command
+from .test_e2e_envelopes import RawStdio
+
+MIB = 1024 * 1024
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc/PID/status"
+)
+
+
+def memory_kib(pid: int, field: str) -> int:
+    """``VmHWM`` (peak) or ``VmRSS`` (now) of process ``pid``, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def call_line(id_: str, name: str, filler: int = 0) -> bytes:
+    """A ``tools/call`` line whose argument carries ``filler`` bytes."""
+    params = {"name": name, "arguments": {"text": "x" * filler}}
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+
+
+def assert_serves(stdio: RawStdio) -> None:
+    answer = stdio.request('{"jsonrpc":"2.0","id":"after","method":"tools/list"}', within=10)
+    assert answer["id"] == "after" and answer["result"]["tools"]
+
+
+# ------------------------------------------------------------------- stdio
+
+
+@pytest.fixture
+def stdio(tmp_path: Path) -> Iterator[RawStdio]:
+    server = RawStdio(serve_command("--state-dir", str(tmp_path / "state")))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_stdio_line_over_the_limit_gets_an_error_naming_it_and_the_server_keeps_serving(
+    stdio: RawStdio,
+) -> None:
+    answer = stdio.request(call_line("big", "space_app_switch_surface", MAX_LINE), within=30)
+    assert answer["id"] == "big"
+    assert answer["error"]["code"] == INVALID_REQUEST
+    assert f"{MAX_LINE:,}" in answer["error"]["message"]
+    assert_serves(stdio)
+    # A line just within the limit is read whole, as before.
+    answer = stdio.request(call_line("fits", "space_app_switch_surface", MAX_LINE - 200), within=30)
+    assert answer["id"] == "fits" and "result" in answer
+
+
+def test_stdio_a_96_mib_line_costs_the_server_a_few_mib_not_its_size(stdio: RawStdio) -> None:
+    assert_serves(stdio)
+    pid = stdio.process.pid
+    before = memory_kib(pid, "VmHWM")
+    answer = stdio.request(call_line("huge", "space_app_switch_surface", 96 * MIB), within=60)
+    assert answer["error"]["code"] == INVALID_REQUEST
+    assert_serves(stdio)
+    grown = (memory_kib(pid, "VmHWM") - before) // 1024
+    # The line is read a bounded piece at a time: about MAX_LINE (4 MiB) held, never 96.
+    assert grown < 32, f"the server's peak grew by {grown} MiB reading one 96 MiB line"
