@@ -5,9 +5,19 @@ The attacks themselves, against a running server, are in ``tests/e2e/test_e2e_bo
 
 from __future__ import annotations
 
-import pytest
+import tracemalloc
 
+import anyio
+import pytest
+from mcp_types import JSONRPCResponse
+
+from agent_presets.adapters import check_arguments
 from agent_presets.mcpserver.envelope import INVALID_REQUEST, too_long
+from agent_presets.mcpserver.eventstore import MemoryEventStore
+from agent_presets.model import ToolArgumentError
+from agent_presets.suggest import did_you_mean
+
+MIB = 1024 * 1024
 
 
 @pytest.mark.parametrize(
@@ -29,3 +39,67 @@ def test_an_over_long_message_is_answered_with_its_id_only_when_the_start_shows_
     rejection = too_long(start, 100)
     assert rejection.errors[0][:2] == (id_, INVALID_REQUEST)
     assert "limit of 100 characters" in rejection.message
+
+
+def big_answer(request_id: int, size: int) -> JSONRPCResponse:
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"text": "x" * size})
+
+
+def test_the_event_store_keeps_at_most_max_bytes_dropping_the_oldest_first() -> None:
+    async def main() -> None:
+        store = MemoryEventStore(max_bytes=8 * MIB)
+        ids = [await store.store_event(str(n), big_answer(n, MIB)) for n in range(30)]
+        # Eight answers of a little over 1 MiB each would pass 8 MiB: seven stay.
+        assert store.event_count() == 7
+        assert store.stream_of(ids[22]) is None
+        assert store.stream_of(ids[23]) == "23"
+
+    anyio.run(main)
+
+
+def test_the_event_store_keeps_the_newest_event_whatever_its_size() -> None:
+    async def main() -> None:
+        store = MemoryEventStore(max_bytes=1024)
+        await store.store_event("1", big_answer(1, 10))
+        last = await store.store_event("2", big_answer(2, MIB))
+        assert store.event_count() == 1 and store.stream_of(last) == "2"
+        # The bytes leave with the events: small ones fit again afterwards.
+        for n in range(3, 8):
+            await store.store_event(str(n), big_answer(n, 10))
+        assert store.event_count() == 5
+
+    anyio.run(main)
+
+
+def test_no_suggestion_is_searched_for_a_name_far_longer_than_any_known() -> None:
+    # difflib indexes every character of the name first: 3 MiB made ~120 MB and seconds.
+    name = "x" * (3 * MIB)
+    tracemalloc.start()
+    try:
+        assert did_you_mean(name, ["space_app", "space_notes"], "list them") == "; list them"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MIB
+    assert did_you_mean("space_ap", ["space_app", "space_notes"], "list them") == (
+        "; did you mean 'space_app'?"
+    )
+
+
+def test_an_argument_error_quotes_a_huge_value_short_and_keeps_what_was_expected() -> None:
+    import jsonschema
+
+    schema = {
+        "type": "object",
+        "properties": {"surface": {"enum": ["scene", "canvas"]}},
+        "additionalProperties": False,
+    }
+    validator = jsonschema.Draft202012Validator(schema)
+    with pytest.raises(ToolArgumentError) as raised:
+        check_arguments("space_switch", validator, {"surface": "y" * MIB})
+    message = str(raised.value)
+    assert len(message) < 500
+    assert f"({MIB:,} characters)" in message and "is not one of ['scene', 'canvas']" in message
+    with pytest.raises(ToolArgumentError) as raised:
+        check_arguments("space_switch", validator, {"k" * MIB: 1})
+    assert len(str(raised.value)) < 500

@@ -12,13 +12,15 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent_presets.mcpserver.envelope import INVALID_REQUEST
 from agent_presets.mcpserver.stdio import MAX_LINE
 
-from .conftest import serve_command
+from .conftest import HttpServer, serve_command
+from .rawhttp import RawSession
 from .test_e2e_envelopes import RawStdio
 
 MIB = 1024 * 1024
@@ -82,3 +84,44 @@ def test_stdio_a_96_mib_line_costs_the_server_a_few_mib_not_its_size(stdio: RawS
     grown = (memory_kib(pid, "VmHWM") - before) // 1024
     # The line is read a bounded piece at a time: about MAX_LINE (4 MiB) held, never 96.
     assert grown < 32, f"the server's peak grew by {grown} MiB reading one 96 MiB line"
+
+
+# ------------------------------------------------------------------- echoes
+
+
+def result_text(answer: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for c in answer["result"]["content"])
+
+
+def test_a_3_mib_unknown_tool_name_gets_a_short_error_and_the_store_does_not_keep_it(
+    http_server: HttpServer,
+) -> None:
+    session = RawSession(http_server.url)
+    session.initialize()
+    name = "space_" + "x" * (3 * MIB)
+    answer = session.answer("tools/call", {"name": name, "arguments": {}})
+    text = result_text(answer)
+    assert answer["result"]["isError"] and "Unknown tool" in text
+    assert len(text) < 1000 and f"{len(name):,} characters" in text
+    pid = http_server.process.pid
+    before = memory_kib(pid, "VmRSS")
+    for _ in range(40):
+        assert result_text(session.answer("tools/call", {"name": name, "arguments": {}})) == text
+    grown = (memory_kib(pid, "VmRSS") - before) // 1024
+    # 40 answers echoing 3 MiB each, kept for resumption, would be 120 MiB and more.
+    assert grown < 40, f"the server grew by {grown} MiB over 40 calls of a 3 MiB name"
+
+
+def test_a_3_mib_argument_and_method_name_come_back_short(http_server: HttpServer) -> None:
+    session = RawSession(http_server.url)
+    session.initialize()
+    value = "y" * (3 * MIB)
+    answer = session.answer(
+        "tools/call", {"name": "space_app_switch_surface", "arguments": {"surface": value}}
+    )
+    text = result_text(answer)
+    assert answer["result"]["isError"] and "surface" in text and "is not one of" in text
+    assert len(text) < 1000 and f"{len(value):,} characters" in text
+    answer = session.answer("z" * (3 * MIB))
+    assert answer["error"]["code"] == -32601
+    assert len(json.dumps(answer)) < 1000

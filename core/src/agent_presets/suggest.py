@@ -13,5 +13,11 @@ def did_you_mean(name: object, known: Iterable[str], otherwise: str) -> str:
     """
     import difflib  # only for an error: not imported at start-up
 
-    close = difflib.get_close_matches(str(name), list(known), n=1)
+    text, names = str(name), list(known)
+    # difflib's cutoff (0.6) needs the lengths within a factor of 2.3 of each
+    # other, and it indexes every character of ``text`` first: a name a client
+    # made megabytes long has no match, and must not cost that work.
+    if len(text) > 3 * max(map(len, names), default=0):
+        return f"; {otherwise}"
+    close = difflib.get_close_matches(text, names, n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; {otherwise}"

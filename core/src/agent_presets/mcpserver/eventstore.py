@@ -7,8 +7,10 @@ store is in memory and bounded, so a client that never comes back costs
 little:
 
 - each stream keeps its last ``per_stream`` events (1,000);
-- the store keeps at most ``max_events`` events in all (100,000), dropping
-  the oldest first;
+- the store keeps at most ``max_events`` events in all (100,000), and at
+  most ``max_bytes`` of them (32 MiB of JSON), dropping the oldest first; the
+  newest event is kept whatever its size, so the store holds at most
+  ``max_bytes`` plus one message;
 - a POST's stream is finished once its response is stored; only the last
   ``max_finished`` finished streams are kept (1,000), since a result can be
   large and a client resumes a POST only if it dropped before the response.
@@ -47,6 +49,7 @@ __all__ = ["SESSION", "MemoryEventStore", "SessionScope"]
 PER_STREAM: Final = 1_000
 MAX_EVENTS: Final = 100_000
 MAX_FINISHED: Final = 1_000
+MAX_BYTES: Final = 32 * 1024 * 1024
 
 
 class SessionScope:
@@ -76,11 +79,17 @@ class MemoryEventStore(EventStore):
         per_stream: int = PER_STREAM,
         max_events: int = MAX_EVENTS,
         max_finished: int = MAX_FINISHED,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
-        if min(per_stream, max_events, max_finished) < 1:
+        if min(per_stream, max_events, max_finished, max_bytes) < 1:
             raise ValueError("every bound of the event store must be at least 1")
         self.per_stream = per_stream
         self.max_events = max_events
+        self.max_bytes = max_bytes
+        # Each stored event's size (its JSON), and their sum: an event leaves both
+        # when it leaves the store, whichever bound drops it.
+        self._sizes: dict[int, int] = {}
+        self._bytes = 0
         # Event ids name this store, so an id from an earlier server run is unknown, not misread.
         self._prefix = secrets.token_hex(4)
         self._seq = itertools.count(1)
@@ -103,7 +112,17 @@ class MemoryEventStore(EventStore):
         events = streams.get(stream_id)
         if events is None:
             events = streams[stream_id] = deque(maxlen=self.per_stream)
+        if len(events) == events.maxlen:  # the deque drops its oldest: so do the bytes
+            self._bytes -= self._sizes.pop(events[0][0], 0)
         events.append((seq, message))
+        # Measured as the SDK writes it on the stream (the same flags).
+        size = (
+            0
+            if message is None
+            else len(message.model_dump_json(by_alias=True, exclude_unset=True))
+        )
+        self._sizes[seq] = size
+        self._bytes += size
         where = (weakref.ref(scope), stream_id)
         self._where[seq] = where
         self._order.append((seq, where))
@@ -112,9 +131,11 @@ class MemoryEventStore(EventStore):
             if len(self._finished) == self._finished.maxlen:
                 self._drop_stream(self._finished[0])
             self._finished.append(where)
-        while len(self._order) > self.max_events:
+        while len(self._order) > self.max_events or (
+            self._bytes > self.max_bytes and len(self._order) > 1
+        ):
             old, (ref, sid) = self._order.popleft()
-            self._where.pop(old, None)
+            self._forget(old)
             old_events = self._streams(ref).get(sid)
             if old_events and old_events[0][0] == old:
                 old_events.popleft()
@@ -157,7 +178,12 @@ class MemoryEventStore(EventStore):
         ref, stream_id = where
         events = self._streams(ref).pop(stream_id, None)
         for seq, _message in events or ():
-            self._where.pop(seq, None)
+            self._forget(seq)
+
+    def _forget(self, seq: int) -> None:
+        """Event ``seq`` is no longer stored: it no longer resolves, nor counts."""
+        self._where.pop(seq, None)
+        self._bytes -= self._sizes.pop(seq, 0)
 
 
 def _current() -> SessionScope:

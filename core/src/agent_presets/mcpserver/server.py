@@ -50,6 +50,7 @@ from agent_presets.mcpserver.wire import (
 )
 from agent_presets.model import PresetError, PromptFragment, Resolution, ToolDef
 from agent_presets.policy import GateError, ToolPolicy
+from agent_presets.schema import quote
 from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
@@ -367,7 +368,7 @@ class PresetServer(Server[Any]):
                 | set(self.tool_registry.names())
             )
             hint = did_you_mean(name, known, "list the tools to see what is available now.")
-            return f"Unknown tool {name!r}: no installed plugin provides it{hint}"
+            return f"Unknown tool {quote(name)}: no installed plugin provides it{hint}"
         if explanation.active:
             return f"Tool {name!r} is being updated; list the tools again and retry."
         text = explanation.message()
@@ -418,7 +419,7 @@ class PresetServer(Server[Any]):
         if params.name != PROMPT_NAME:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
+                message=f"unknown prompt {quote(params.name)}; this server has {PROMPT_NAME!r}",
             )
         fragments = self._fragments(token_of(ctx.request))
         return {
@@ -472,7 +473,9 @@ class PresetServer(Server[Any]):
         else:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown resource {uri!r}; this server has {PROMPT_URI} and {STATUS_URI}",
+                message=(
+                    f"unknown resource {quote(uri)}; this server has {PROMPT_URI} and {STATUS_URI}"
+                ),
             )
         return {
             "contents": [{"uri": uri, "mimeType": mime, "text": text}],
