@@ -9,13 +9,17 @@ Memory is read from ``/proc/PID/status`` (``VmHWM``, the peak resident set).
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_presets.httptimeout import HEADER_TIMEOUT
 from agent_presets.mcpserver.envelope import INVALID_REQUEST
 from agent_presets.mcpserver.stdio import MAX_LINE
 
@@ -125,3 +129,52 @@ def test_a_3_mib_argument_and_method_name_come_back_short(http_server: HttpServe
     answer = session.answer("z" * (3 * MIB))
     assert answer["error"]["code"] == -32601
     assert len(json.dumps(answer)) < 1000
+
+
+# ------------------------------------------------------------------- slowloris
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_half_sent_requests_are_closed_after_the_header_timeout(http_server: HttpServer) -> None:
+    pid = http_server.process.pid
+    before = open_fds(pid)
+    sockets = []
+    try:
+        for n in range(100):
+            sock = socket.create_connection(("127.0.0.1", http_server.port), timeout=5)
+            sockets.append(sock)
+            # Half a head (no blank line ends it), or nothing at all.
+            if n % 2:
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n")
+        deadline = time.monotonic() + 5
+        while open_fds(pid) < before + 100 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert open_fds(pid) >= before + 100, "the server did not accept the connections"
+        time.sleep(HEADER_TIMEOUT / 2)
+        for sock in sockets[1::2]:
+            sock.sendall(b"X-Still-Coming: 1\r\n")  # a trickle does not move the deadline
+        time.sleep(HEADER_TIMEOUT / 2 + 3)
+        for sock in sockets:
+            sock.settimeout(0.5)
+        still_open = sum(not closed_by_peer(sock) for sock in sockets)
+        assert still_open == 0, f"{still_open} of 100 half-sent connections are still open"
+        assert open_fds(pid) <= before + 2
+    finally:
+        for sock in sockets:
+            sock.close()
+    # A client that sends its head in time is served as before.
+    session = RawSession(http_server.url)
+    session.initialize()
+    assert session.answer("tools/list")["result"]["tools"]

@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_presets.control import ConfirmationRequired, Controller
 from agent_presets.events import read_events, rotated_paths
+from agent_presets.httptimeout import TimedH11
 from agent_presets.model import PresetError
 from agent_presets.stats import Stats
 
@@ -342,6 +343,7 @@ async def serve_console(console: Console, sock: socket.socket, options: ConsoleO
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=1,
+        http=TimedH11,  # a request head that has not arrived in 10 s closes its connection
     )
     server = _QuietServer(config)
     host, port = sock.getsockname()[:2]

@@ -243,8 +243,15 @@ async def _serve_http(
     if tokens is not None:
         # Outermost: nothing, not even a body check, answers a caller without a token.
         app = TokenAuth(app, tokens)
+    from agent_presets.httptimeout import TimedH11
+
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        http=TimedH11,  # a request head that has not arrived in 10 s closes its connection
     )
     uv_server = uvicorn.Server(config)
 
