@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from agent_presets.httptimeout import HEADER_TIMEOUT
 from agent_presets.mcpserver.envelope import INVALID_REQUEST
 from agent_presets.mcpserver.stdio import MAX_LINE
 
-from .conftest import HttpServer, serve_command
+from .conftest import HttpServer, serve_command, server_env
 from .rawhttp import RawSession
 from .test_e2e_envelopes import RawStdio
 
@@ -178,3 +180,83 @@ def test_half_sent_requests_are_closed_after_the_header_timeout(http_server: Htt
     session = RawSession(http_server.url)
     session.initialize()
     assert session.answer("tools/list")["result"]["tools"]
+
+
+# ------------------------------------------------------------------- sessions
+
+
+def initialize_only(url: str) -> int:
+    """One ``initialize`` and nothing after it, as a flood sends; the HTTP status."""
+    session = RawSession(url)
+    status, _, _ = session.post(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "flood", "version": "1"},
+            },
+        },
+        until=0,
+    )
+    return status
+
+
+def test_a_flood_of_initializes_does_not_lock_new_clients_out(tmp_path: Path) -> None:
+    server = HttpServer(tmp_path / "state", "--max-sessions", "20")
+    try:
+        # A client that listens (its GET stream open) and one that is idle between calls.
+        listening = RawSession(server.url)
+        listening.initialize()
+        stream = listening.open_get_stream()
+        idle = RawSession(server.url)
+        idle.initialize()
+        assert idle.answer("tools/list")["result"]["tools"]
+        with ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(initialize_only, [server.url] * 100))
+        # Every initialize got in: idle flood sessions made way, oldest first.
+        assert statuses == [200] * 100
+        newcomer = RawSession(server.url)
+        newcomer.initialize()
+        assert newcomer.answer("tools/list")["result"]["tools"]
+        # The clients that were using their sessions still have them.
+        assert listening.answer("tools/list")["result"]["tools"]
+        assert idle.answer("tools/list")["result"]["tools"]
+        stream.close()
+    finally:
+        server.stop()
+
+
+class TokenSession(RawSession):
+    def __init__(self, url: str, token: str) -> None:
+        super().__init__(url)
+        self.token = token
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        return super().headers(Authorization=f"Bearer {self.token}", **extra)
+
+
+def test_a_flood_ends_the_flooding_tokens_sessions_not_another_tokens(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    tokens = {}
+    for name in ("flood", "user"):
+        done = subprocess.run(
+            [*serve_command()[:-1], "tokens", "create", name, "--state-dir", str(state)],
+            capture_output=True, text=True, env=server_env(), timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        tokens[name] = done.stdout.strip()
+    server = HttpServer(state, "--auth", "tokens", "--max-sessions", "10")
+    try:
+        # The oldest session, and one that has not sent anything since its initialize.
+        user = TokenSession(server.url, tokens["user"])
+        user.initialize(initialized=False)
+        for _ in range(30):
+            flood = TokenSession(server.url, tokens["flood"])
+            flood.initialize(initialized=False)
+        user.initialized()
+        assert user.answer("tools/list")["result"]["tools"]
+    finally:
+        server.stop()

@@ -305,6 +305,13 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     metavar="SECONDS",
     help="How long a call waits for confirmation before it is refused.",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="HTTP only: sessions open at once; past it, a new client's initialize ends an idle "
+    "session (of the client holding the most) instead of being refused. [default: 1000]",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -327,6 +334,7 @@ def serve(
     confirm: str,
     confirm_timeout: float,
     console_address: str | None,
+    max_sessions: int | None,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -387,6 +395,8 @@ def serve(
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     if auth is not None and transport != "http":
         raise click.UsageError("--auth tokens needs --transport http")
+    if max_sessions is not None and transport != "http":
+        raise click.UsageError("--max-sessions needs --transport http")
     from agent_presets.mcpserver.auth import check_exposure
 
     if transport == "http":
@@ -472,6 +482,7 @@ def serve(
         confirm=cast(Any, confirm),
         confirm_timeout=confirm_timeout,
         console=None if console_at is None else _console_options(console_at, app),
+        max_sessions=max_sessions,
     )
 
 

@@ -52,6 +52,7 @@ def serve(
     confirm: ConfirmMode = "none",
     confirm_timeout: float = DEFAULT_TIMEOUT,
     console: ConsoleOptions | None = None,
+    max_sessions: int | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -67,7 +68,9 @@ def serve(
     ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
     (bind it only while holding the state lock) the live-control channel
     listens there meanwhile; with ``console`` the browser console
-    (``docs/console.md``) does too.
+    (``docs/console.md``) does too. ``max_sessions`` (HTTP) is how many
+    sessions may be open at once (``sessionlimit.MAX_SESSIONS`` by default);
+    past it, an idle one is ended to make room.
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
@@ -94,7 +97,7 @@ def serve(
         if console is not None:
             extra.append(_console_task(server, console))
         with _socket_removed_on_sigterm(listener):
-            _run(transport, server, host, port, banner, extra, tokens)
+            _run(transport, server, host, port, banner, extra, tokens, max_sessions)
     except KeyboardInterrupt:
         pass
     finally:
@@ -111,12 +114,13 @@ def _run(
     banner: Callable[[str], None] | None,
     extra: list[Task],
     tokens: TokenTable | None = None,
+    max_sessions: int | None = None,
 ) -> None:
     if transport == "stdio":
         anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, extra, tokens)
+        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions)
 
 
 def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
@@ -194,6 +198,7 @@ async def _serve_http(
     banner: Callable[[str], None] | None,
     extra: list[Task] | None = None,
     tokens: TokenTable | None = None,
+    max_sessions: int | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -222,10 +227,12 @@ async def _serve_http(
         )
     from agent_presets.mcpserver.eventstore import MemoryEventStore
     from agent_presets.mcpserver.http import EnvelopeCheck
+    from agent_presets.mcpserver.sessionlimit import MAX_SESSIONS, SessionLimit
     from agent_presets.mcpserver.sessions import HttpSessions
 
     # A client that reconnects with Last-Event-ID gets what it missed.
     store = MemoryEventStore()
+    limit = max_sessions if max_sessions is not None else MAX_SESSIONS
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
     checked = EnvelopeCheck(
         server.streamable_http_app(
@@ -233,6 +240,7 @@ async def _serve_http(
             host=host,
             transport_security=security,
             event_store=store,
+            max_sessions=limit,
         ),
         path=HTTP_PATH,
     )
@@ -240,6 +248,8 @@ async def _serve_http(
     # learns which sessions have their GET stream open.
     server.fanout.tracks_streams = True
     app: Any = HttpSessions(checked, store=store, listener=server.fanout)
+    # Around it: a flood of initializes ends idle sessions instead of locking clients out.
+    app = SessionLimit(app, max_sessions=limit)
     if tokens is not None:
         # Outermost: nothing, not even a body check, answers a caller without a token.
         app = TokenAuth(app, tokens)
