@@ -5,17 +5,29 @@ The attacks themselves, against a running server, are in ``tests/e2e/test_e2e_bo
 
 from __future__ import annotations
 
+import json
+import tempfile
 import tracemalloc
+from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp_types import JSONRPCResponse
 
 from agent_presets.adapters import check_arguments
+from agent_presets.console.app import TAIL, Console
+from agent_presets.control import Controller
+from agent_presets.eventlog import EventLog, LogFollower, read_events
+from agent_presets.events import Call
 from agent_presets.mcpserver.envelope import INVALID_REQUEST, too_long
 from agent_presets.mcpserver.eventstore import MemoryEventStore
 from agent_presets.model import ToolArgumentError
+from agent_presets.stats import stats_of_log
 from agent_presets.suggest import did_you_mean
+
+from .conftest import build_preset, build_stack
 
 MIB = 1024 * 1024
 
@@ -103,3 +115,82 @@ def test_an_argument_error_quotes_a_huge_value_short_and_keeps_what_was_expected
     with pytest.raises(ToolArgumentError) as raised:
         check_arguments("space_switch", validator, {"k" * MIB: 1})
     assert len(str(raised.value)) < 500
+
+
+# ------------------------------------------------------------ the console's log
+
+
+def write_calls(log: EventLog, tools: list[str]) -> None:
+    for n, tool in enumerate(tools):
+        log.write(Call(tool=tool, ok=n % 3 != 0, latency_ms=float(n % 7)))
+
+
+def test_a_follower_reads_only_what_was_appended_since_its_last_read(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    write_calls(log, ["space_a", "space_b", "space_c"])
+    follower = LogFollower(path)
+    gone, events = follower.read()
+    assert gone == [] and [e["tool"] for _, e in events] == ["space_a", "space_b", "space_c"]
+    # Blank out the lines already read (a reader that read them again would lose them) ...
+    size = path.stat().st_size
+    with path.open("r+b") as file:
+        file.seek(100)
+        file.write(b" " * (size - 101))
+    write_calls(log, ["space_d", "space_e"])
+    gone, events = follower.read()
+    # ... and only the two new lines come back.
+    assert gone == [] and [e["tool"] for _, e in events] == ["space_d", "space_e"]
+    assert list(follower.read()[1]) == []
+
+
+def test_a_follower_takes_a_line_only_once_its_newline_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    line = json.dumps(Call(tool="space_a", ok=True, latency_ms=1.0).to_json()).encode()
+    path.write_bytes(line[:20])
+    follower = LogFollower(path)
+    assert list(follower.read()[1]) == []
+    with path.open("ab") as file:
+        file.write(line[20:] + b"\n")
+    assert [e["tool"] for _, e in follower.read()[1]] == ["space_a"]
+
+
+def test_a_follower_follows_rotation_and_says_which_files_left(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, max_bytes=1024, backups=1)
+    follower = LogFollower(path)
+    write_calls(log, ["space_a"] * 3)
+    gone, events = follower.read()
+    first_key = {key for key, _ in events}
+    assert gone == [] and len(first_key) == 1
+    write_calls(log, ["space_b"] * 30)  # rotates several times: the first file is removed
+    gone, events = follower.read()
+    tools = [e["tool"] for _, e in events]
+    assert set(gone) == first_key and set(tools) == {"space_b"}
+    # Every line still in the log was read once: the ones read before plus these.
+    assert [e["tool"] for e in read_events(path)] == tools[-len(list(read_events(path))) :]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.integers(0, 12), st.booleans()), min_size=1, max_size=25),
+    backups=st.integers(0, 3),
+)
+def test_the_console_shows_what_a_full_reading_of_the_log_shows(
+    steps: list[tuple[int, bool]], backups: int
+) -> None:
+    stack = build_stack([build_preset("theme-tools")])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "events.jsonl"
+        log = EventLog(path, max_bytes=1024, backups=backups)
+        console = Console(Controller(stack.manager), event_log=path, token="t")
+        try:
+            for count, snapshot in steps:
+                write_calls(log, [f"space_t{count % 4}"] * count)
+                if snapshot:
+                    shown = console.log_snapshot()
+                    assert shown["stats"] == stats_of_log(path)
+                    assert shown["events"] == list(read_events(path))[-TAIL:]
+        finally:
+            console.close()
+            log.close()
