@@ -9,6 +9,7 @@ import json
 import tempfile
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -23,6 +24,7 @@ from agent_presets.eventlog import EventLog, LogFollower, read_events
 from agent_presets.events import Call
 from agent_presets.mcpserver.envelope import INVALID_REQUEST, too_long
 from agent_presets.mcpserver.eventstore import MemoryEventStore
+from agent_presets.mcpserver.sessionlimit import SessionLimit
 from agent_presets.model import ToolArgumentError
 from agent_presets.stats import stats_of_log
 from agent_presets.suggest import did_you_mean
@@ -194,3 +196,68 @@ def test_the_console_shows_what_a_full_reading_of_the_log_shows(
         finally:
             console.close()
             log.close()
+
+
+# ------------------------------------------------------------ the session limit
+
+
+class FakeSessions:
+    """The SDK's app as SessionLimit sees it: a POST without an id opens a session."""
+
+    def __init__(self) -> None:
+        self.ended: list[str] = []
+        self.count = 0
+        self.hold = anyio.Event()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope["headers"])
+        session = headers.get(b"mcp-session-id")
+        answer: list[tuple[bytes, bytes]] = []
+        if scope["method"] == "DELETE":
+            self.ended.append(session.decode())
+        elif scope["method"] == "GET":
+            await self.hold.wait()  # an open GET stream
+        elif session is None and headers.get(b"mcp-protocol-version") != b"2026-07-28":
+            self.count += 1
+            answer.append((b"mcp-session-id", f"s{self.count}".encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": answer})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def request(app: Any, method: str, session: str | None = None, version: str = "") -> None:
+    headers = [(b"host", b"127.0.0.1")]
+    if session is not None:
+        headers.append((b"mcp-session-id", session.encode()))
+    if version:
+        headers.append((b"mcp-protocol-version", version.encode()))
+    scope = {"type": "http", "method": method, "path": "/mcp", "headers": headers}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    await app(scope, receive, send)
+
+
+def test_at_the_session_limit_only_an_opening_ends_a_session_and_never_a_busy_one() -> None:
+    async def main() -> None:
+        sdk = FakeSessions()
+        limit = SessionLimit(sdk, max_sessions=3)
+        for _ in range(3):
+            await request(limit, "POST")  # s1, s2, s3
+        await request(limit, "POST", "s1")  # s1 has been used since
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(request, limit, "GET", "s2")  # s2 is listening
+            await anyio.wait_all_tasks_blocked()
+            for _ in range(5):  # the modern era opens no session: no room needed
+                await request(limit, "POST", None, "2026-07-28")
+            assert sdk.ended == []
+            await request(limit, "POST")  # s4: the unused s3 makes way, not the busy s2
+            await request(limit, "POST")  # s5: then s4, never used either
+            await request(limit, "POST")  # s6: then s5; the used s1 only after those
+            assert sdk.ended == ["s3", "s4", "s5"]
+            sdk.hold.set()
+
+    anyio.run(main)

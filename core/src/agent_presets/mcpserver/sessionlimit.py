@@ -35,6 +35,7 @@ from typing import Any, Final
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agent_presets.mcpserver.auth import SCOPE_KEY
 
@@ -54,15 +55,11 @@ making way, a lower limit locks no one out."""
 log = logging.getLogger("agent_presets.server")
 
 _SESSION_HEADER: Final = MCP_SESSION_ID_HEADER.lower().encode()
+_VERSION_HEADER: Final = MCP_PROTOCOL_VERSION_HEADER.lower().encode()
 # Left off the DELETE that ends a session: it has no body, and the SDK checks
 # a version header against the versions it serves (absent, it assumes one).
 _NOT_COPIED: Final = frozenset(
-    {
-        b"content-type",
-        b"content-length",
-        _SESSION_HEADER,
-        MCP_PROTOCOL_VERSION_HEADER.lower().encode(),
-    }
+    {b"content-type", b"content-length", _SESSION_HEADER, _VERSION_HEADER}
 )
 
 
@@ -128,7 +125,7 @@ class SessionLimit:
                 self._sessions.pop(session.id, None)
 
     async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") == "POST" and self._full():
+        if _opens_a_session(scope) and self._full():
             await self._make_room()
         opening = dict(scope)
         self._opening_now += 1
@@ -195,6 +192,18 @@ class SessionLimit:
             pass
 
         await self.app(scope, receive, send)
+
+
+def _opens_a_session(scope: Scope) -> bool:
+    """Whether the SDK may open a legacy session for this request (as it routes them).
+
+    A request of the modern era (a version header the handshake does not
+    know) is served without a session, so it needs no room.
+    """
+    if scope.get("method") != "POST":
+        return False
+    version = next((v for k, v in scope.get("headers", ()) if k == _VERSION_HEADER), None)
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def _client(scope: Scope) -> str:
