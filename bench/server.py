@@ -116,7 +116,7 @@ def serve_presets(count: int) -> None:
     """agent-presets: bootstrap a plugin whose one preset holds ``count`` no-op tools."""
     from agent_presets.server import serve
 
-    presets, policy = _bench_presets(count)
+    presets, policy = bench_presets(count)
     # As `presets serve` runs by default: every call appended to an event log.
     serve(presets, policy=policy)
 
@@ -126,7 +126,7 @@ def serve_presets_http(count: int, state: str | None) -> None:
     from agent_presets.server.mcp import serve
     from agent_presets.server.tokens import TokenTable
 
-    presets, policy = _bench_presets(count)
+    presets, policy = bench_presets(count)
     tokens = TokenTable(state) if state else None
 
     def banner(line: str) -> None:
@@ -135,7 +135,7 @@ def serve_presets_http(count: int, state: str | None) -> None:
     serve(presets, transport="http", port=0, banner=banner, policy=policy, tokens=tokens)
 
 
-def _bench_presets(count: int) -> tuple[Any, Any]:
+def bench_presets(count: int) -> tuple[Any, Any]:
     from agent_presets import ToolAdapter, bootstrap, hookimpl
     from agent_presets.server.policy import ToolPolicy
 

@@ -35,6 +35,7 @@ from agent_presets.model import (
     ToolResultError,
 )
 from agent_presets.prompts import fill_placeholders
+from agent_presets.schema import clip, quote
 from agent_presets.schemacheck import Check, compile_check
 
 if TYPE_CHECKING:
@@ -836,7 +837,7 @@ def check_arguments(tool: str, validator: Validator, arguments: dict[str, Any]) 
         expected = f"; expected {{{', '.join(props)}}}" + (
             f" with {', '.join(required)} required" if required else ""
         )
-    raise ToolArgumentError(f"{tool}: {_argument(path)}: {error.message}{expected}")
+    raise ToolArgumentError(f"{tool}: {_argument(path)}: {_problem(error)}{expected}")
 
 
 def check_output(tool: str, validator: Validator, result: Any) -> None:
@@ -876,7 +877,27 @@ def plain_mapping(value: Any) -> Any:
 
 
 def _argument(path: str) -> str:
-    return f"argument {path!r}" if path else "arguments"
+    # A path is made of the client's keys: quoted short, as any value it sent.
+    return f"argument {quote(path, _PROBLEM_LIMIT)}" if path else "arguments"
+
+
+_PROBLEM_LIMIT = 300
+"""Characters of jsonschema's words an argument error keeps."""
+
+
+def _problem(error: Any) -> str:
+    """jsonschema's words for ``error``, with the argument's value quoted short.
+
+    jsonschema writes the whole value (``'xxx...' is not one of [...]``): a
+    3 MiB argument would come back whole in the error the model reads.
+    """
+    message = str(error.message)
+    if len(message) <= _PROBLEM_LIMIT:
+        return message
+    whole = repr(error.instance)
+    if whole in message:
+        message = message.replace(whole, quote(error.instance))
+    return clip(message, _PROBLEM_LIMIT)
 
 
 def _not_certain(arguments: Any) -> bool:

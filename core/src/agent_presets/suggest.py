@@ -19,5 +19,11 @@ def closest(name: object, known: Iterable[str]) -> str | None:
     """The known name closest to ``name``, when one is close enough to be what was meant."""
     import difflib  # only for an error: not imported at start-up
 
-    close = difflib.get_close_matches(str(name), list(known), n=1)
+    text, names = str(name), list(known)
+    # difflib's cutoff (0.6) needs the lengths within a factor of 2.3 of each
+    # other, and it indexes every character of ``text`` first: a name a client
+    # made megabytes long has no match, and must not cost that work.
+    if len(text) > 3 * max(map(len, names), default=0):
+        return None
+    close = difflib.get_close_matches(text, names, n=1)
     return close[0] if close else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -352,6 +353,13 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     metavar="SECONDS",
     help="How long a call waits for confirmation before it is refused.",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="HTTP only: sessions open at once; past it, a new client's initialize ends an idle "
+    "session (of the client holding the most) instead of being refused. [default: 1000]",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -372,6 +380,7 @@ def serve(
     confirm_timeout: float,
     confirm_via: str,
     console_address: str | None,
+    max_sessions: int | None,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -385,12 +394,68 @@ def serve(
     surface or activity changes the list, and every client is told with
     notifications/tools/list_changed. One banner line goes to stderr.
     """
-    from agent_presets.adapters import MCP_NAME_RE
-    from agent_presets.host import HeadlessHost
-    from agent_presets.server.policy import ToolPolicy
-    from agent_presets.tools import ToolRegistry
+    from agent_presets.server import ServeConfig
+    from agent_presets.server.control import SOCKET_NAME
+    from agent_presets.server.mcp import serve as run_server
 
     # Check every flag before the host's saved state is touched.
+    console_at = _check_flags(
+        transport,
+        host,
+        namespace,
+        auth,
+        insecure,
+        console_address,
+        event_log,
+        no_event_log,
+        max_sessions,
+        facts,
+    )
+    app, presets = _start_host(
+        state_dir, root, namespace, overrides_from_flags(force_on, force_off)
+    )
+    policy = _policy(
+        presets,
+        allow,
+        max_calls,
+        max_calls_per_tool,
+        None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+    )
+    _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
+    tokens = _tokens(app) if auth == "tokens" else None
+    config = ServeConfig(
+        transport=cast(Any, transport),
+        host=host,
+        port=port,
+        banner=_banner(presets, policy, tokens, app.state_dir),
+        policy=policy,
+        control_socket=app.state_dir / SOCKET_NAME,
+        tokens=tokens,
+        insecure=insecure,
+        confirm=cast(Any, confirm),
+        confirm_timeout=confirm_timeout,
+        confirm_via=cast(Any, confirm_via),
+        console=None if console_at is None else _console_options(console_at, app),
+        max_sessions=max_sessions,
+    )
+    run_server(presets, config)
+
+
+def _check_flags(
+    transport: str,
+    host: str,
+    namespace: str,
+    auth: str | None,
+    insecure: bool,
+    console_address: str | None,
+    event_log: Path | None,
+    no_event_log: bool,
+    max_sessions: int | None,
+    facts: tuple[str, ...],
+) -> tuple[str, int] | None:
+    """Refuse flags that cannot work together, before anything is touched; the console's address."""
+    from agent_presets.adapters import MCP_NAME_RE
+
     if facts:
         raise click.UsageError(
             "--set is not supported by serve: the headless host owns its "
@@ -421,17 +486,27 @@ def serve(
         raise click.UsageError("--event-log and --no-event-log contradict each other")
     if auth is not None and transport != "http":
         raise click.UsageError("--auth tokens needs --transport http")
-    from agent_presets.server.mcp.auth import check_exposure
-
+    if max_sessions is not None and transport != "http":
+        raise click.UsageError("--max-sessions needs --transport http")
     if transport == "http":
+        from agent_presets.server.mcp.auth import check_exposure
+
         check_exposure(host, auth=auth, insecure=insecure)
-    overrides = overrides_from_flags(force_on, force_off)
-    state = state_dir or default_state_dir()
+    return console_at
+
+
+def _start_host(
+    state_dir: Path | None, root: Path | None, namespace: str, overrides: dict[str, str]
+) -> tuple[Any, Any]:
+    """The headless host, started with the installed plugins (and the plugins folder)."""
+    from agent_presets.host import HeadlessHost
+    from agent_presets.tools import ToolRegistry
+
     folder = plugins_dir()
     ctx = click.get_current_context()
     # The file tools must not reach code that the next start imports.
     app = HeadlessHost(
-        state,
+        state_dir or default_state_dir(),
         root,
         plugin_dirs=[folder] if folder is not None else [],
         serve_options=ctx.meta.get(BUILT_KEY, ()),
@@ -445,47 +520,66 @@ def serve(
     # catalog's problems, presets.problems, bootstrap has already logged once.)
     for problem in plugin_set.problems[loaded:]:
         warn(f"skipped: {problem}")
+    return app, presets
+
+
+def _policy(
+    presets: Any,
+    allow: tuple[str, ...],
+    max_calls: int | None,
+    max_calls_per_tool: int | None,
+    event_log: Path | None,
+) -> Any:
+    from agent_presets.server.policy import ToolPolicy
+
     try:
         allowed = ToolPolicy.allow_list(presets, allow) if allow else None
     except PresetValidationError as exc:
         raise click.BadParameter(exc.message, param_hint="'--allow'") from None
-    policy = ToolPolicy(
+    return ToolPolicy(
         allow=allowed,
         max_calls=max_calls,
         max_calls_per_tool=max_calls_per_tool,
-        event_log=None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+        event_log=event_log,
     )
-    # The flags set fields of the headless host's vocabulary, whose values the host
-    # and the plugins declare: one change, checked whole, as `presets context set`
-    # makes it. An undeclared value is refused with the declared values and the
-    # closest one, and nothing is saved.
-    flags = {"surface": surface, "activity": activity, "canvas_visible": canvas_visible}
+
+
+def _set_context(app: Any, presets: Any, **flags: Any) -> None:
+    """Apply ``--surface``/``--activity``/``--canvas-visible`` as one change, checked whole.
+
+    The flags set fields of the headless host's vocabulary, whose values the
+    host and the plugins declare, as `presets context set` does. An
+    undeclared value is refused with the declared values and the closest one,
+    and nothing is saved.
+    """
     changes = {k: (v if v != "" else None) for k, v in flags.items() if v is not None}
-    if changes:
-        from agent_presets.vocabulary import ContextValueError
+    if not changes:
+        return
+    from agent_presets.vocabulary import ContextValueError
 
-        try:
-            presets.vocabulary.check_change(changes)
-            app.update_context(changes)
-        except ContextValueError as exc:
-            flag = f"'--{exc.field.replace('_', '-')}'"
-            raise click.BadParameter(str(exc), param_hint=flag) from None
-        except PresetError as exc:
-            raise click.UsageError(str(exc)) from None
-    from agent_presets.server.control import SOCKET_NAME
-    from agent_presets.server.mcp import serve as run_server
+    try:
+        presets.vocabulary.check_change(changes)
+        app.update_context(changes)
+    except ContextValueError as exc:
+        flag = f"'--{exc.field.replace('_', '-')}'"
+        raise click.BadParameter(str(exc), param_hint=flag) from None
+    except PresetError as exc:
+        raise click.UsageError(str(exc)) from None
 
-    tokens = None
-    if auth == "tokens":  # the token module is imported only where tokens are used
-        from agent_presets.server.tokens import TokenTable
 
-        tokens = TokenTable(app.state_dir)
-    if tokens is not None and not tokens.names():
+def _tokens(app: Any) -> Any:
+    from agent_presets.server.tokens import TokenTable  # only where tokens are used
+
+    tokens = TokenTable(app.state_dir)
+    if not tokens.names():
         warn(
             f"no tokens in {tokens.path} yet: every request is refused until one is made "
             "with `presets tokens create NAME`"
         )
+    return tokens
 
+
+def _banner(presets: Any, policy: Any, tokens: Any, state_dir: Path) -> Callable[[str], None]:
     def banner(where: str) -> None:
         click.echo(
             f"presets serve: {len(presets.plugins.plugins)} plugins, "
@@ -494,25 +588,11 @@ def serve(
             + ", "
             f"{where}"
             + (f", {len(tokens.names())} tokens" if tokens is not None else "")
-            + f", state in {app.state_dir}",
+            + f", state in {state_dir}",
             err=True,
         )
 
-    run_server(
-        presets,
-        transport=cast(Any, transport),
-        host=host,
-        port=port,
-        banner=banner,
-        policy=policy,
-        control_socket=app.state_dir / SOCKET_NAME,
-        tokens=tokens,
-        insecure=insecure,
-        confirm=cast(Any, confirm),
-        confirm_timeout=confirm_timeout,
-        confirm_via=cast(Any, confirm_via),
-        console=None if console_at is None else _console_options(console_at, app),
-    )
+    return banner
 
 
 def _console_options(address: tuple[str, int], app: Any) -> Any:

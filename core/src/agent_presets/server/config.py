@@ -55,7 +55,8 @@ class ServeConfig:
       only while holding the state lock); ``console``: the browser console.
     - ``stages``: the host's own call-pipeline stages, run after the budgets
       (``docs/embedding.md``); ``telemetry``: tracer and meter providers.
-    - ``page_size``: tools in one ``tools/list`` page.
+    - ``page_size``: tools in one ``tools/list`` page; ``max_sessions``: legacy-era
+      HTTP sessions open at once.
     """
 
     transport: Transport = "stdio"
@@ -73,6 +74,9 @@ class ServeConfig:
     stages: Sequence[Stage] = field(default=())
     telemetry: Telemetry | None = None
     page_size: int = TOOLS_PAGE_SIZE
+    max_sessions: int | None = None
+    """HTTP sessions open at once (None: the server's default); at the limit an idle
+    session makes way for a new one."""
 
     def __post_init__(self) -> None:
         if self.transport not in ("stdio", "http"):
@@ -89,6 +93,8 @@ class ServeConfig:
             )
         if self.page_size < 1:
             raise PresetError(f"page_size must be at least 1, not {self.page_size}")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise PresetError(f"max_sessions must be at least 1, not {self.max_sessions}")
         if self.tokens is not None and self.transport != "http":
             raise PresetError("token authentication needs --transport http; stdio has no tokens")
         object.__setattr__(self, "stages", tuple(self.stages))

@@ -9,11 +9,13 @@ classes in ``events`` are the only ones written.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import stat
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -315,3 +317,90 @@ def verify_log(path: str | Path) -> Verified:
             problem = "a line before it was removed or altered (or this line's link was)"
         return Verified(index + 1, ChainBreak(file, number, problem), unchained)
     return Verified(len(order), None, unchained)
+
+
+_CHUNK = 1 << 20
+"""Bytes a follower reads at a time: a long log is never held whole."""
+
+
+class LogFollower:
+    """The log and its rotated files, read as they grow: each ``read`` gives what is new.
+
+    A reader that shows a live log (the console) would otherwise read every
+    file again on every line written: with a 54 MiB log, that took a server
+    from 482 calls/s to 77. A follower keeps each file it has read open, and
+    where it stopped in it, so a rotation (which renames) is followed: a file
+    read up to some offset as ``events.jsonl`` is read on from there as
+    ``events.jsonl.1``. Holding the file open also keeps its inode from being
+    given to a new file while the follower still knows it. A line is taken
+    only once its newline is written. A file that left the log (rotated out,
+    deleted) or shrank (truncated by hand) is reported ``gone`` by its key; a
+    truncated file is then read again from its start, under a new key.
+    ``close`` lets the files go.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._keys = itertools.count(1)
+        self._files: dict[tuple[int, int], _Followed] = {}  # by (device, inode)
+
+    def read(self) -> tuple[list[int], Iterator[tuple[int, dict[str, Any]]]]:
+        """``(gone, events)``: keys of files that left the log, and the new events.
+
+        ``events`` yields ``(key, event)``, oldest first, each event with the
+        key of the file it is in; iterate it to the end before the next ``read``.
+        """
+        order: list[_Followed] = []
+        seen: dict[tuple[int, int], _Followed] = {}
+        gone: list[int] = []
+        for file in rotated_paths(self.path):
+            try:
+                fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:  # rotated away since it was listed
+                continue
+            info = os.fstat(fd)
+            ident = (info.st_dev, info.st_ino)
+            followed = self._files.get(ident) or seen.get(ident)
+            if followed is not None:
+                os.close(fd)  # the one held since it was first read serves
+            else:
+                followed = _Followed(fd, next(self._keys))
+            if ident in seen:  # listed twice across a rotation: read once
+                continue
+            if info.st_size < followed.offset:  # truncated: what was read is gone
+                gone.append(followed.key)
+                followed.key, followed.offset = next(self._keys), 0
+            seen[ident] = followed
+            order.append(followed)
+        for ident, followed in self._files.items():
+            if ident not in seen:
+                gone.append(followed.key)
+                os.close(followed.fd)
+        self._files = seen
+        return gone, self._events(order)
+
+    def close(self) -> None:
+        for followed in self._files.values():
+            os.close(followed.fd)
+        self._files = {}
+
+    def _events(self, order: list[_Followed]) -> Iterator[tuple[int, dict[str, Any]]]:
+        for file in order:
+            rest = b""
+            while chunk := os.pread(file.fd, _CHUNK, file.offset + len(rest)):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()  # after the last newline: not a whole line yet
+                for raw in lines:
+                    file.offset += len(raw) + 1
+                    event = _parse(raw)
+                    if event is not None:
+                        yield file.key, event
+
+
+@dataclass(eq=False)
+class _Followed:
+    """A log file a follower holds open, the key it gave it, and how far it has read."""
+
+    fd: int
+    key: int
+    offset: int = 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.schema import quote
 from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.suggest import did_you_mean
 
@@ -218,7 +219,7 @@ class ToolPolicy:
         if self.allow is not None and tool not in self.allow.tools:
             raise GateError(
                 "allow-list",
-                f"Tool {tool!r} is not allowed on this server: it was started with an "
+                f"Tool {quote(tool)} is not allowed on this server: it was started with an "
                 "allow-list that does not include it. Only the user can change that, by "
                 "restarting the server with --allow for the tool or its preset.",
             )
@@ -233,7 +234,7 @@ class ToolPolicy:
             if profile.allow is not None and tool not in profile.allow.tools:
                 raise GateError(
                     "allow-list",
-                    f"Tool {tool!r} is not allowed for the token {token!r}: its allow-list "
+                    f"Tool {quote(tool)} is not allowed for the token {token!r}: its allow-list "
                     "does not include it. Only the user can change that, with "
                     "`presets tokens create --replace` and a wider --allow.",
                 )

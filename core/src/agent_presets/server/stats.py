@@ -24,9 +24,12 @@ def percentile(values: list[float], fraction: float) -> float | None:
     Nearest rank, not interpolation: the answer is a latency some call really
     had, which is what a person reading "p95" expects.
     """
-    if not values:
+    return _nearest_rank(sorted(values), fraction)
+
+
+def _nearest_rank(ordered: list[float], fraction: float) -> float | None:
+    if not ordered:
         return None
-    ordered = sorted(values)
     rank = max(1, math.ceil(fraction * len(ordered)))
     return ordered[rank - 1]
 
@@ -67,8 +70,38 @@ class Stats:
         elif kind == "decision":
             self.decisions[str(event.get("outcome"))] += 1
 
+    def remove(self, part: Stats) -> None:
+        """Take back what ``part`` counted: the events of a file that has left the log.
+
+        ``part`` must hold events this ``Stats`` counted. A follower of a live
+        log (the console) counts each file into its own ``Stats`` too, so a
+        rotation costs one pass over the latencies, not a reading of the log.
+        """
+        self.events -= part.events
+        for mine, theirs in (
+            (self.calls, part.calls),
+            (self.failed, part.failed),
+            (self.refusals, part.refusals),
+            (self.decisions, part.decisions),
+        ):
+            mine.subtract(theirs)
+            for key in [k for k, n in mine.items() if n <= 0]:
+                del mine[key]
+        if part.latencies:
+            gone = Counter(part.latencies)
+            kept = []
+            for latency in self.latencies:
+                if gone[latency] > 0:
+                    gone[latency] -= 1
+                else:
+                    kept.append(latency)
+            self.latencies = kept
+
     def to_json(self) -> dict[str, Any]:
         """The numbers ``presets stats --json`` prints (``docs/console.md``)."""
+        # Sorted in place: asked again after a few more events (the console asks
+        # four times a second), sorting a sorted list and a short tail is quick.
+        self.latencies.sort()
         approved = self.decisions.get("approved", 0)
         # Decided means a person (or the elicitation) answered: approved or denied.
         decided = approved + self.decisions.get("denied", 0)
@@ -81,8 +114,8 @@ class Stats:
             "refusals": sum(self.refusals.values()),
             "refusals_by_gate": dict(self.refusals.most_common()),
             "latency_ms": {
-                "p50": percentile(self.latencies, 0.50),
-                "p95": percentile(self.latencies, 0.95),
+                "p50": _nearest_rank(self.latencies, 0.50),
+                "p95": _nearest_rank(self.latencies, 0.95),
             },
             "decisions": dict(self.decisions.most_common()),
             "approval_rate": approved / decided if decided else None,

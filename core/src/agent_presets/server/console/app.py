@@ -19,7 +19,9 @@ the console has no rule of its own. What it guards itself is the door:
 
 The page is live through Server-Sent Events: the manager's and the request
 store's ``on_change`` listeners bump a version, the event log is watched by
-size, and each stream sends a fresh snapshot when either moved. The views
+size, and each stream sends a fresh snapshot when either moved. The log is
+followed (``eventlog.LogFollower``): each snapshot reads only the lines
+written since the last one, so a long log costs its length once. The views
 of what the agent works on come from the host's runtimes, generically: a
 runtime that has a ``console_view()`` method returning
 ``{"kind": "svg", "svg": "<svg ...>"}`` is drawn (``docs/console.md``).
@@ -52,7 +54,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_presets.model import PresetError
 from agent_presets.server.console import allowed_hosts, foreign_request, svg_safe
 from agent_presets.server.control import ConfirmationRequired, Controller
-from agent_presets.server.events import read_events, rotated_paths
+from agent_presets.server.eventlog import LogFollower
+from agent_presets.server.events import rotated_paths
+from agent_presets.server.httptimeout import TimedH11
 from agent_presets.server.requests import shown_request
 from agent_presets.server.stats import Stats
 
@@ -97,13 +101,22 @@ class Console:
         self._version = 0
         self._version_lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._log_cache: tuple[tuple[int, ...], dict[str, Any]] | None = None
+        self._log_cache: tuple[tuple[tuple[int, int, int], ...], dict[str, Any]] | None = None
+        # What the log says so far: in all, by file (to take back a file that
+        # leaves the log), and its newest events with their file's key.
+        self._follower = LogFollower(event_log) if event_log is not None else None
+        self._stats = Stats()
+        self._stats_by_file: dict[int, Stats] = {}
+        self._tail: collections.deque[tuple[int, dict[str, Any]]] = collections.deque(maxlen=TAIL)
         controller.manager.add_on_change(self._bump)
         controller.requests.add_on_change(self._bump)
 
     def close(self) -> None:
         self.controller.manager.remove_on_change(self._bump)
         self.controller.requests.remove_on_change(self._bump)
+        if self._follower is not None:
+            with self._log_lock:
+                self._follower.close()
 
     def _bump(self, *_args: Any) -> None:
         with self._version_lock:
@@ -115,41 +128,60 @@ class Console:
 
     # -- what the page shows ---------------------------------------------------
 
-    def log_mark(self) -> tuple[int, ...]:
-        """Sizes of the log's files: changes when a line is written or the log rotates."""
+    def log_mark(self) -> tuple[tuple[int, int, int], ...]:
+        """Each log file's inode, size and change time: moves when a line is written or
+        the log rotates (a rotation may leave a file of the very size the last one had)."""
         if self.event_log is None:
             return ()
         marks = []
         for path in rotated_paths(self.event_log):
             try:
-                marks.append(path.stat().st_size)
+                info = path.stat()
             except FileNotFoundError:
                 continue
+            marks.append((info.st_ino, info.st_size, info.st_mtime_ns))
         return tuple(marks)
 
     def log_snapshot(self) -> dict[str, Any]:
-        """The stats and the newest events; the log is read again only when it moved.
+        """The stats and the newest events; the log is read on only when it moved.
 
-        Every open page asks after each change; they share one reading, so a
-        busy session with several pages reads a long log once per change.
+        Every open page asks after each change; they share one reading, and
+        a reading takes only the lines written since the last one.
         """
         mark = self.log_mark()
         with self._log_lock:
             if self._log_cache is not None and self._log_cache[0] == mark:
                 return self._log_cache[1]
-            stats = Stats()
-            tail: collections.deque[dict[str, Any]] = collections.deque(maxlen=TAIL)
-            if self.event_log is not None:
-                for event in read_events(self.event_log):
-                    stats.add(event)
-                    tail.append(event)
+            if self._follower is not None:
+                self._follow(self._follower)
             snapshot = {
-                "stats": stats.to_json(),
-                "events": list(tail),
+                "stats": self._stats.to_json(),
+                "events": [event for _key, event in self._tail],
                 "event_log": self.event_log is not None,
             }
             self._log_cache = (mark, snapshot)
             return snapshot
+
+    def _follow(self, follower: LogFollower) -> None:
+        """Count the log's new lines, and take back the files that left it."""
+        gone, events = follower.read()
+        for key, event in events:
+            self._stats.add(event)
+            part = self._stats_by_file.get(key)
+            if part is None:
+                part = self._stats_by_file[key] = Stats()
+            part.add(event)
+            self._tail.append((key, event))
+        for key in gone:
+            part = self._stats_by_file.pop(key, None)
+            if part is not None:
+                self._stats.remove(part)
+        if gone:
+            # Files leave oldest first: an event of one that left is in the tail only
+            # if every newer event is too, so what stays is still the newest of the log.
+            self._tail = collections.deque(
+                ((key, event) for key, event in self._tail if key not in gone), maxlen=TAIL
+            )
 
     def control_snapshot(self) -> dict[str, Any]:
         status = self.controller.status()
@@ -374,6 +406,7 @@ async def serve_console(console: Console, sock: socket.socket, options: ConsoleO
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=1,
+        http=TimedH11,  # a request head that has not arrived in 10 s closes its connection
     )
     server = _QuietServer(config)
     host, port = sock.getsockname()[:2]

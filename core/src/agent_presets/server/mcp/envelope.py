@@ -38,12 +38,15 @@ __all__ = [
     "Rejection",
     "check",
     "error_response",
+    "too_long",
 ]
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 
 _QUOTE_LIMIT: Final = 40
+_ID_WINDOW: Final = 64 * 1024
+"""Characters of an over-long message read for its id: an id comes near the start."""
 _BATCH: Final = (
     "batches are not supported: MCP 2025-11-25 removed JSON-RPC batching; "
     "send each message as its own JSON object"
@@ -110,6 +113,28 @@ def check(text: str | bytes) -> Rejection | None:
         return _check_batch(value)
     problem = _problem(value)
     return None if problem is None else Rejection((problem,))
+
+
+def too_long(start: str, limit: int) -> Rejection:
+    """The ``-32600`` for a message over ``limit`` characters; ``start`` is its first part.
+
+    The id is answered when the start shows it whole: a key of the top-level
+    object followed by another key, so it cannot be cut short; else ``null``.
+    """
+    id_: RequestId | None = None
+    try:
+        value = pydantic_core.from_json(start[:_ID_WINDOW], allow_partial=True)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and "id" in value and next(reversed(value)) != "id":
+        id_ = _usable_id(value)
+    return _single(
+        id_,
+        INVALID_REQUEST,
+        f"Invalid Request: the message is longer than this server's limit of {limit:,} "
+        "characters on one line, and was dropped; send smaller messages (split a large "
+        "argument over several calls)",
+    )
 
 
 def _single(id_: RequestId | None, code: int, message: str) -> Rejection:

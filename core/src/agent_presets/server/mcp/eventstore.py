@@ -7,8 +7,10 @@ store is in memory and bounded, so a client that never comes back costs
 little:
 
 - each stream keeps its last ``per_stream`` events (1,000);
-- the store keeps at most ``max_events`` events in all (100,000), dropping
-  the oldest first;
+- the store keeps at most ``max_events`` events in all (100,000), and at
+  most ``max_bytes`` of them (32 MiB of JSON), dropping the oldest first; the
+  newest event is kept whatever its size, so the store holds at most
+  ``max_bytes`` plus one message;
 - a POST's stream is finished once its response is stored; only the last
   ``max_finished`` finished streams are kept (1,000), since a result can be
   large and a client resumes a POST only if it dropped before the response.
@@ -69,6 +71,8 @@ SESSION: ContextVar[SessionScope | None] = ContextVar("agent_presets_http_sessio
 
 _UNSCOPED: Final = SessionScope()
 
+MAX_BYTES: Final = 32 * 1024 * 1024
+
 _Event = tuple[int, EventId, JSONRPCMessage | None]
 """One stored event: its place in the store's order, its id, its message."""
 _Where = tuple["weakref.ref[SessionScope]", StreamId]
@@ -83,11 +87,17 @@ class MemoryEventStore(EventStore):
         per_stream: int = PER_STREAM,
         max_events: int = MAX_EVENTS,
         max_finished: int = MAX_FINISHED,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
-        if min(per_stream, max_events, max_finished) < 1:
+        if min(per_stream, max_events, max_finished, max_bytes) < 1:
             raise ValueError("every bound of the event store must be at least 1")
         self.per_stream = per_stream
         self.max_events = max_events
+        self.max_bytes = max_bytes
+        # Each stored event's size (its JSON) by its place in the order, and their sum:
+        # an event leaves both when it leaves the store, whichever bound drops it.
+        self._sizes: dict[int, int] = {}
+        self._bytes = 0
         self._seq = itertools.count(1)  # the order of events; never on the wire
         self._scopes: weakref.WeakKeyDictionary[SessionScope, dict[StreamId, deque[_Event]]] = (
             weakref.WeakKeyDictionary()
@@ -109,7 +119,17 @@ class MemoryEventStore(EventStore):
         events = streams.get(stream_id)
         if events is None:
             events = streams[stream_id] = deque(maxlen=self.per_stream)
+        if len(events) == events.maxlen:  # the deque drops its oldest: so does the store
+            self._forget(events[0][1])
         events.append((seq, event_id, message))
+        # Measured as the SDK writes it on the stream (the same flags).
+        size = (
+            0
+            if message is None
+            else len(message.model_dump_json(by_alias=True, exclude_unset=True))
+        )
+        self._sizes[seq] = size
+        self._bytes += size
         where = (weakref.ref(scope), stream_id)
         self._where[event_id] = (seq, where)
         self._order.append((event_id, where))
@@ -118,9 +138,11 @@ class MemoryEventStore(EventStore):
             if len(self._finished) == self._finished.maxlen:
                 self._drop_stream(self._finished[0])
             self._finished.append(where)
-        while len(self._order) > self.max_events:
+        while len(self._order) > self.max_events or (
+            self._bytes > self.max_bytes and len(self._order) > 1
+        ):
             old, (ref, sid) = self._order.popleft()
-            self._where.pop(old, None)
+            self._forget(old)
             old_events = self._streams(ref).get(sid)
             if old_events and old_events[0][1] == old:
                 old_events.popleft()
@@ -155,7 +177,13 @@ class MemoryEventStore(EventStore):
         ref, stream_id = where
         events = self._streams(ref).pop(stream_id, None)
         for _seq, event_id, _message in events or ():
-            self._where.pop(event_id, None)
+            self._forget(event_id)
+
+    def _forget(self, event_id: EventId) -> None:
+        """Event ``event_id`` is no longer stored: it no longer resolves, nor counts."""
+        found = self._where.pop(event_id, None)
+        if found is not None:
+            self._bytes -= self._sizes.pop(found[0], 0)
 
 
 def _current() -> SessionScope:

@@ -10,7 +10,8 @@ error with each offending field as a JSON path from the message
 schema; only the words are ours. Values are never quoted (pydantic's input
 is left out), since they come from the client. A request sent before the
 handshake gets the same bare words from the SDK's gate; it is told to
-initialize first.
+initialize first. The SDK's ``-32601 Method not found`` carries the method
+name in ``data``; a name longer than any method is cut short there.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from agent_presets.schema import quote
+
 __all__ = ["invalid_params_error", "name_invalid_params"]
 
 # pydantic names the member of a union it tried ("str", "int",
@@ -32,6 +35,8 @@ __all__ = ["invalid_params_error", "name_invalid_params"]
 _UNION_TAG: Final = re.compile(r"^(str|int|float|bool|none|list|dict|bytes)$|[\[\]]|^[A-Z]")
 _MAX_FIELDS: Final = 5
 _GATE: Final = ("Invalid request parameters", "")
+_PART_LIMIT: Final = 100
+"""Characters of one field name kept in a path: a key may be the client's."""
 
 
 async def name_invalid_params(
@@ -50,6 +55,12 @@ async def name_invalid_params(
             raise
         raise invalid_params_error(ctx.method, exc) from None
     except MCPError as exc:
+        if exc.error.code == types.METHOD_NOT_FOUND and isinstance(exc.data, str):
+            if len(exc.data) <= _PART_LIMIT:
+                raise
+            raise MCPError(
+                code=types.METHOD_NOT_FOUND, message=exc.message, data=quote(exc.data)
+            ) from None
         # Inside the chain the SDK raises its bare wording only from the
         # before-initialize gate (params failures arrive here as
         # ValidationError); what is missing is the handshake.
@@ -75,7 +86,11 @@ def invalid_params_error(method: str, exc: ValidationError) -> MCPError:
     # a handler, the params alone (locations start at the field).
     inside_params = not exc.title.endswith("Request")
     for error in exc.errors(include_url=False, include_input=False, include_context=False):
-        parts = [str(part) for part in error["loc"] if not _UNION_TAG.search(str(part))]
+        parts = [
+            str(part) if len(str(part)) <= _PART_LIMIT else quote(str(part))
+            for part in error["loc"]
+            if not _UNION_TAG.search(str(part))
+        ]
         if inside_params:
             parts.insert(0, "params")
         field = ".".join(parts) or "params"

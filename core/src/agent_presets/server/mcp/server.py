@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from agent_presets._version import __version__
 from agent_presets.boot import host_defaults
 from agent_presets.model import PromptFragment, Resolution, ToolDef
+from agent_presets.schema import quote
 from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
     ConfirmMode,
@@ -329,7 +330,7 @@ class PresetServer(Server[Any]):
                 | set(self.tool_registry.names())
             )
             hint = did_you_mean(name, known, "list the tools to see what is available now.")
-            return f"Unknown tool {name!r}: no installed plugin provides it{hint}"
+            return f"Unknown tool {quote(name)}: no installed plugin provides it{hint}"
         if explanation.active:
             return f"Tool {name!r} is being updated; list the tools again and retry."
         text = explanation.message()
@@ -380,7 +381,7 @@ class PresetServer(Server[Any]):
         if params.name != PROMPT_NAME:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
+                message=f"unknown prompt {quote(params.name)}; this server has {PROMPT_NAME!r}",
             )
         fragments = self._fragments(token_of(ctx.request))
         return {
@@ -434,7 +435,9 @@ class PresetServer(Server[Any]):
         else:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown resource {uri!r}; this server has {PROMPT_URI} and {STATUS_URI}",
+                message=(
+                    f"unknown resource {quote(uri)}; this server has {PROMPT_URI} and {STATUS_URI}"
+                ),
             )
         return {
             "contents": [{"uri": uri, "mimeType": mime, "text": text}],

@@ -7,6 +7,12 @@ stdin that reads the wire line by line and answers an invalid line itself
 (``envelope.check``: ``-32700``, ``-32600``), so the SDK only ever sees
 messages it accepts; blank lines are skipped, as they are no message.
 
+A line is at most ``MAX_LINE`` characters (4 MiB, the HTTP transport's body
+limit): a longer one is answered ``-32600`` naming the limit, with the
+request's id when its first part shows one, and the rest of it is read and
+dropped in chunks, never held, so a client that sends 300 MB on one line
+costs the server a few MiB and the next line is served as usual.
+
 One writer: the answers go out through the same stdout object the SDK
 writes with, one ``write`` per line under a lock, so frames never interleave.
 
@@ -27,12 +33,13 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, Final, TextIO
 
 import anyio
 from mcp.server.stdio import stdio_server
 
-from agent_presets.server.mcp.envelope import check
+from agent_presets.server.mcp.envelope import Rejection, check, too_long
+from agent_presets.server.mcp.http import DEFAULT_MAX_BODY_SIZE
 
 if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -42,9 +49,15 @@ if TYPE_CHECKING:
     # private module; they are imported for typing alone.
     Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
-__all__ = ["stdio_transport"]
+__all__ = ["MAX_LINE", "stdio_transport"]
 
 log = logging.getLogger("agent_presets.server.mcp.stdio")
+
+MAX_LINE: Final = DEFAULT_MAX_BODY_SIZE
+"""Characters in one line (one message) at most; the same 4 MiB as an HTTP body."""
+
+_DISCARD_CHUNK: Final = 1 << 16
+"""Characters read at a time while dropping the rest of an over-long line."""
 
 _claim_lock = threading.Lock()
 _claimed: set[int] = set()
@@ -93,24 +106,33 @@ class _LineWriter(_WireText):
 class _CheckedLines(_WireText):
     """The wire in: ``readline`` returns only lines the SDK will accept.
 
-    A line that is not one valid JSON-RPC message is answered on ``out``
-    and skipped, so the SDK never turns it into a silent exception.
+    A line that is not one valid JSON-RPC message, or is longer than
+    ``max_line``, is answered on ``out`` and skipped, so the SDK never turns
+    it into a silent exception.
     """
 
-    def __init__(self, buffer: IO[bytes], out: _LineWriter) -> None:
+    def __init__(self, buffer: IO[bytes], out: _LineWriter, max_line: int = MAX_LINE) -> None:
         # errors="replace", as the SDK reads: a bad byte is one bad message,
         # not the end of the connection.
         super().__init__(buffer, errors="replace")
         self._out = out
+        self.max_line = max_line
 
     def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
         while True:
-            line = super().readline(size)
+            # One character past the limit tells an over-long line from one that fits.
+            line = super().readline(self.max_line + 1)
             if not line or not line.strip():
                 if not line:
                     return line
                 continue
-            rejection = check(line.rstrip("\r\n"))
+            rejection: Rejection | None
+            if len(line) > self.max_line and not line.endswith("\n"):
+                rejection = too_long(line, self.max_line)
+                del line  # the rest must not be read while this much is held
+                self._discard_rest()
+            else:
+                rejection = check(line.rstrip("\r\n"))
             if rejection is None:
                 return line
             log.debug("answered an invalid JSON-RPC message: %s", rejection.message)
@@ -118,21 +140,31 @@ class _CheckedLines(_WireText):
             if answer is not None:
                 self._out.write(answer + "\n")
 
+    def _discard_rest(self) -> None:
+        """Read the rest of the current line, a chunk at a time, and drop it."""
+        while True:
+            chunk = super().readline(_DISCARD_CHUNK)
+            if not chunk or chunk.endswith("\n"):
+                return
+
 
 @asynccontextmanager
-async def stdio_transport() -> AsyncIterator[Streams]:
+async def stdio_transport(*, max_line: int = MAX_LINE) -> AsyncIterator[Streams]:
     """Serve MCP on this process's stdin and stdout: ``(read_stream, write_stream)``.
 
-    The drop-in for ``mcp.server.stdio.stdio_server()``. Raises
+    The drop-in for ``mcp.server.stdio.stdio_server()``; a line longer than
+    ``max_line`` characters is refused (see the module docstring). Raises
     ``RuntimeError`` when another ``stdio_transport()`` in this process is
     serving.
     """
+    if max_line < 1:
+        raise ValueError(f"max_line must be at least 1 character, got {max_line}")
     with (
         _claim(0, sys.stdin, "rb", _open_stdin_diversion) as wire_in,
         _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
     ):
         out = _LineWriter(wire_out)
-        lines = _CheckedLines(wire_in, out)
+        lines = _CheckedLines(wire_in, out, max_line)
         async with stdio_server(stdin=anyio.wrap_file(lines), stdout=anyio.wrap_file(out)) as (
             read_stream,
             write_stream,

@@ -73,6 +73,7 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
                 config.banner,
                 extra,
                 config.tokens,
+                config.max_sessions,
             )
     except KeyboardInterrupt:
         pass
@@ -90,12 +91,13 @@ def _run(
     banner: Callable[[str], None] | None,
     extra: list[Task],
     tokens: TokenTable | None = None,
+    max_sessions: int | None = None,
 ) -> None:
     if transport == "stdio":
         anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, extra, tokens)
+        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions)
 
 
 def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
@@ -175,6 +177,7 @@ async def _serve_http(
     banner: Callable[[str], None] | None,
     extra: list[Task] | None = None,
     tokens: TokenTable | None = None,
+    max_sessions: int | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -198,10 +201,12 @@ async def _serve_http(
         )
     from agent_presets.server.mcp.eventstore import MemoryEventStore
     from agent_presets.server.mcp.http import EnvelopeCheck
+    from agent_presets.server.mcp.sessionlimit import MAX_SESSIONS, SessionLimit
     from agent_presets.server.mcp.sessions import HttpSessions
 
     # A client that reconnects with Last-Event-ID gets what it missed.
     store = MemoryEventStore()
+    limit = max_sessions if max_sessions is not None else MAX_SESSIONS
     # Invalid JSON-RPC bodies get their -32700/-32600 answer here, before the SDK.
     checked = EnvelopeCheck(
         server.streamable_http_app(
@@ -209,6 +214,7 @@ async def _serve_http(
             host=host,
             transport_security=security,
             event_store=store,
+            max_sessions=limit,
         ),
         path=HTTP_PATH,
     )
@@ -216,11 +222,20 @@ async def _serve_http(
     # learns which sessions have their GET stream open.
     server.fanout.tracks_streams = True
     app: Any = HttpSessions(checked, store=store, listener=server.fanout)
+    # Around it: a flood of initializes ends idle sessions instead of locking clients out.
+    app = SessionLimit(app, max_sessions=limit)
     if tokens is not None:
         # Outermost: nothing, not even a body check, answers a caller without a token.
         app = TokenAuth(app, tokens)
+    from agent_presets.server.httptimeout import TimedH11
+
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        http=TimedH11,  # a request head that has not arrived in 10 s closes its connection
     )
     uv_server = uvicorn.Server(config)
 
