@@ -1,7 +1,7 @@
-"""Live control of a running server: who may change which presets are on, and how.
+"""The controller: the changes a person or the agent may make on a running server.
 
 A person steers a running ``presets serve`` from the shell (``presets on``,
-``presets approve`` ...) and, later, from the browser console; the agent asks
+``presets approve`` ...) and from the browser console; the agent asks
 through the MCP tool ``<prefix>presets_request``. All of them go through one
 ``Controller``, so one rule decides each thing once:
 
@@ -13,31 +13,14 @@ through the MCP tool ``<prefix>presets_request``. All of them go through one
   person gets ``ConfirmationRequired`` and asks, then sends it again.
 - The agent may narrow at once (``off``) but never widen: ``on`` files a
   request in the ``RequestStore`` that only a person approves.
-
-The channel is a Unix socket in the state directory (``control.sock``, mode
-0600, bound only by the server that holds the state lock), speaking JSON
-lines: one request object per line, one response object per line
-(``docs/control.md``). ``ControlListener`` is the server side, run on the MCP
-server's event loop; ``control_request`` is the client the CLI uses. Nothing
-here imports ``mcp``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import errno
-import json
-import logging
 import os
 import re
-import shutil
-import socket
-import struct
-import tempfile
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -54,29 +37,21 @@ from agent_presets.model import (
 from agent_presets.server.requests import (
     DEFAULT_TTL,
     MAX_REASON,
-    DigestMismatchError,
     RequestStore,
-    UnknownRequestError,
     iso_utc,
 )
-from agent_presets.vocabulary import ContextValueError
 
 if TYPE_CHECKING:
     from agent_presets.server.events import Event, State
 
-log = logging.getLogger("agent_presets.server.control")
 
-SOCKET_NAME: Final = "control.sock"
-PROTOCOL_VERSION: Final = 1
-MAX_LINE: Final = 64 * 1024
-"""Longest request line (bytes) the server reads; a longer one is refused."""
-IDLE_SECONDS: Final = 30.0
-"""A connection that sends nothing for this long is closed."""
-SWEEP_SECONDS: Final = 1.0
-"""How often the server drops expired requests, so their ``decision`` lines are timely."""
 TTL_ENV: Final = "PRESETS_REQUEST_TTL"
 """Seconds a request waits before it expires (default 600); tests shorten it."""
+
+
 REQUEST_TOOL: Final = "presets_request"
+
+
 REQUEST_OUTPUT: Final[Mapping[str, Any]] = MappingProxyType(
     {
         "type": "object",
@@ -97,8 +72,8 @@ REQUEST_OUTPUT: Final[Mapping[str, Any]] = MappingProxyType(
 """What ``presets_request`` returns, served as its ``outputSchema``."""
 """The agent's tool, after the host's namespace prefix (``space_presets_request``)."""
 
+
 BY_RE: Final = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-OPS: Final = ("status", "set", "requests", "approve", "deny", "context")
 
 
 class ConfirmationRequired(PresetError):
@@ -113,26 +88,6 @@ class ConfirmationRequired(PresetError):
         )
 
 
-class NoServerError(PresetError):
-    """No server answers on the state directory's control socket."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-        super().__init__(
-            f"no server runs for state dir {state_dir}; overrides apply to a running server "
-            f"only. Start one with: presets serve --state-dir {state_dir}"
-        )
-
-
-class ControlError(PresetError):
-    """The server refused a control request; ``code`` says why, ``detail`` has the rest."""
-
-    def __init__(self, code: str, message: str, detail: Mapping[str, Any] | None = None) -> None:
-        self.code = code
-        self.detail = dict(detail or {})
-        super().__init__(message)
-
-
 def request_ttl_from_env() -> float:
     """``PRESETS_REQUEST_TTL`` seconds when set to a positive number, else 10 minutes."""
     text = os.environ.get(TTL_ENV, "").strip()
@@ -145,13 +100,6 @@ def request_ttl_from_env() -> float:
     if not ttl > 0 or ttl == float("inf"):
         raise PresetValidationError(f"{TTL_ENV}={text!r}: give a positive number of seconds")
     return ttl
-
-
-def socket_path(state_dir: str | Path) -> Path:
-    return Path(state_dir) / SOCKET_NAME
-
-
-# --------------------------------------------------------------------- the controller
 
 
 class Controller:
@@ -457,255 +405,3 @@ def _check_by(by: str) -> None:
         raise PresetValidationError(
             f"'by' must be a short lowercase name such as cli or console, not {by!r}"
         )
-
-
-# --------------------------------------------------------------------- the protocol
-
-
-def respond(controller: Controller, line: bytes) -> dict[str, Any]:
-    """The response object for one request line (never raises for bad input)."""
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return _error("bad-request", "a request is one JSON object per line")
-    if not isinstance(message, dict) or not isinstance(message.get("op"), str):
-        return _error("bad-request", f"a request is an object with an 'op': one of {OPS}")
-    try:
-        result = _dispatch(controller, message)
-    except ConfirmationRequired as exc:
-        return _error("confirm", str(exc), preset=exc.preset, risk=exc.risk)
-    except UnknownPresetError as exc:
-        return _error("unknown-preset", str(exc))
-    except UnknownRequestError as exc:
-        return _error("unknown-request", str(exc))
-    except DigestMismatchError as exc:
-        return _error("digest-mismatch", str(exc))
-    except ContextValueError as exc:
-        values = None if exc.values is None else list(exc.values)
-        return _error("invalid-context", str(exc), field=exc.field, values=values)
-    except PresetError as exc:
-        return _error("invalid", str(exc))
-    except Exception:
-        log.exception("control request %r failed", message.get("op"))
-        return _error("internal", "the server failed on this request; its log has the details")
-    return {"v": PROTOCOL_VERSION, "ok": True, "result": result}
-
-
-def _dispatch(controller: Controller, message: dict[str, Any]) -> Any:
-    op = message["op"]
-    by = message.get("by", "cli")
-    confirmed = message.get("confirmed") is True
-    if op == "status":
-        return controller.status()
-    if op == "requests":
-        return controller.pending()
-    if op == "set":
-        return controller.set_override(
-            _text(message, "preset"), _text(message, "state"), by=by, confirmed=confirmed
-        )
-    if op == "approve":
-        digest = message.get("digest")
-        return controller.approve(
-            _text(message, "id"),
-            by=by,
-            confirmed=confirmed,
-            digest=None if digest is None else _text(message, "digest"),
-        )
-    if op == "deny":
-        return controller.deny(_text(message, "id"), by=by)
-    if op == "context":
-        changes = message.get("set")
-        if not isinstance(changes, dict) or not all(isinstance(k, str) for k in changes):
-            raise PresetValidationError("'set' must be an object of field names to values")
-        return controller.set_context(changes, by=by)
-    raise PresetValidationError(f"unknown op {op!r}; use one of: {', '.join(OPS)}")
-
-
-def _text(message: Mapping[str, Any], key: str) -> str:
-    value = message.get(key)
-    if not isinstance(value, str):
-        raise PresetValidationError(f"'{key}' must be a string")
-    return value
-
-
-def _error(code: str, message: str, **detail: Any) -> dict[str, Any]:
-    return {
-        "v": PROTOCOL_VERSION,
-        "ok": False,
-        "error": {"code": code, "message": message, **detail},
-    }
-
-
-# --------------------------------------------------------------------- the server side
-
-
-class ControlListener:
-    """The listening socket ``STATE/control.sock``; bound now, served on the event loop.
-
-    Bind only while holding the state lock: then any socket file already there
-    is a dead server's, and is replaced. The socket is made in a fresh 0700
-    folder, set to 0600 and renamed into place, so it is never reachable with
-    wider permissions, not even for an instant. ``close()`` removes it if it
-    is still ours.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.sock = _bind(self.path)
-        self._inode = os.stat(self.path).st_ino
-
-    async def serve(self, controller: Controller) -> None:
-        """Answer requests until cancelled; drop expired requests meanwhile."""
-        server = await asyncio.start_unix_server(
-            lambda r, w: _connection(controller, r, w), sock=self.sock, limit=MAX_LINE
-        )
-        async with server:
-            await server.start_serving()
-            while True:
-                await asyncio.sleep(SWEEP_SECONDS)
-                try:
-                    controller.requests.expire()
-                except Exception:  # a failing event log must not stop the channel
-                    log.exception("expiring requests failed")
-
-    def close(self) -> None:
-        self.sock.close()
-        self.remove()
-
-    def remove(self) -> None:
-        """Remove the socket file if it is still ours (safe in a signal handler)."""
-        with contextlib.suppress(OSError):
-            if os.stat(self.path).st_ino == self._inode:
-                self.path.unlink()
-
-
-def _bind(path: Path) -> socket.socket:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for debris in path.parent.glob(".control-*"):  # a killed server's half-made socket
-        shutil.rmtree(debris, ignore_errors=True)
-    folder = tempfile.mkdtemp(prefix=".control-", dir=path.parent)  # mode 0700
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        made = Path(folder) / "s"
-        with _short(made) as address:
-            sock.bind(address)
-        os.chmod(made, 0o600)
-        os.replace(made, path)  # replaces a dead server's socket file
-        sock.listen(16)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        raise PresetError(
-            f"{path}: cannot create the control socket: {exc.strerror or exc}"
-        ) from None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return sock
-
-
-@contextlib.contextmanager
-def _short(path: Path) -> Any:
-    """An address for ``path`` that fits a Unix socket's 108 bytes.
-
-    A long path is reached through its folder's descriptor (``/proc/self/fd/N``).
-    """
-    if len(os.fsencode(path)) < 100 or not os.path.isdir("/proc/self/fd"):
-        yield str(path)
-        return
-    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield f"/proc/self/fd/{fd}/{path.name}"
-    finally:
-        os.close(fd)
-
-
-async def _connection(
-    controller: Controller, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> None:
-    try:
-        if not _same_user(writer):
-            writer.write(_encode(_error("forbidden", "only the server's own user may connect")))
-            return
-        while True:
-            try:
-                line = await asyncio.wait_for(reader.readline(), IDLE_SECONDS)
-            except ValueError:  # longer than MAX_LINE
-                writer.write(
-                    _encode(_error("bad-request", f"a request line is at most {MAX_LINE} bytes"))
-                )
-                return
-            if not line:
-                return
-            writer.write(_encode(respond(controller, line)))
-            await writer.drain()
-    except (ConnectionError, TimeoutError):
-        pass
-    finally:
-        with contextlib.suppress(ConnectionError):
-            writer.close()
-
-
-def _same_user(writer: asyncio.StreamWriter) -> bool:
-    """Whether the peer runs as this process's user (the 0600 mode says so already)."""
-    sock = writer.get_extra_info("socket")
-    peercred = getattr(socket, "SO_PEERCRED", None)
-    if sock is None or peercred is None:
-        return True
-    try:
-        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, peercred, 12))
-    except OSError:
-        return True
-    return bool(uid == os.getuid())
-
-
-def _encode(response: Mapping[str, Any]) -> bytes:
-    return (json.dumps(response, ensure_ascii=True, default=str) + "\n").encode("ascii")
-
-
-# --------------------------------------------------------------------- the client side
-
-
-def control_request(
-    state_dir: str | Path, message: Mapping[str, Any], *, timeout: float = 30.0
-) -> Any:
-    """Send one request to the server of ``state_dir``; return its ``result``.
-
-    Raises ``NoServerError`` when no server answers there (no socket, or a
-    dead server's), ``ControlError`` when the server refuses the request.
-    """
-    state_dir = Path(state_dir)
-    path = socket_path(state_dir)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            with _short(path) as address:
-                sock.connect(address)
-        except FileNotFoundError:
-            raise NoServerError(state_dir) from None
-        except OSError as exc:
-            if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK):
-                raise NoServerError(state_dir) from None
-            raise
-        sock.sendall(_encode(message))
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        sock.close()
-    try:
-        response = json.loads(data)
-    except ValueError:
-        raise PresetError(f"{path}: the server sent no valid answer") from None
-    if not isinstance(response, dict):
-        raise PresetError(f"{path}: the server sent no valid answer")
-    if not response.get("ok"):
-        error = response.get("error") or {}
-        detail = {k: v for k, v in error.items() if k not in ("code", "message")}
-        raise ControlError(
-            str(error.get("code", "error")), str(error.get("message", "refused")), detail
-        )
-    return response.get("result")
