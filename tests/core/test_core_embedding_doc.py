@@ -155,7 +155,9 @@ def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: Modu
 def test_the_readme_snippet_defines_what_it_uses(monkeypatch: pytest.MonkeyPatch) -> None:
     snippet = block(REPO / "README.md", "python", "serve(")
     served: list[object] = []
-    monkeypatch.setattr(agent_presets, "serve", served.append)
+    import agent_presets.embed
+
+    monkeypatch.setattr(agent_presets.embed, "serve", served.append, raising=False)
     namespace: dict[str, Any] = {}
     exec(compile(snippet, "README.md", "exec"), namespace)
     [presets] = served
@@ -173,7 +175,26 @@ def test_serving_is_public_and_loads_mcp_on_first_use() -> None:
         "(server.serve, server.build_server, server.PresetServer)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-    assert {"serve", "build_server", "PresetServer"} <= set(agent_presets.__all__)
+    import agent_presets.embed
+
+    assert {"serve", "build_server", "PresetServer", "ServeConfig", "bootstrap"} <= set(
+        agent_presets.embed.__all__
+    )
+
+
+def test_the_top_level_lists_the_plugin_authors_names_and_still_loads_the_embedders() -> None:
+    import agent_presets.embed
+
+    # A plugin author's few at the top; a host's in agent_presets.embed.
+    assert {"ToolAdapter", "hookimpl", "ContextField", "RowTable", "svg_safe"} <= set(
+        agent_presets.__all__
+    )
+    assert not {"bootstrap", "serve", "PresetManager"} & set(agent_presets.__all__)
+    # Code written before the split keeps working: every embedding name still loads here.
+    for name in agent_presets.embed.__all__:
+        if name in ("Stage", "PendingCall", "CallRefused", "HostDefaults", "ServeConfig"):
+            continue  # new with the split: only agent_presets.embed has them
+        assert getattr(agent_presets, name) is getattr(agent_presets.embed, name), name
 
 
 def test_type_checkers_see_every_public_name_and_the_version_is_the_distribution_s() -> None:
@@ -188,7 +209,9 @@ def test_type_checkers_see_every_public_name_and_the_version_is_the_distribution
     typed = {
         a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
     }
-    assert typed == set(agent_presets.__all__) - {"__version__"}
+    # The author's names, and the embedder's kept for code written before the split.
+    assert set(agent_presets.__all__) - {"__version__"} <= typed
+    assert typed <= set(agent_presets.__all__) | set(agent_presets._EXPORTS)
     assert agent_presets.__version__ == importlib.metadata.version("agent-presets")
 
 

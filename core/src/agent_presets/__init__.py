@@ -1,8 +1,14 @@
 """agent-presets: decide which tools an AI agent may use right now.
 
-The public names below are a contract: code outside this repository imports
-them from here. They load on first use, so ``import agent_presets`` stays
-cheap for the CLI commands that need only part of the core.
+The names in ``__all__`` are what a plugin author needs: the hooks, the
+adapter and its schema helpers, the call context and results, the errors,
+``ContextField``, the row-table protocol, the atomic writer and ``svg_safe``.
+A host app that embeds the core (bootstrap, the manager and registries,
+serving and its config, the runtimes' protocols) imports from
+``agent_presets.embed``; those names still load from here too, as they did
+before the split, but are not listed. Everything loads on first use, so
+``import agent_presets`` stays cheap for the CLI commands that need only part
+of the core.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ _EXPORTS = {
     "ContextField": "vocabulary",
     "RowTable": "rows",
     "write_atomic": "atomicfile",
+    "svg_safe": "safetext",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
     "PresetServer": "server",
     "build_server": "server",
@@ -65,8 +72,6 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "DEFAULT_NAMESPACE",
-    "ActivePreset",
     "AdapterKit",
     "CallContext",
     "ContextField",
@@ -76,44 +81,28 @@ __all__ = [
     "MissingRuntimeError",
     "OwnershipError",
     "PluginHooks",
-    "PluginSet",
-    "Preset",
     "PresetError",
-    "PresetManager",
-    "PresetMcpSync",
-    "PresetRegistry",
-    "PresetServer",
     "PresetValidationError",
-    "Presets",
-    "PromptFragment",
-    "Resolution",
     "RowTable",
-    "SyncReport",
     "ToolAdapter",
-    "ToolAdapterRegistry",
     "ToolArgumentError",
     "ToolCall",
     "ToolCallError",
-    "ToolDef",
-    "ToolRegistry",
     "ToolResult",
     "ToolResultError",
     "UnknownPresetError",
     "UnsupportedByClientError",
     "__version__",
-    "bootstrap",
-    "build_server",
     "hookimpl",
     "hookspec",
-    "load_plugins",
-    "load_preset_file",
     "object_schema",
     "require_runtime",
     "result_schema",
     "runtime_handler",
-    "serve",
+    "svg_safe",
     "write_atomic",
 ]
+"""The plugin author's names. ``agent_presets.embed`` lists the embedder's."""
 
 
 def __getattr__(name: str) -> Any:
@@ -129,43 +118,108 @@ if TYPE_CHECKING:
     from agent_presets.adapters import (
         AdapterKit,
         ToolAdapter,
-        ToolAdapterRegistry,
         ToolCall,
         object_schema,
         require_runtime,
         result_schema,
         runtime_handler,
     )
-    from agent_presets.atomicfile import write_atomic
-    from agent_presets.boot import Presets, bootstrap
-    from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
-    from agent_presets.hookspecs import hookimpl, hookspec
-    from agent_presets.loader import load_preset_file
-    from agent_presets.manager import PresetManager
+    from agent_presets.adapters import (
+        ToolAdapterRegistry as ToolAdapterRegistry,
+    )
+    from agent_presets.atomicfile import (
+        write_atomic,
+    )
+    from agent_presets.boot import (
+        Presets as Presets,
+    )
+    from agent_presets.boot import (
+        bootstrap as bootstrap,
+    )
+    from agent_presets.callcontext import (
+        CallContext,
+        Elicitation,
+        UnsupportedByClientError,
+    )
+    from agent_presets.hookspecs import (
+        hookimpl,
+        hookspec,
+    )
+    from agent_presets.loader import (
+        load_preset_file as load_preset_file,
+    )
+    from agent_presets.manager import (
+        PresetManager as PresetManager,
+    )
     from agent_presets.model import (
-        DEFAULT_NAMESPACE,
-        ActivePreset,
+        DEFAULT_NAMESPACE as DEFAULT_NAMESPACE,
+    )
+    from agent_presets.model import (
+        ActivePreset as ActivePreset,
+    )
+    from agent_presets.model import (
         DuplicatePresetError,
         DuplicateToolError,
         MissingRuntimeError,
         OwnershipError,
-        Preset,
         PresetError,
         PresetValidationError,
-        PromptFragment,
-        Resolution,
         ToolArgumentError,
         ToolCallError,
-        ToolDef,
         ToolResultError,
         UnknownPresetError,
     )
-    from agent_presets.pluginkit import PluginHooks
-    from agent_presets.plugins import PluginSet, load_plugins
-    from agent_presets.registry import PresetRegistry
-    from agent_presets.results import ToolResult
-    from agent_presets.rows import RowTable
-    from agent_presets.server.mcp import PresetServer, build_server, serve
-    from agent_presets.sync import PresetMcpSync, SyncReport
-    from agent_presets.tools import ToolRegistry
-    from agent_presets.vocabulary import ContextField
+    from agent_presets.model import (
+        Preset as Preset,
+    )
+    from agent_presets.model import (
+        PromptFragment as PromptFragment,
+    )
+    from agent_presets.model import (
+        Resolution as Resolution,
+    )
+    from agent_presets.model import (
+        ToolDef as ToolDef,
+    )
+    from agent_presets.pluginkit import (
+        PluginHooks,
+    )
+    from agent_presets.plugins import (
+        PluginSet as PluginSet,
+    )
+    from agent_presets.plugins import (
+        load_plugins as load_plugins,
+    )
+    from agent_presets.registry import (
+        PresetRegistry as PresetRegistry,
+    )
+    from agent_presets.results import (
+        ToolResult,
+    )
+    from agent_presets.rows import (
+        RowTable,
+    )
+    from agent_presets.safetext import (
+        svg_safe,
+    )
+    from agent_presets.server.mcp import (
+        PresetServer as PresetServer,
+    )
+    from agent_presets.server.mcp import (
+        build_server as build_server,
+    )
+    from agent_presets.server.mcp import (
+        serve as serve,
+    )
+    from agent_presets.sync import (
+        PresetMcpSync as PresetMcpSync,
+    )
+    from agent_presets.sync import (
+        SyncReport as SyncReport,
+    )
+    from agent_presets.tools import (
+        ToolRegistry as ToolRegistry,
+    )
+    from agent_presets.vocabulary import (
+        ContextField,
+    )

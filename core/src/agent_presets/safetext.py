@@ -11,11 +11,15 @@ is shown as its Python escape, and a backslash as ``\\\\``, which keeps the
 shown text unambiguous: ``\\x1b`` on screen is an ESC, ``\\\\x1b`` four
 characters. Rich markup is not this module's business: callers that print
 through rich pass the result as ``rich.text.Text``, never as markup.
+
+``svg_safe`` is the same care for pictures: an agent's name inside an SVG
+must not make the whole picture malformed XML.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -82,3 +86,19 @@ def shown_arguments(arguments: Mapping[str, Any], *, clip: bool = True) -> tuple
     if clipped and len(items) > MAX_SHOWN_ARGS:
         parts.append(f"and {len(items) - MAX_SHOWN_ARGS} more")
     return (", ".join(parts) if parts else "no arguments"), clipped
+
+
+_UNFIT: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def svg_safe(svg: str) -> str:
+    """``svg`` with every character XML 1.0 forbids, and every C1 control, made U+FFFD.
+
+    A name the agent chose (a layer, a node label, a scene object) may hold a
+    control character; ElementTree escapes markup but writes ``\x01`` as it
+    is, and one such character makes the whole picture malformed XML, which
+    the browser then refuses to draw. No markup holds these characters, so
+    replacing them in the written text changes only the names. The built-in
+    plugins' pictures and the console (for any plugin's view) pass through it.
+    """
+    return _UNFIT.sub("\ufffd", svg)

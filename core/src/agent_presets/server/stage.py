@@ -77,4 +77,6 @@ class Stage(Protocol):
     your own (a rate limiter's counters) for concurrent use.
     """
 
-    async def handle(self, call: PendingCall, call_next: Next) -> Result: ...
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        """Handle ``call``: ``return await call_next(call)``, raise ``CallRefused``, or answer."""
+        ...

@@ -9,9 +9,31 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from typing import Protocol
 
-from agent_presets.server.console import svg_safe
-from agent_presets_graph.model import Edge, Node
+from agent_presets import svg_safe
+
+
+class Node(Protocol):
+    """What the picture reads of a node (``model.Node`` is one): a protocol, so the
+    picture needs nothing of the model and the model may draw itself with it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+class Edge(Protocol):
+    """What the picture reads of an edge (``model.Edge`` is one)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
 
 SIZE = 400
 RADIUS = 140

@@ -9,10 +9,39 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from typing import Protocol
 
-from agent_presets.server.console import svg_safe
-from agent_presets_scene.model import Cuboid, Light
+from agent_presets import svg_safe
 from agent_presets_scene.terrain import Heightfield
+from agent_presets_scene.vectors import Vec3
+
+
+class Cuboid(Protocol):
+    """What the picture reads of a box (``model.Cuboid`` is one): a protocol, so the
+    picture needs nothing of the model and the model may draw itself with it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def position(self) -> Vec3: ...
+
+    @property
+    def size(self) -> Vec3: ...
+
+    @property
+    def color(self) -> str: ...
+
+
+class Light(Protocol):
+    """What the picture reads of a light (``model.Light`` is one)."""
+
+    @property
+    def position(self) -> Vec3 | None: ...
+
+    @property
+    def on(self) -> bool: ...
+
 
 SIZE = 400.0
 MARGIN = 1.0

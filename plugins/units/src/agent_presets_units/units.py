@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from agent_presets import ToolCallError
-from agent_presets.host.store import write_atomic
+from agent_presets import ToolCallError, write_atomic
 from agent_presets_units.loading import UnitLoader
 from agent_presets_units.loadproc import syntax_error as _syntax_error
 from agent_presets_units.patch import PatchError, apply_patch

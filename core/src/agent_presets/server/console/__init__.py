@@ -7,25 +7,9 @@ which needs starlette and uvicorn, is ``agent_presets.server.console.app``.
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Final
 
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-
-_UNFIT: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-
-def svg_safe(svg: str) -> str:
-    """``svg`` with every character XML 1.0 forbids, and every C1 control, made U+FFFD.
-
-    A name the agent chose (a layer, a node label, a scene object) may hold a
-    control character; ElementTree escapes markup but writes ``\x01`` as it
-    is, and one such character makes the whole picture malformed XML, which
-    the browser then refuses to draw. No markup holds these characters, so
-    replacing them in the written text changes only the names. The built-in
-    plugins' pictures and the console (for any plugin's view) pass through it.
-    """
-    return _UNFIT.sub("\ufffd", svg)
 
 
 def is_loopback(host: str) -> bool:

@@ -52,7 +52,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_presets.model import PresetError
-from agent_presets.server.console import allowed_hosts, foreign_request, svg_safe
+from agent_presets.safetext import svg_safe
+from agent_presets.server.console import allowed_hosts, foreign_request
 from agent_presets.server.control import ConfirmationRequired, Controller
 from agent_presets.server.eventlog import LogFollower
 from agent_presets.server.events import rotated_paths

@@ -119,8 +119,9 @@ class MemoryEventStore(EventStore):
         events = streams.get(stream_id)
         if events is None:
             events = streams[stream_id] = deque(maxlen=self.per_stream)
-        if len(events) == events.maxlen:  # the deque drops its oldest: so does the store
-            self._forget(events[0][1])
+        if len(events) == events.maxlen:  # the deque drops its oldest: so do the bytes
+            # (its id still resolves, so a replay from it sends what the stream kept)
+            self._bytes -= self._sizes.pop(events[0][0], 0)
         events.append((seq, event_id, message))
         # Measured as the SDK writes it on the stream (the same flags).
         size = (

@@ -1,0 +1,62 @@
+"""Embedding agent-presets in a host app: the names a host uses, in one place.
+
+A host builds the core for its own app (``bootstrap``, or the manager,
+registries and sync by hand), serves it over MCP (``serve``,
+``build_server``, ``PresetServer`` with a ``ServeConfig``, and its own
+call-pipeline ``Stage``), and provides the runtimes the plugins' tools act
+on (``RowTable`` is the protocol the built-in plugins' tables follow).
+``docs/embedding.md`` walks through a complete host. A plugin author needs
+none of this: ``agent_presets`` itself lists theirs.
+
+The serving names import ``mcp`` (about a second) on first use only.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "bootstrap": "boot",
+    "Presets": "boot",
+    "HostDefaults": "boot",
+    "PresetManager": "manager",
+    "PresetRegistry": "registry",
+    "ToolAdapterRegistry": "adapters",
+    "ToolRegistry": "tools",
+    "PresetMcpSync": "sync",
+    "SyncReport": "sync",
+    "PluginSet": "plugins",
+    "load_plugins": "plugins",
+    "load_preset_file": "loader",
+    "DEFAULT_NAMESPACE": "model",
+    "ActivePreset": "model",
+    "Preset": "model",
+    "PromptFragment": "model",
+    "Resolution": "model",
+    "ToolDef": "model",
+    "RowTable": "rows",
+    "ContextField": "vocabulary",
+    "serve": "server",
+    "build_server": "server",
+    "PresetServer": "server",
+    "ServeConfig": "server",
+    "Stage": "server.stage",
+    "PendingCall": "server.stage",
+    "CallRefused": "server.stage",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_presets.embed' has no attribute {name!r}")
+    value = getattr(import_module(f"agent_presets.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    pass
