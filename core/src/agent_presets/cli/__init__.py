@@ -49,6 +49,7 @@ COMMANDS: Final = {
     "new-plugin": "newplugin:new_plugin",
     "tokens": "tokens:tokens",
     "stats": "stats:stats",
+    "budget": "budget:budget",
     "events": "stats:events",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
