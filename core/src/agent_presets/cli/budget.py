@@ -67,9 +67,11 @@ def active_tools(presets: Presets) -> list[ToolDef]:
 
 def cost_line(cost: SetCost, budget: Budget) -> str:
     """The one line ``resolve`` and ``budget`` end with."""
+    own = [t.name for t in cost.tools if t.preset is None]
+    with_own = f", the server's {', '.join(own)} included" if own else ""
     return (
-        f"cost: {cost.tokens:,} tokens ({budget.tokenizer.name}) for {len(cost.tools)} tools, "
-        "as tools/list sends them"
+        f"cost: {cost.tokens:,} tokens ({budget.tokenizer.name}) for the {len(cost.tools)} "
+        f"tools tools/list sends{with_own}"
     )
 
 
