@@ -95,7 +95,7 @@ def openai() -> Iterator[dict[str, Any]]:
             encodings = {name: tiktoken.get_encoding(name) for name in TOKENIZERS}
     finally:
         tiktoken.load.read_file = original
-    assert asked == [f"{name}.tiktoken" for name in TOKENIZERS]
+    assert set(asked) <= {f"{name}.tiktoken" for name in TOKENIZERS}  # tiktoken downloads nothing
     yield encodings
 
 
