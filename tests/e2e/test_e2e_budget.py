@@ -173,9 +173,7 @@ def test_the_budgets_serialization_is_what_serve_sends_for_tools_list_byte_for_b
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
-def test_escapes_nulls_floats_and_titles_are_counted_as_sent(
-    tmp_path: Path, protocol: str
-) -> None:
+def test_escapes_nulls_floats_and_titles_are_counted_as_sent(tmp_path: Path, protocol: str) -> None:
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "odd.py").write_text(ONE_OFF, encoding="utf-8")
