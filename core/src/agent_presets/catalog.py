@@ -55,6 +55,12 @@ class Catalog:
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     texts: dict[str, str] = field(default_factory=dict, repr=False)
 
+    def locate(
+        self, preset: Preset, path: tuple[str | int, ...] = (), *, key: bool = False
+    ) -> Location:
+        """``(file, line, column)`` of ``preset``'s field at ``path`` (its key, with ``key``)."""
+        return _Locator(self).field(preset, path, key=key)
+
 
 def collect(
     plugin_set: PluginSet,

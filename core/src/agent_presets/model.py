@@ -157,7 +157,12 @@ def _freeze_pattern(pattern: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class Preset:
-    """An immutable capability bundle. Constructing one validates it."""
+    """An immutable capability bundle. Constructing one validates it.
+
+    ``max_tokens`` bounds what its tool definitions may cost in an agent's
+    context (``presets validate`` counts them as ``presets budget`` does);
+    ``pin`` asks ``serve --tool-budget`` to serve its tools first.
+    """
 
     name: str
     default_state: DefaultState
@@ -167,6 +172,8 @@ class Preset:
     group: str | None = None
     system_prompt: str | None = None
     source: str | None = field(default=None, compare=False)
+    max_tokens: int | None = None
+    pin: bool = False
 
     def __post_init__(self) -> None:
         for attr in ("contexts", "tool_ids"):
@@ -193,6 +200,10 @@ class Preset:
         data["tool_ids"] = list(tool_ids) if isinstance(tool_ids, tuple) else tool_ids
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
+        if self.max_tokens is not None:
+            data["max_tokens"] = self.max_tokens
+        if self.pin is not False:
+            data["pin"] = self.pin
         return data
 
     @property
@@ -233,6 +244,8 @@ class Preset:
             "tool_ids": tuple(mapping["tool_ids"]),
             "system_prompt": mapping.get("system_prompt"),
             "source": source,
+            "max_tokens": mapping.get("max_tokens"),
+            "pin": mapping.get("pin", False),
         }
         for name, value in values.items():
             object.__setattr__(preset, name, value)
@@ -251,6 +264,10 @@ class Preset:
         )
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
+        if self.max_tokens is not None:
+            data["max_tokens"] = self.max_tokens
+        if self.pin:
+            data["pin"] = True
         return data
 
 

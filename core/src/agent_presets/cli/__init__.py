@@ -5,7 +5,7 @@ Domain errors are raised in the core and turned into one clear line here
 arguments. Exit codes: 0 ok, 1 problems found (invalid input), 2 usage error.
 
 The commands live by job: ``validate``, ``inspect`` (list, show, tools,
-plugins, schema, resolve, explain) and ``serve`` (serve, opencode), with the
+plugins, schema, resolve, explain), ``budget`` and ``serve`` (serve, opencode), with the
 flags and helpers they share in ``options``. A command's module is imported
 when that command is looked up, so ``presets serve`` never imports the
 inspection commands (nor what they import) and ``presets validate`` never
@@ -50,6 +50,7 @@ COMMANDS: Final = {
     "new-plugin": "newplugin:new_plugin",
     "tokens": "tokens:tokens",
     "stats": "stats:stats",
+    "budget": "budget:budget",
     "events": "stats:events",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
@@ -108,6 +109,7 @@ def main() -> None:
       presets validate plugins/my/presets.yaml --format github
       presets resolve --surface canvas --activity drawing
       presets explain space_app_run_bash
+      presets budget --surface canvas --activity drawing
       presets serve --transport http --port 8765
 
     \b

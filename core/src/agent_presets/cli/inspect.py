@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agent_presets.cli.budget import tokenizer_option
 from agent_presets.cli.options import (
     check_runtime_hooks,
     context_options,
@@ -285,12 +286,19 @@ def schema(output: Path | None) -> None:
 @click.command()
 @plugins_dir_option
 @context_options
+@tokenizer_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def resolve(as_json: bool, **flags: Any) -> None:
-    """Show the active presets for a context, with reasons, MCP tools and prompt fragments."""
+def resolve(as_json: bool, tokenizer: str, **flags: Any) -> None:
+    """Show the active presets for a context, with reasons, MCP tools and prompt fragments,
+    and what the tools `presets serve` would list cost in tokens (`presets budget` has
+    the detail)."""
+    from agent_presets.cli.budget import active_tools, cost_line, make_budget
+
     presets = presets_for_flags(**flags)
     resolution = presets.manager.resolve()
     tool_defs = presets.manager.get_tool_defs()
+    budget = make_budget(tokenizer)
+    cost = budget.tools(active_tools(presets))
     if as_json:
         emit_json(
             {
@@ -298,6 +306,11 @@ def resolve(as_json: bool, **flags: Any) -> None:
                 "overrides": presets.manager.get_overrides(),
                 **resolution.to_dict(),
                 "mcp_tools": [t.name for t in tool_defs],
+                "cost": {
+                    "tokens": cost.tokens,
+                    "tools": len(cost.tools),
+                    "tokenizer": budget.tokenizer.name,
+                },
             }
         )
         return
@@ -309,6 +322,7 @@ def resolve(as_json: bool, **flags: Any) -> None:
         ((a.name, a.reason, a.risk) for a in resolution.active_presets),
     )
     click.echo(f"MCP tools ({len(tool_defs)}): " + ", ".join(t.name for t in tool_defs))
+    click.echo(cost_line(cost, budget))
     for fragment in resolution.prompt_fragments:
         click.echo(f"\n[{fragment.preset}]\n{fragment.prompt.strip()}")
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from agent_presets.cli.budget import tokenizer_option
 from agent_presets.cli.options import (
     check_runtime_hooks,
     emit_json,
@@ -49,8 +50,24 @@ PATHS_PLUGIN = "files given"
     help="Refuse a preset file larger than this, before parsing it (bytes, or 512KiB, 2MiB). "
     "[default: $PRESETS_MAX_FILE_SIZE, else 1MiB]",
 )
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Also fail when the tools active in a context take more than N tokens, as "
+    "`presets budget` counts them (every context the presets' patterns name; needs the "
+    "installed plugins). A preset's own max_tokens is checked without this flag.",
+)
+@tokenizer_option
 @plugins_dir_option
-def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: str | None) -> None:
+def validate(
+    paths: tuple[Path, ...],
+    fmt: str,
+    installed: bool,
+    max_file_size: str | None,
+    max_tokens: int | None,
+    tokenizer: str,
+) -> None:
     """Check preset files, or every installed plugin when no PATH is given.
 
     PATHS are YAML files or folders (searched for *.yaml and *.yml), checked
@@ -63,9 +80,18 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
     non-editable install) so they are not counted twice. Context fields and values must
     be declared, by a plugin or by the headless host that `presets serve` runs.
 
+    A preset's max_tokens, and with --max-tokens N every context's active
+    set, are counted with --tokenizer: a preset over its limit is reported at
+    its max_tokens line, an active set over N names its context.
+
     Exit status: 0 valid, 1 problems found, 2 usage error.
     """
     limit = _size(max_file_size)
+    if paths and not installed and max_tokens is not None:
+        raise click.UsageError(
+            "--max-tokens counts the tools' definitions, which only the installed plugins "
+            "provide: add --installed"
+        )
     if paths and not installed:
         from agent_presets.catalog import check_preset_files
 
@@ -75,8 +101,8 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
         if fmt != "json":
             # What passes here can still fail with the plugins: say so, not only in the docs.
             click.echo(
-                "checked alone: the schema and file rules; --installed also checks tool ids "
-                "and context fields and values against the installed plugins",
+                "checked alone: the schema and file rules; --installed also checks tool ids, "
+                "token budgets, and context fields and values against the installed plugins",
                 err=True,
             )
         if checked.problems:
@@ -91,11 +117,33 @@ def validate(paths: tuple[Path, ...], fmt: str, installed: bool, max_file_size: 
         _in_place_of_installed(plugin_set, _yaml_files(paths))
     check_runtime_hooks(plugin_set)
     catalog: Catalog = collect(plugin_set, max_file_size=limit)
-    problems = list(catalog.problems)
+    problems = list(catalog.problems) + _budget_problems(catalog, tokenizer, max_tokens)
     plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
     _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
     if problems or plugin_problems:
         sys.exit(1)
+
+
+def _budget_problems(
+    catalog: Catalog, tokenizer: str, max_tokens: int | None
+) -> list[PresetValidationError]:
+    """Presets over their max_tokens, and with ``max_tokens`` active sets over it."""
+    if max_tokens is None and all(p.max_tokens is None for p in catalog.presets):
+        return []  # nothing to count, so the tokenizer is never loaded
+    from agent_presets.budget import active_set_problems, catalog_manager, preset_problems
+    from agent_presets.cli.budget import make_budget, server_tools
+    from agent_presets.model import DEFAULT_NAMESPACE
+
+    manager = catalog_manager(catalog, DEFAULT_NAMESPACE)
+    budget = make_budget(tokenizer)
+    found = preset_problems(catalog, budget, manager.tool_adapters)
+    if max_tokens is not None:
+        extra = server_tools(manager, DEFAULT_NAMESPACE)
+        try:
+            found += active_set_problems(manager, budget, max_tokens, extra)
+        except PresetValidationError as exc:  # too many contexts to enumerate
+            found.append(exc)
+    return found
 
 
 def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:

@@ -2,7 +2,8 @@
 
 The server answers with dicts rather than ``mcp_types`` models: the SDK
 validates them like models without building them first, which keeps
-``tools/list`` and ``tools/call`` cheap.
+``tools/list`` and ``tools/call`` cheap. A tool's entry is built in the
+library (``agent_presets.toolwire``), where ``presets budget`` counts it too.
 """
 
 from __future__ import annotations
@@ -10,31 +11,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
-from agent_presets.model import PromptFragment, ToolDef
+from agent_presets.model import PromptFragment
 from agent_presets.results import Content, ToolResult
+from agent_presets.toolwire import plain, tool_entry
+
+__all__ = [
+    "PROMPT_NAME",
+    "PROMPT_URI",
+    "STATUS_URI",
+    "error_result",
+    "page_cursor",
+    "plain",
+    "prompt_entry",
+    "prompt_text",
+    "read_cursor",
+    "rich_result",
+    "success_result",
+    "tool_entry",
+]
 
 PROMPT_NAME: Final = "active-presets"
 PROMPT_URI: Final = "presets://active/prompt"
 STATUS_URI: Final = "presets://active/status"
-
-
-def tool_entry(tool: ToolDef, annotations: dict[str, Any]) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "name": tool.name,
-        "description": tool.description,
-        "inputSchema": plain(tool.input_schema),
-    }
-    title = tool.title or annotations.get("title")
-    if title:
-        entry["title"] = title
-    if annotations:
-        entry["annotations"] = annotations
-    if tool.output_schema is not None:
-        entry["outputSchema"] = plain(tool.output_schema)
-    return entry
 
 
 def page_cursor(offset: int, version: int) -> str:
@@ -53,15 +54,6 @@ def read_cursor(cursor: str) -> tuple[int, int] | None:
     if kind != "tools" or not version.isdigit() or not offset.isdigit():
         return None
     return int(offset), int(version)
-
-
-def plain(value: Any) -> Any:
-    """Frozen mappings (MappingProxyType) to dicts, for the wire."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def success_result(value: Any) -> dict[str, Any]:

@@ -1,0 +1,200 @@
+"""``presets budget``: what each preset's tools, and the active set, cost in an agent's context.
+
+The counting is the library's (``agent_presets.budget``); this module picks
+the tools (each preset's, and the set ``presets serve`` would list for the
+context flags) and prints them. ``resolve`` and ``validate`` reach the same
+helpers here, so all three count one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from agent_presets.budget import DEFAULT_TOKENIZER, TOKENIZERS
+from agent_presets.cli.options import (
+    context_options,
+    emit_json,
+    plugins_dir_option,
+    presets_for_flags,
+    table,
+)
+from agent_presets.toolwire import LEGACY, PROTOCOLS
+
+if TYPE_CHECKING:
+    from agent_presets.boot import Presets
+    from agent_presets.budget import Budget, SetCost
+    from agent_presets.manager import PresetManager
+    from agent_presets.model import ToolDef
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def tokenizer_option(func: F) -> F:
+    """``--tokenizer NAME``, one of the library's ``TOKENIZERS`` (a bad name lists them)."""
+    return click.option(
+        "--tokenizer",
+        type=click.Choice(TOKENIZERS),
+        default=DEFAULT_TOKENIZER,
+        show_default=True,
+        help="Count with this tokenizer: OpenAI's o200k_base (GPT-4o and later) or "
+        "cl100k_base (GPT-4). Its BPE file ships in a package; nothing is downloaded.",
+    )(func)
+
+
+def make_budget(tokenizer: str, protocol: str = LEGACY) -> Budget:
+    from agent_presets.budget import Budget, get_tokenizer
+
+    return Budget(get_tokenizer(tokenizer), protocol)
+
+
+def server_tools(manager: PresetManager, namespace_prefix: str) -> list[ToolDef]:
+    """The tools ``presets serve`` lists in every context besides the presets': the agent's
+    ``presets_request``."""
+    from agent_presets.server.control import Controller
+
+    return [Controller(manager).request_tool(namespace_prefix)]
+
+
+def active_tools(presets: Presets) -> list[ToolDef]:
+    """The tools ``presets serve`` would list in the presets' context, in its order (by name)."""
+    tools = presets.tool_registry.list()
+    tools += server_tools(presets.manager, presets.tool_registry.namespace_prefix)
+    return sorted(tools, key=lambda t: t.name)
+
+
+def cost_line(cost: SetCost, budget: Budget) -> str:
+    """The one line ``resolve`` and ``budget`` end with."""
+    own = [t.name for t in cost.tools if t.preset is None]
+    with_own = f", the server's {', '.join(own)} included" if own else ""
+    return (
+        f"cost: {cost.tokens:,} tokens ({budget.tokenizer.name}) for the {len(cost.tools)} "
+        f"tools tools/list sends{with_own}"
+    )
+
+
+@click.command("budget")
+@plugins_dir_option
+@context_options
+@click.option(
+    "--principal",
+    metavar="NAME",
+    help="Whose context to count. Today a server keeps one context for everyone, so every "
+    "principal's tools are the ones the context flags give; the name is only reported.",
+)
+@tokenizer_option
+@click.option(
+    "--protocol",
+    type=click.Choice(PROTOCOLS),
+    default=LEGACY,
+    show_default=True,
+    help="Count tools/list as sent to a client of this protocol version "
+    "(older versions get 2025-11-25's shape).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def budget(
+    principal: str | None, tokenizer: str, protocol: str, as_json: bool, **flags: Any
+) -> None:
+    """Show the tokens each preset's and each tool's definition takes in an agent's context,
+    and the total of the tools `presets serve` would list for the context flags.
+
+    A tool costs the tokens of its tools/list entry (name, title, description,
+    input and output schema, hints) as compact JSON; a preset costs the sum of
+    its tools; the active set adds the server's own presets_request tool.
+    Figures are what the model reads before the first message: set a preset's
+    max_tokens, and check it in CI with `presets validate --max-tokens N`.
+
+    \b
+    Examples:
+      presets budget --surface canvas --activity drawing
+      presets budget --tokenizer cl100k_base --json
+    """
+    presets = presets_for_flags(**flags)
+    counter = make_budget(tokenizer, protocol)
+    active = {t.name for t in presets.manager.get_tool_defs()}
+    active_presets = set(presets.manager.resolve().active_names)
+    rows: list[dict[str, Any]] = []
+    for preset in presets.registry.list():
+        cost = counter.preset(preset, presets.tool_adapters)
+        rows.append(
+            {
+                "name": preset.name,
+                "plugin": presets.preset_plugin.get(preset.name),
+                "source": preset.source,
+                "active": preset.name in active_presets,
+                "tokens": cost.tokens,
+                "max_tokens": preset.max_tokens,
+                "over": preset.max_tokens is not None and cost.tokens > preset.max_tokens,
+                "tools": [
+                    {**t.to_dict(), "active": t.name in active and preset.name in active_presets}
+                    for t in cost.tools
+                ],
+            }
+        )
+    own = counter.tools(server_tools(presets.manager, presets.tool_registry.namespace_prefix))
+    served = counter.tools(active_tools(presets))
+    data: dict[str, Any] = {
+        "tokenizer": counter.tokenizer.to_dict(),
+        "protocol": protocol,
+        "principal": principal,
+        "context": presets.manager.get_context(),
+        "presets": rows,
+        "server_tools": [t.to_dict() for t in own.tools],
+        "active": {
+            "tools": [t.to_dict() for t in served.tools],
+            "count": len(served.tools),
+            "tokens": served.tokens,
+        },
+    }
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(
+        f"tokenizer: {counter.tokenizer.label}; each tool's tools/list entry, "
+        f"compact JSON, protocol {protocol}"
+    )
+    table(
+        None,
+        ["preset", "tools", "tokens", "max_tokens", "active"],
+        (
+            (
+                r["name"],
+                len(r["tools"]),
+                f"{r['tokens']:,}",
+                "-"
+                if r["max_tokens"] is None
+                else f"{r['max_tokens']:,}" + (" OVER" if r["over"] else ""),
+                "yes" if r["active"] else "",
+            )
+            for r in rows
+        ),
+    )
+    click.echo()
+    tool_rows = [(r["name"], t) for r in rows for t in r["tools"]]
+    tool_rows += [("(server)", {**t, "active": True}) for t in data["server_tools"]]
+    table(
+        None,
+        ["tool", "preset", "tokens", "description", "input", "output", "active"],
+        (
+            (
+                t["name"],
+                preset,
+                f"{t['tokens']:,}",
+                t["fields"].get("description", 0),
+                t["fields"].get("inputSchema", 0),
+                t["fields"].get("outputSchema", "-"),
+                "yes" if t["active"] else "",
+            )
+            for preset, t in tool_rows
+        ),
+    )
+    click.echo()
+    whose = f" (principal {principal})" if principal else ""
+    from agent_presets.budget import describe_context
+
+    click.echo(
+        f"active set{whose}, {describe_context(data['context'])}: "
+        + cost_line(served, counter).removeprefix("cost: ")
+    )
