@@ -33,9 +33,12 @@ each. Reported: the median time of one request over all blocks, and the
 median of the per-block ratios (presets / bare), the figure judged. Targets
 (ratio to bare): call and first-list <= 1.10, list <= 1.00.
 
-Profiling: ``--profile FILE`` runs the ``presets serve`` of the stdio rows
-under cProfile, writing one profile per spawned server as FILE.N (read them
-with ``python -m pstats``).
+Profiling: ``--profile FILE`` runs the servers of the stdio rows under
+cProfile, writing one profile per spawned server as FILE.KIND.N (KIND is
+presets or bare; read them with ``python -m pstats``); ``--wrap PREFIX`` puts
+a command before them instead, ``{n}`` in it standing for KIND.N, e.g. a
+sampling profiler:
+``--wrap "py-spy record -r 997 -f raw -o spy.{n} --"``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import socket
 import statistics
 import subprocess
@@ -140,29 +144,51 @@ def serve_bare(fixture_path: str, transport: str) -> None:
 class Servers:
     """How to start each server, on one state folder and one fixture per era."""
 
-    def __init__(self, profile: str | None) -> None:
+    def __init__(
+        self, profile: str | None, wrap: str | None = None, serve_args: Sequence[str] = ()
+    ) -> None:
+        self.serve_args = list(serve_args)
         self.folder = Path(tempfile.mkdtemp(prefix="presets-bench-eras-"))
         self.state_dir = self.folder / "state"
         self.profile = profile
+        self.wrap = wrap
         self.profiles = 0
+        self.last_pid: int | None = None
+        """The process of the server the last ``client()`` connected to, where known."""
         self.devnull = open(os.devnull, "w")  # noqa: SIM115 (open for the whole run)
 
     def fixture(self, era: str) -> Path:
         return self.folder / f"fixture-{era}.json"
 
-    def presets_command(self, transport: str) -> list[str]:
+    def _python(self, kind: str, transport: str) -> list[str]:
+        """The interpreter's command line, under the profiler for a stdio server."""
         command = [sys.executable]
-        if self.profile is not None and transport == "stdio":
+        if (self.profile or self.wrap) and transport == "stdio":
             self.profiles += 1
-            command += ["-m", "cProfile", "-o", f"{self.profile}.{self.profiles}"]
+            n = f"{kind}.{self.profiles}"
+            if self.wrap:
+                command = [*shlex.split(self.wrap.replace("{n}", n)), *command]
+            else:
+                command += ["-m", "cProfile", "-o", f"{self.profile}.{n}"]
+        return command
+
+    def presets_command(self, transport: str) -> list[str]:
+        command = self._python("presets", transport)
         command += ["-m", "agent_presets", "serve", "--state-dir", str(self.state_dir)]
         if transport == "http":
             command += ["--transport", "http", "--port", "0"]
-        return command
+        return command + self.serve_args
 
     def bare_command(self, transport: str, era: str) -> list[str]:
         script = str(Path(__file__).resolve())
-        return [sys.executable, script, "--serve-bare", str(self.fixture(era)), "--via", transport]
+        return [
+            *self._python("bare", transport),
+            script,
+            "--serve-bare",
+            str(self.fixture(era)),
+            "--via",
+            transport,
+        ]
 
     def command(self, kind: str, transport: str, era: str) -> list[str]:
         if kind == "presets":
@@ -178,16 +204,55 @@ class Servers:
         command = self.command(kind, transport, era)
         if transport == "stdio":
             params = StdioServerParameters(command=command[0], args=command[1:])
+            before = _children()
             async with Client(stdio_client(params, errlog=self.devnull), mode=era) as client:
+                new = _children() - before
+                self.last_pid = new.pop() if len(new) == 1 else None
                 yield client
             return
         process, url = spawn_http(command)
+        self.last_pid = process.pid
         try:
             async with Client(url, mode=era) as client:
                 yield client
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def _children() -> set[int]:
+    """The processes whose parent is this one (Linux's /proc)."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == os.getpid():
+                found.add(int(entry.name))
+    return found
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time of process ``pid`` so far, all its threads, in ns steps (0 if unknown).
+
+    The sum of each thread's ``schedstat`` run time; a thread that has ended
+    no longer counts, which the servers' long-lived threads make harmless.
+    """
+    if pid is None:
+        return 0.0
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
 
 
 def spawn_http(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -289,13 +354,18 @@ async def blocks(
     count: int,
     flip: bool,
 ) -> dict[str, dict[str, list[float]]]:
-    """Per figure and server, the time of each block of ``block`` requests (both connected)."""
+    """Per figure and server, the time of each block of ``block`` requests (both connected).
+
+    Also, under ``"cpu"``, each server's CPU seconds per request of the figure.
+    """
     times: dict[str, dict[str, list[float]]] = {f: {"presets": [], "bare": []} for f in figures}
+    cpu: dict[str, dict[str, float]] = {f: {"presets": 0.0, "bare": 0.0} for f in figures}
     async with AsyncExitStack() as stack:
-        clients = {
-            kind: await stack.enter_async_context(servers.client(kind, transport, era))
-            for kind in ("presets", "bare")
-        }
+        clients = {}
+        pids = {}
+        for kind in ("presets", "bare"):
+            clients[kind] = await stack.enter_async_context(servers.client(kind, transport, era))
+            pids[kind] = servers.last_pid
         requests = {
             "list": lambda c: c.list_tools(),
             "call": lambda c: c.call_tool(tool, arguments),
@@ -310,10 +380,14 @@ async def blocks(
                 request = requests[figure]
                 for kind in kinds if b % 2 == 0 else reversed(kinds):
                     client = clients[kind]
+                    used = cpu_seconds(pids[kind])
                     start = time.perf_counter()
                     for _ in range(block):
                         await request(client)
                     times[figure][kind].append((time.perf_counter() - start) / block)
+                    cpu[figure][kind] += cpu_seconds(pids[kind]) - used
+    for figure in figures:
+        times[f"cpu:{figure}"] = {k: [v / (block * count)] for k, v in cpu[figure].items()}
     return times
 
 
@@ -321,7 +395,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import anyio
 
     arguments = json.loads(args.arguments)
-    servers = Servers(args.profile)
+    servers = Servers(args.profile, args.wrap, shlex.split(args.serve_args))
     for era in args.eras:
         anyio.run(capture, servers, era, args.tool, arguments)
     for transport in args.transports:
@@ -367,8 +441,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "tool": args.tool,
         "load_average": os.getloadavg(),
         "figures": [],
+        "cpu": [],
     }
     for (transport, era, figure), by_kind in rows.items():
+        if figure.startswith("cpu:"):
+            # Server CPU per request, summed over the run's blocks.
+            bare, ours = sum(by_kind["bare"]), sum(by_kind["presets"])
+            report["cpu"].append(
+                {
+                    "transport": transport,
+                    "era": era,
+                    "figure": figure[4:],
+                    "bare_s": bare / args.rounds,
+                    "presets_s": ours / args.rounds,
+                    "ratio": ours / bare if bare else None,
+                }
+            )
+            continue
         ratio = statistics.median(ratios[(transport, era, figure)])
         report["figures"].append(
             {
@@ -386,6 +475,91 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def _per_call(fn: Any, repeat: int = 2000) -> float:
+    """Median seconds of one ``fn()`` over 7 batches of ``repeat`` calls."""
+    samples = []
+    for _ in range(7):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        samples.append((time.perf_counter() - start) / repeat)
+    return statistics.median(samples)
+
+
+def parts(
+    tool_name: str, arguments: dict[str, Any], rounds: int = 9, repeat: int = 1000
+) -> list[tuple[str, float]]:
+    """In process: what one call of ``tool_name`` costs in the server's ``tools/call`` handler.
+
+    Two servers are built as ``presets serve`` builds one (headless host, the
+    installed plugins), one with the event log and one without, and their
+    handlers are awaited in a loop (no SDK, no wire), alternating with the
+    tool's own ``run`` (argument check, the plugin's handler, result check).
+    The parts are differences of these medians, not profiler shares:
+    profilers either inflate code of many small calls (cProfile) or, sampled
+    from a thread, see the loop only where it lets go of the interpreter.
+    """
+    import anyio
+    import mcp_types as types
+
+    from agent_presets.cli.options import installed_plugins
+    from agent_presets.host import HeadlessHost
+    from agent_presets.mcpserver.server import build_server
+    from agent_presets.policy import ToolPolicy
+    from agent_presets.tools import ToolRegistry
+
+    servers = {}
+    for logged in (True, False):
+        state = Path(tempfile.mkdtemp(prefix="presets-bench-parts-"))
+        app = HeadlessHost(state, None)
+        presets = app.start(installed_plugins(), tool_registry=ToolRegistry("space_"))
+        log = state / "events.jsonl" if logged else None
+        servers[logged] = build_server(presets, policy=ToolPolicy(event_log=log))
+    tool = presets.tool_registry.get(tool_name)
+    if tool is None:
+        raise SystemExit(f"{tool_name} is not active in the default context")
+    params = types.CallToolRequestParams(name=tool_name, arguments=dict(arguments))
+
+    class Ctx:  # what the handler reads of the SDK's request context
+        request = None
+        meta = None
+
+    async def handler(server: Any) -> float:
+        start = time.perf_counter()
+        for _ in range(repeat):
+            result = await server._call_tool(Ctx(), params)
+        assert not result.get("isError"), result
+        return (time.perf_counter() - start) / repeat
+
+    def run() -> float:
+        start = time.perf_counter()
+        for _ in range(repeat):
+            tool.run(dict(arguments))
+        return (time.perf_counter() - start) / repeat
+
+    times: dict[str, list[float]] = {"logged": [], "unlogged": [], "run": []}
+    try:
+        for r in range(rounds + 1):
+            got = {
+                "logged": anyio.run(handler, servers[True]),
+                "unlogged": anyio.run(handler, servers[False]),
+                "run": run(),
+            }
+            if r:  # the first round warms up
+                for key, value in got.items():
+                    times[key].append(value)
+    finally:
+        for server in servers.values():
+            server.close()
+    logged, unlogged, own = (statistics.median(times[k]) for k in ("logged", "unlogged", "run"))
+    return [
+        ("the server's tools/call handler, whole", logged),
+        ("  the tool's own run (argument check, handler, result check)", own),
+        ("  the event-log line (with the log minus without)", logged - unlogged),
+        ("  the rest: pipeline, gates, budgets, telemetry, result dict", unlogged - own),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve-bare", metavar="FIXTURE", help=argparse.SUPPRESS)
@@ -398,9 +572,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, default=10, help="blocks of each server a round [10]")
     parser.add_argument("--tool", default=TOOL, help=f"the read-only tool to call [{TOOL}]")
     parser.add_argument("--arguments", default="{}", help="its arguments, as JSON [{}]")
-    parser.add_argument("--profile", metavar="FILE", help="cProfile the stdio presets servers")
+    parser.add_argument(
+        "--serve-args", default="", help="more options for presets serve (to take parts away)"
+    )
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the stdio servers")
+    parser.add_argument("--wrap", metavar="PREFIX", help="a command before the stdio servers")
     parser.add_argument("--quick", action="store_true", help="1 round of 4 blocks of 10")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--parts", action="store_true", help="time the parts of one call, in process"
+    )
     args = parser.parse_args(argv)
     if args.serve_bare:
         serve_bare(args.serve_bare, args.via)
@@ -411,6 +592,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = f"unknown {unknown[0]!r}" if chosen else "nothing chosen"
             parser.error(f"--{name}: {what}; use some of {', '.join(allowed)}")
         setattr(args, name, chosen)
+    if args.parts:
+        for label, seconds in parts(args.tool, json.loads(args.arguments)):
+            print(f"  {label:<64} {seconds * 1e6:7.1f} us")
+        return 0
     if args.quick:
         args.rounds, args.block, args.blocks = 1, 10, 4
     report = run(args)
@@ -432,6 +617,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {fig['transport']:<9} {fig['era']:<10} {fig['figure']:<10} "
             f"{fig['bare_s'] * 1000:8.2f}ms {fig['presets_s'] * 1000:8.2f}ms  "
             f"{fig['median_ratio']:.2f}x  <= {fig['target']:.2f} {'ok' if fig['ok'] else 'OVER'}"
+        )
+    print("  server CPU per request (all threads, /proc/PID/task/*/schedstat):")
+    for cpu in report["cpu"]:
+        ratio = f"{cpu['ratio']:.2f}x" if cpu["ratio"] else "-"
+        print(
+            f"  {cpu['transport']:<9} {cpu['era']:<10} {cpu['figure']:<10} "
+            f"{cpu['bare_s'] * 1e6:8.0f}us {cpu['presets_s'] * 1e6:8.0f}us  {ratio}"
         )
     return 0 if ok else 1
 
