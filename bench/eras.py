@@ -33,7 +33,7 @@ each. Reported: the median time of one request over all blocks, and the
 median of the per-block ratios (presets / bare), the figure judged. Targets
 (ratio to bare): call and first-list <= 1.10, list <= 1.00.
 
-Profiling: ``--profile FILE`` runs the servers of the stdio rows under
+Profiling: ``--profile FILE`` runs the servers (both transports) under
 cProfile, writing one profile per spawned server as FILE.KIND.N (KIND is
 presets or bare; read them with ``python -m pstats``); ``--wrap PREFIX`` puts
 a command before them instead, ``{n}`` in it standing for KIND.N, e.g. a
@@ -48,6 +48,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import statistics
 import subprocess
@@ -163,7 +164,7 @@ class Servers:
     def _python(self, kind: str, transport: str) -> list[str]:
         """The interpreter's command line, under the profiler for a stdio server."""
         command = [sys.executable]
-        if (self.profile or self.wrap) and transport == "stdio":
+        if self.profile or self.wrap:
             self.profiles += 1
             n = f"{kind}.{self.profiles}"
             if self.wrap:
@@ -216,7 +217,8 @@ class Servers:
             async with Client(url, mode=era) as client:
                 yield client
         finally:
-            process.terminate()
+            # SIGINT lets a profiled server write its profile (it dies of SIGTERM).
+            process.send_signal(signal.SIGINT if self.profile or self.wrap else signal.SIGTERM)
             process.wait(timeout=30)
 
 
@@ -253,6 +255,23 @@ def cpu_seconds(pid: int | None) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return total / 1e9
+
+
+def _pool_threads(pid: int | None) -> int:
+    """How many of the server's threads are its tool pool's (named presets-tool_N)."""
+    if pid is None:
+        return 0
+    found = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            found += Path(f"/proc/{pid}/task/{task}/comm").read_text().startswith("presets-tool")
+        except OSError:
+            continue
+    return found
 
 
 def spawn_http(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -386,6 +405,14 @@ async def blocks(
                         await request(client)
                     times[figure][kind].append((time.perf_counter() - start) / block)
                     cpu[figure][kind] += cpu_seconds(pids[kind]) - used
+        pooled = _pool_threads(pids["presets"])
+        if pooled:
+            # A call judged slow (the machine's load can do that) sends its tool to the pool.
+            print(
+                f"note: presets serve ({transport}, {era}) ran calls on {pooled} pool thread(s)",
+                file=sys.stderr,
+                flush=True,
+            )
     for figure in figures:
         times[f"cpu:{figure}"] = {k: [v / (block * count)] for k, v in cpu[figure].items()}
     return times
