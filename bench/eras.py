@@ -71,7 +71,7 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # ------------------------------------------------------------------ the bare server
 
 
-def serve_bare(fixture_path: str, transport: str) -> None:
+def serve_bare(fixture_path: str, transport: str, handler: bool = False) -> None:
     """The baseline: a low-level server replaying what ``presets serve`` answered."""
     import anyio
     import mcp_types as types
@@ -93,6 +93,15 @@ def serve_bare(fixture_path: str, transport: str) -> None:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return result
+
+    if handler:
+        # The ablation: the bare server, but answering calls with presets serve's own
+        # tools/call handler (same plugins, host and event log), so what is left
+        # between it and presets serve is everything but the handler.
+        presets_server = _presets_server()
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:  # type: ignore[misc]
+            return await presets_server._call_tool(ctx, params)
 
     no_cache = CacheHint(ttl_ms=0, scope="private")
     server: Server[Any] = Server(
@@ -149,6 +158,7 @@ class Servers:
         self, profile: str | None, wrap: str | None = None, serve_args: Sequence[str] = ()
     ) -> None:
         self.serve_args = list(serve_args)
+        self.bare_runs_handler = False
         self.folder = Path(tempfile.mkdtemp(prefix="presets-bench-eras-"))
         self.state_dir = self.folder / "state"
         self.profile = profile
@@ -189,6 +199,7 @@ class Servers:
             str(self.fixture(era)),
             "--via",
             transport,
+            *(["--bare-runs-handler"] if self.bare_runs_handler else []),
         ]
 
     def command(self, kind: str, transport: str, era: str) -> list[str]:
@@ -423,6 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     arguments = json.loads(args.arguments)
     servers = Servers(args.profile, args.wrap, shlex.split(args.serve_args))
+    servers.bare_runs_handler = args.bare_runs_handler
     for era in args.eras:
         anyio.run(capture, servers, era, args.tool, arguments)
     for transport in args.transports:
@@ -513,6 +525,21 @@ def _per_call(fn: Any, repeat: int = 2000) -> float:
     return statistics.median(samples)
 
 
+def _presets_server(event_log: bool = True) -> Any:
+    """A server built as ``presets serve`` builds it (headless host, installed plugins)."""
+    from agent_presets.cli.options import installed_plugins
+    from agent_presets.host import HeadlessHost
+    from agent_presets.mcpserver.server import build_server
+    from agent_presets.policy import ToolPolicy
+    from agent_presets.tools import ToolRegistry
+
+    state = Path(tempfile.mkdtemp(prefix="presets-bench-parts-"))
+    app = HeadlessHost(state, None)
+    presets = app.start(installed_plugins(), tool_registry=ToolRegistry("space_"))
+    log = state / "events.jsonl" if event_log else None
+    return build_server(presets, policy=ToolPolicy(event_log=log))
+
+
 def parts(
     tool_name: str, arguments: dict[str, Any], rounds: int = 9, repeat: int = 1000
 ) -> list[tuple[str, float]]:
@@ -529,20 +556,8 @@ def parts(
     import anyio
     import mcp_types as types
 
-    from agent_presets.cli.options import installed_plugins
-    from agent_presets.host import HeadlessHost
-    from agent_presets.mcpserver.server import build_server
-    from agent_presets.policy import ToolPolicy
-    from agent_presets.tools import ToolRegistry
-
-    servers = {}
-    for logged in (True, False):
-        state = Path(tempfile.mkdtemp(prefix="presets-bench-parts-"))
-        app = HeadlessHost(state, None)
-        presets = app.start(installed_plugins(), tool_registry=ToolRegistry("space_"))
-        log = state / "events.jsonl" if logged else None
-        servers[logged] = build_server(presets, policy=ToolPolicy(event_log=log))
-    tool = presets.tool_registry.get(tool_name)
+    servers = {logged: _presets_server(logged) for logged in (True, False)}
+    tool = servers[False].presets.tool_registry.get(tool_name)
     if tool is None:
         raise SystemExit(f"{tool_name} is not active in the default context")
     params = types.CallToolRequestParams(name=tool_name, arguments=dict(arguments))
@@ -591,6 +606,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve-bare", metavar="FIXTURE", help=argparse.SUPPRESS)
     parser.add_argument("--via", choices=TRANSPORTS, default="stdio", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bare-runs-handler",
+        action="store_true",
+        help="ablation: the bare server answers calls with presets serve's own handler",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--transports", default=",".join(TRANSPORTS))
     parser.add_argument("--eras", default=",".join(ERAS))
@@ -611,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.serve_bare:
-        serve_bare(args.serve_bare, args.via)
+        serve_bare(args.serve_bare, args.via, args.bare_runs_handler)
         return 0
     for name, allowed in (("transports", TRANSPORTS), ("eras", ERAS), ("figures", FIGURES)):
         chosen = [v.strip() for v in getattr(args, name).split(",") if v.strip()]
