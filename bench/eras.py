@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -396,7 +396,7 @@ async def blocks(
         for kind in ("presets", "bare"):
             clients[kind] = await stack.enter_async_context(servers.client(kind, transport, era))
             pids[kind] = servers.last_pid
-        requests = {
+        requests: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "list": lambda c: c.list_tools(),
             "call": lambda c: c.call_tool(tool, arguments),
         }
