@@ -20,6 +20,8 @@ are medians over the rounds:
   20 per round).
 
 Targets (ratio presets / bare): every figure <= 1.15; the start-up figures <= 1.10.
+(``bench/eras.py`` measures ``presets serve`` itself, with the built-in plugins
+and a real read-only tool, in both protocol eras over stdio and HTTP.)
 One more row compares agent-presets with itself over streamable HTTP:
 - auth_calls: 1,000 sequential ``tools/call`` against ``--auth tokens``
   (a bearer token on every request) over the same calls without
