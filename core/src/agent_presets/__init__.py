@@ -82,6 +82,7 @@ _EXPORTS = {
     "ToolCall": "adapters",
     "ToolResult": "results",
     "ToolResultError": "model",
+    "Upstream": "upstreams",
 }
 
 __all__ = [
@@ -120,6 +121,7 @@ __all__ = [
     "ToolResultError",
     "UnknownPresetError",
     "UnsupportedByClientError",
+    "Upstream",
     "__version__",
     "bootstrap",
     "build_server",
@@ -188,4 +190,5 @@ if TYPE_CHECKING:
     from agent_presets.rows import RowTable
     from agent_presets.sync import PresetMcpSync, SyncReport
     from agent_presets.tools import ToolRegistry
+    from agent_presets.upstreams import Upstream
     from agent_presets.vocabulary import ContextField
