@@ -734,12 +734,15 @@ def _attach_snapshot(
             locks[lock] = None
     snapshots = locks.get(lock) if lock is not None else None
     snapshot = snapshots.get(upstream.name) if snapshots else None
-    target = f" FILE (it writes {lock.name})" if lock is not None else ""
+    command = f"`presets upstreams snapshot {upstream.source}`" if upstream.source else ""
+    target = f"{command or '`presets upstreams snapshot`'}" + (
+        f" (it writes {lock.name})" if lock is not None else ""
+    )
     if snapshot is None:
         found.unchecked.append(
             PresetValidationError(
                 f"upstream {upstream.name!r} has no snapshot, so its tool ids, schemas and "
-                f"risks are not checked; run `presets upstreams snapshot`{target}",
+                f"risks are not checked; run {target}",
                 source=source,
                 line=line,
             )
@@ -750,7 +753,7 @@ def _attach_snapshot(
             PresetValidationError(
                 f"upstream {upstream.name!r}: the snapshot in {lock.name if lock else '?'} is "
                 "older than this declaration (it was taken of another command, url, env, "
-                f"strip_prefix or roots); run `presets upstreams snapshot`{target} again",
+                f"strip_prefix or roots); run {command or 'presets upstreams snapshot'} again",
                 source=source,
                 line=line,
             )

@@ -50,6 +50,7 @@ COMMANDS: Final = {
     "tokens": "tokens:tokens",
     "stats": "stats:stats",
     "events": "stats:events",
+    "upstreams": "upstreams:upstreams",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
 

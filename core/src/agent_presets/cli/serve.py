@@ -316,6 +316,12 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     metavar="SECONDS",
     help="How long a call waits for confirmation before it is refused.",
 )
+@click.option(
+    "--upstreams-at-start",
+    is_flag=True,
+    help="Start every upstream MCP server when the server starts, not on first need "
+    "(docs/upstreams.md).",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -339,6 +345,7 @@ def serve(
     confirm_timeout: float,
     confirm_via: str,
     console_address: str | None,
+    upstreams_at_start: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -417,6 +424,7 @@ def serve(
     plugin_set = installed_plugins()
     loaded = len(plugin_set.problems)  # already reported
     presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
+    presets.upstreams.start_at_once = upstreams_at_start
     # A runtime hook that raised: said now, not when its first tool call fails. (The
     # catalog's problems, presets.problems, bootstrap has already logged once.)
     for problem in plugin_set.problems[loaded:]:
