@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_presets.server")
 
 GUARD: Final = str(Path(__file__).with_name("upstream_guard.py"))
+GUARD_PREFIX: Final = "upstream_guard: "
+"""How the guard's own stderr line starts (it says how the command ended)."""
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_MAX: Final = 30.0
 POLL: Final = 0.05
@@ -222,7 +225,6 @@ class Connection:
             raise UpstreamUnavailable(
                 f"upstream {self.name!r} could not be started ({upstream.where}): {reason}"
             ) from None
-        self.failures = 0
         self.last_error = None
         return client
 
@@ -231,7 +233,9 @@ class Connection:
         try:
             async with self._client(launch) as client:
                 if self.server_capabilities.get("logging") is not None:
-                    with contextlib.suppress(MCPError):
+                    with contextlib.suppress(MCPError), warnings.catch_warnings():
+                        # Deprecated in the 2026-07-28 era only; upstreams speak 2025-11-25.
+                        warnings.simplefilter("ignore")
                         await client.set_logging_level(LOG_LEVEL)
                 self.tools = await _list_tools(client)
                 self.listed = True
@@ -256,7 +260,7 @@ class Connection:
             self._ended.set()
             if not self._stop.is_set() and started.done() and not started.exception():
                 # It went away by itself: the next call restarts it, after the backoff.
-                self._failed("it exited" + self._stderr_tail())
+                self._failed("it stopped" + self._stderr_tail())
                 log.warning("upstream %r stopped: %s", self.name, self.last_error)
 
     @contextlib.asynccontextmanager
@@ -341,13 +345,19 @@ class Connection:
         self.client = None
 
     def _failed(self, reason: str) -> None:
+        """Count a failure: the next start waits 0 s, then 0.5, 1, 2 ... up to 30 s.
+
+        The count goes back to 0 only when a call is answered, so an upstream
+        that starts and then crashes at every call backs off as one that
+        cannot start does.
+        """
         self.failures += 1
         self.last_error = reason
-        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
-        # The first failure after a good run restarts at once: it may have been one crash.
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 2))
         self.retry_at = time.monotonic() + (delay if self.failures > 1 else 0.0)
 
     def _stderr_tail(self) -> str:
+        """How the process ended and the last line it wrote on stderr, for a failure message."""
         stream = self._stderr
         if stream is None:
             return ""
@@ -359,10 +369,15 @@ class Connection:
             lines = [line.strip() for line in stream.read().splitlines() if line.strip()]
         except (OSError, ValueError):
             return ""
-        if not lines:
-            return ""
-        last = lines[-1]
-        return f"; its last words on stderr: {last[:STDERR_TAIL]!r}"
+        ended = [line for line in lines if line.startswith(GUARD_PREFIX)]
+        said = [line for line in lines if not line.startswith(GUARD_PREFIX)]
+        tail = ""
+        if ended:
+            status = ended[-1].rpartition(" with ")[2]
+            tail += f"; it exited with {status}"
+        if said:
+            tail += f"; its last words on stderr: {said[-1][:STDERR_TAIL]!r}"
+        return tail
 
     # -- calls ----------------------------------------------------------------
 
@@ -398,6 +413,7 @@ class Connection:
             raise  # not reached: _hung raises
         finally:
             self.listeners.discard(events)
+        self.failures = 0  # an answer: the next failure restarts at once again
         return _tool_result(result)
 
     async def _hung(self, tool: str) -> None:
