@@ -424,3 +424,38 @@ def test_the_lock_file_json_is_stable_for_a_diff(tmp_path: Path) -> None:
             "annotations": {"readOnlyHint": True},
         }
     ]
+
+
+# ------------------------------------------------------------------- the example packs
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "upstreams"
+
+
+def test_the_example_packs_validate_offline_from_their_snapshots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "context,upstreams")
+    catalog = collect(load_plugins(plugins_dir=EXAMPLES))
+    assert messages(catalog) == []
+    assert catalog.upstreams.unchecked == []
+    assert catalog.upstreams.uncovered(catalog.presets) == {"fs": ["fs.read_file"]}
+
+
+@pytest.mark.parametrize(
+    ("activity", "served"),
+    [("files", 9), ("history", 7), (None, 0)],
+)
+def test_the_example_packs_narrow_the_upstreams_26_tools_to_what_the_activity_needs(
+    monkeypatch: pytest.MonkeyPatch, activity: str | None, served: int
+) -> None:
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "context,upstreams")
+    catalog = collect(load_plugins(plugins_dir=EXAMPLES))
+    assert len(catalog.upstreams.tools) == 26  # server-filesystem's 14 and mcp-server-git's 12
+    registry = PresetRegistry()
+    for preset in catalog.presets:
+        registry.register(preset)
+    resolution = registry.resolve({"surface": "scene", "activity": activity}, {})
+    assert len(resolution.tool_ids) == served
+    # The writes ship off, whatever the activity: only the user turns them on.
+    on = registry.resolve({"activity": "history"}, {"git-write-tools": "on"})
+    assert len(on.tool_ids) == 7 + 4

@@ -509,3 +509,54 @@ def test_a_server_killed_with_sigkill_leaves_no_upstream_process_behind(tmp_path
             process.kill()
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------- the example packs
+
+
+async def test_the_example_packs_follow_the_activity_live(tmp_path: Path) -> None:
+    """examples/upstreams, with the locally installed servers in place of npx -y."""
+    _installed()
+    import shutil
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "upstreams"
+    folder = tmp_path / "upstreams"
+    shutil.copytree(examples, folder, ignore=shutil.ignore_patterns("*.lock.json", "__pycache__"))
+    files = folder / "files.yaml"
+    files.write_text(
+        files.read_text().replace(
+            'npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31"',
+            json.dumps(str(BIN / "mcp-server-filesystem")),
+        )
+    )
+    root = tmp_path / "state" / "files"
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    os.environ["PRESETS_LOAD_PLUGINS"] = "context,upstreams"
+    try:
+        plugin_set = load_plugins(plugins_dir=folder)
+    finally:
+        del os.environ["PRESETS_LOAD_PLUGINS"]
+    with HeadlessHost(tmp_path / "state") as host:
+        presets = host.start(plugin_set)
+        server = build_server(presets)
+        try:
+            async with Client(server, mode="legacy") as client:
+
+                async def upstream_tools() -> list[str]:
+                    listed = names(await client.list_tools())
+                    return [n for n in listed if n.startswith(("space_fs_", "space_git_"))]
+
+                assert await upstream_tools() == []  # no activity yet: none of the 26
+                # The host switches the activity (its space_app_set_activity tool does this).
+                host.shell.set_activity("files")
+                files_tools = await upstream_tools()
+                assert len(files_tools) == 9 and all(n.startswith("space_fs_") for n in files_tools)
+                host.shell.set_activity("history")
+                history = await upstream_tools()
+                assert len(history) == 7 and "space_git_status" in history
+                status = await client.call_tool("space_git_status", {"repo_path": str(host.root)})
+                assert not status.is_error
+                assert len(presets.upstreams.tools) == 26
+        finally:
+            server.close()

@@ -450,7 +450,7 @@ def _check_presets(
             for key, on_key, message in vocabulary.pattern_problems(pattern):
                 problem(message, ("contexts", index, key), key=on_key)
         for tool_id in placeholders(preset.system_prompt or ""):
-            if tool_id not in adapters:
+            if tool_id not in adapters and not upstreams.waits_for(tool_id):
                 problem(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
                     "provides that tool id"
