@@ -560,3 +560,43 @@ async def test_the_example_packs_follow_the_activity_live(tmp_path: Path) -> Non
                 assert len(presets.upstreams.tools) == 26
         finally:
             server.close()
+
+
+async def test_an_upstream_reached_at_a_url_with_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _installed()
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PORT": str(port)}
+    process = subprocess.Popen(
+        [str(BIN / "mcp-server-everything"), "streamableHttp"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 30
+        while b"listening" not in process.stdout.readline():
+            assert time.monotonic() < deadline and process.poll() is None, "it did not start"
+        monkeypatch.setenv("UPSTREAM_TOKEN", "s3cret")
+        upstreams = (
+            f"  - name: remote\n    url: http://127.0.0.1:{port}/mcp\n"
+            '    headers: {Authorization: "Bearer ${UPSTREAM_TOKEN}"}\n'
+        )
+        async with served(tmp_path, upstreams, preset("remote-tools", ["remote.echo"])) as (
+            client,
+            _server,
+            _host,
+        ):
+            assert "space_remote_echo" in names(await client.list_tools())
+            echoed = await client.call_tool("space_remote_echo", {"message": "over http"})
+            assert not echoed.is_error
+            assert "over http" in echoed.content[0].text  # type: ignore[union-attr]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -509,6 +509,8 @@ class UpstreamHub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._applied: set[str] = set()
+        """Upstreams whose listed tools are adapters now: their waiting presets may register."""
         self._closed = False
         self.problems: list[str] = []
 
@@ -688,6 +690,7 @@ class UpstreamHub:
             return
         with self._lock:
             changed = self._apply_tools(connection.upstream, tools)
+            self._applied.add(connection.name)
             self._apply_pending()
             if changed:
                 self.presets.sync.sync()
@@ -743,7 +746,7 @@ class UpstreamHub:
             still: list[Any] = []
             for preset in self._pending:
                 owners = {u.name for t in preset.tool_ids if (u := self.set.owner(t)) is not None}
-                if not all(self._connections[n].listed for n in owners):
+                if not owners <= self._applied:
                     still.append(preset)
                     continue
                 problem = self._preset_problem(preset)
