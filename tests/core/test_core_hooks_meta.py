@@ -38,6 +38,7 @@ def test_the_hook_specs_are_the_contract_hooks():
                 "presets_headless_runtime",
                 "presets_context_fields",
                 "presets_serve_options",
+                "presets_upstreams",
             ]
         )
         == HOOKS

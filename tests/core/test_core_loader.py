@@ -323,7 +323,7 @@ def test_an_unknown_top_level_field_is_reported():
         load_preset_text("preset:\n  - name: a\n", "top.yaml")
     assert problems_of(info) == [
         "top.yaml:1:1: missing required field 'presets' (a preset file holds a 'presets:' list)",
-        "top.yaml:1:1: unknown field 'preset'; allowed fields: presets",
+        "top.yaml:1:1: unknown field 'preset'; allowed fields: presets, upstreams",
     ]
 
 

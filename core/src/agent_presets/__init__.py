@@ -69,6 +69,7 @@ _EXPORTS = {
     "ToolCall": "adapters",
     "ToolResult": "results",
     "ToolResultError": "model",
+    "Upstream": "upstreams",
 }
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "ToolResultError",
     "UnknownPresetError",
     "UnsupportedByClientError",
+    "Upstream",
     "__version__",
     "hookimpl",
     "hookspec",
@@ -220,6 +222,7 @@ if TYPE_CHECKING:
     from agent_presets.tools import (
         ToolRegistry as ToolRegistry,
     )
+    from agent_presets.upstreams import Upstream
     from agent_presets.vocabulary import (
         ContextField,
     )

@@ -518,14 +518,20 @@ class AdapterKit:
         )
 
 
+_CASE_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
 def default_name(tool_id: str) -> str:
     """The MCP name a tool gets when its adapter gives none: the id, ``.`` and ``-`` as ``_``.
 
     ``drawing.set-tool`` is served as ``drawing_set_tool`` (the host prefixes
     its namespace). Every built-in tool is named this way; ``name=`` is only
-    for a tool whose name should differ from its id.
+    for a tool whose name should differ from its id. An upstream server's
+    tool keeps its own spelling in its id, so a camelCase one is split where
+    its case changes: ``everything.getTinyImage`` is ``everything_get_tiny_image``.
     """
-    return tool_id.replace(".", "_").replace("-", "_")
+    name = tool_id.replace(".", "_").replace("-", "_")
+    return name if name.islower() or not name else _CASE_BREAK.sub("_", name).lower()
 
 
 _checked_schemas: dict[str, str | None] = {}
@@ -743,9 +749,7 @@ class ToolAdapterRegistry:
         key = f"{adapter.id}\0output"
         validator = self._validators.get(key)
         if validator is None:
-            import jsonschema
-
-            validator = jsonschema.Draft202012Validator(dict(adapter.output_schema or {}))
+            validator = _validator_for(dict(adapter.output_schema or {}))
             self._validators[key] = validator
         return validator
 
@@ -761,7 +765,7 @@ class ToolAdapterRegistry:
         check = self._checks.get(adapter.id)
         if check is None:
             schema = plain_mapping(adapter.input_schema)
-            compiled = _not_certain if "$id" in str(schema) else compile_check(schema, schema)
+            compiled = _not_certain if _not_quick(schema) else compile_check(schema, schema)
 
             def check(arguments: dict[str, Any]) -> bool:
                 # Unusable numbers first: JSON Schema's "number" lets NaN and 10**400 through.
@@ -785,9 +789,11 @@ class ToolAdapterRegistry:
             from agent_presets.results import ToolResult
 
             schema = plain_mapping(adapter.output_schema or {})
-            compiled = _not_certain if "$id" in str(schema) else compile_check(schema, schema)
+            compiled = _not_certain if _not_quick(schema) else compile_check(schema, schema)
 
             def check(result: Any) -> bool:
+                if isinstance(result, ToolResult) and result.is_error:
+                    return True
                 structured = result.structured if isinstance(result, ToolResult) else result
                 if not isinstance(structured, Mapping):
                     return True
@@ -802,11 +808,34 @@ class ToolAdapterRegistry:
     def _validator(self, adapter: ToolAdapter) -> Validator:
         validator = self._validators.get(adapter.id)
         if validator is None:
-            import jsonschema
-
-            validator = jsonschema.Draft202012Validator(dict(adapter.input_schema))
+            validator = _validator_for(dict(adapter.input_schema))
             self._validators[adapter.id] = validator
         return validator
+
+
+_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _validator_for(schema: dict[str, Any]) -> Validator:
+    """A validator of the draft ``schema`` declares (``$schema``), 2020-12 when it declares none.
+
+    Upstream servers' schemas often declare draft-07 (every npm reference
+    server does): they are read by that draft's rules, not 2020-12's.
+    """
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def _not_quick(schema: Mapping[str, Any]) -> bool:
+    """Whether the quick reading must leave ``schema`` to jsonschema.
+
+    One that changes its base URI (``$id``) resolves its ``$ref``s elsewhere,
+    and one of another draft means some keywords otherwise (draft-07's
+    ``items`` list, ``$ref`` beside other keywords).
+    """
+    return "$id" in str(schema) or schema.get("$schema", _DIALECT) != _DIALECT
 
 
 def check_arguments(tool: str, validator: Validator, arguments: dict[str, Any]) -> None:
@@ -850,6 +879,8 @@ def check_output(tool: str, validator: Validator, result: Any) -> None:
     """
     from agent_presets.results import ToolResult
 
+    if isinstance(result, ToolResult) and result.is_error:
+        return  # an error result need not follow the output schema
     structured = result.structured if isinstance(result, ToolResult) else result
     if not isinstance(structured, Mapping):
         return

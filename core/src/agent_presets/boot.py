@@ -15,6 +15,7 @@ from agent_presets.plugins import PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
+from agent_presets.upstreams import UpstreamSet
 from agent_presets.vocabulary import Vocabulary
 
 log = logging.getLogger("agent_presets")
@@ -63,6 +64,8 @@ class Presets:
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     """The plugin (as ``presets plugins`` names it) that provided each tool adapter, by id."""
+    upstreams: UpstreamSet = field(default_factory=UpstreamSet)
+    """The declared upstream servers; the MCP server starts them (``mcpserver.upstream``)."""
 
 
 def bootstrap(
@@ -133,4 +136,5 @@ def bootstrap(
         preset_plugin=dict(catalog.preset_plugin),
         vocabulary=catalog.vocabulary,
         adapter_plugin=dict(catalog.adapter_plugin),
+        upstreams=catalog.upstreams,
     )

@@ -41,6 +41,7 @@ from agent_presets.plugins import PluginInfo, PluginSet, display_path
 from agent_presets.prompts import placeholders, value_placeholders
 from agent_presets.schema import clip, quote
 from agent_presets.suggest import closest, did_you_mean
+from agent_presets.upstreams import UpstreamSet, check_upstream_tool_ids, gather_upstreams
 from agent_presets.vocabulary import Vocabulary
 
 
@@ -54,6 +55,8 @@ class Catalog:
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     texts: dict[str, str] = field(default_factory=dict, repr=False)
+    upstreams: UpstreamSet = field(default_factory=UpstreamSet)
+    """The upstream MCP servers the files and hooks declare (``agent_presets.upstreams``)."""
 
     def locate(
         self, preset: Preset, path: tuple[str | int, ...] = (), *, key: bool = False
@@ -111,6 +114,7 @@ def collect(
                 continue
             adapters[adapter.id] = adapter
             catalog.adapter_plugin[adapter.id] = info.name
+    _add_upstreams(catalog, plugin_set, adapters)
     presets = _unique(catalog, catalog.presets)
     refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed)
     for tool_id in refused:
@@ -118,6 +122,32 @@ def collect(
     catalog.adapters = list(adapters.values())
     catalog.presets = _check_presets(catalog, presets, adapters, refused)
     return catalog
+
+
+def _add_upstreams(
+    catalog: Catalog, plugin_set: PluginSet, adapters: dict[str, ToolAdapter]
+) -> None:
+    """The upstreams of the files read and of ``presets_upstreams``, and their tools' adapters."""
+    declared = [
+        (info.name, item)
+        for info, result in plugin_set.call_each("presets_upstreams", catalog.problems.append)
+        for item in _items(info, result, catalog)
+    ]
+    catalog.upstreams = gather_upstreams(catalog.texts, declared)
+    catalog.problems.extend(catalog.upstreams.problems)
+    for adapter in catalog.upstreams.adapters:
+        first = adapters.get(adapter.id)
+        if first is not None:
+            catalog.problems.append(
+                PresetValidationError(
+                    f"tool id {quote(adapter.id)} is provided by {first.source} and by "
+                    f"{adapter.source}; rename the upstream",
+                    **_made_at(adapter),
+                )
+            )
+            continue
+        adapters[adapter.id] = adapter
+        catalog.adapter_plugin[adapter.id] = adapter.source or "upstream"
 
 
 def _items(info: PluginInfo, result: Any, catalog: Catalog) -> Iterable[Any]:
@@ -154,6 +184,21 @@ def check_preset_files(
         except PresetValidationError as exc:
             catalog.problems.append(exc)
     catalog.presets = _unique(catalog, catalog.presets)
+    # An upstream's tools are known from its snapshot, so its ids are checked even here.
+    catalog.upstreams = gather_upstreams(catalog.texts)
+    catalog.problems.extend(catalog.upstreams.problems)
+    locate = _Locator(catalog)
+    for preset in catalog.presets:
+        for message, index in check_upstream_tool_ids(catalog.upstreams, preset):
+            source, line, column = locate.field(preset, ("tool_ids", index))
+            catalog.problems.append(
+                PresetValidationError(
+                    f"preset {quote(preset.name)}: {message}",
+                    source=source,
+                    line=line,
+                    column=column,
+                )
+            )
     return catalog
 
 
@@ -390,7 +435,12 @@ def _check_presets(
         # A preset listing a refused adapter is left out; the refusal, reported at the
         # adapter, names it, so it is not a problem of its own here.
         lists_refused = any(t in refused for t in preset.tool_ids)
-        missing = [t for t in preset.tool_ids if t not in adapters and t not in refused]
+        upstreams = catalog.upstreams
+        # Tools of an upstream with no current snapshot are known once the server starts it.
+        waits = [t for t in preset.tool_ids if t not in adapters and upstreams.waits_for(t)]
+        missing = [
+            t for t in preset.tool_ids if t not in adapters and t not in refused and t not in waits
+        ]
         if missing:
             problem(
                 f"no installed plugin provides tool id(s) {_with_hints(missing[:10], adapters)}"
@@ -398,11 +448,15 @@ def _check_presets(
                 "install the plugin that does or fix the id",
                 ("tool_ids", preset.tool_ids.index(missing[0])),
             )
+        for index, tool_id in enumerate(preset.tool_ids):
+            risk = upstreams.risk_problem(preset, tool_id)
+            if risk is not None:
+                problem(risk, ("tool_ids", index))
         for index, pattern in enumerate(preset.contexts):
             for key, on_key, message in vocabulary.pattern_problems(pattern):
                 problem(message, ("contexts", index, key), key=on_key)
         for tool_id in placeholders(preset.system_prompt or ""):
-            if tool_id not in adapters:
+            if tool_id not in adapters and not upstreams.waits_for(tool_id):
                 problem(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
                     "provides that tool id"
@@ -419,7 +473,9 @@ def _check_presets(
         if problems:
             catalog.problems.extend(problems)
             continue
-        if not lists_refused:
+        if waits and not lists_refused:
+            upstreams.pending.append(preset)
+        elif not lists_refused:
             valid.append(preset)
     return valid
 

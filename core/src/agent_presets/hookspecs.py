@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agent_presets.adapters import ToolAdapter
+    from agent_presets.upstreams import Upstream
     from agent_presets.vocabulary import ContextFieldDeclaration
 
 PROJECT_NAME = "agent_presets"
@@ -93,4 +96,20 @@ def presets_serve_options() -> Any:
     back, typed, with ``host.serve_options(TheType)``. An option whose flag or
     parameter name the command or another plugin has already is an error
     naming both; that plugin's options are left out.
+    """
+
+
+@hookspec
+def presets_upstreams() -> Sequence[Upstream | Mapping[str, Any]]:
+    """Declare upstream MCP servers whose tools this plugin's presets list.
+
+    Return ``agent_presets.Upstream`` objects, or mappings shaped like a
+    preset file's ``upstreams:`` entries (``name``, and ``command`` or
+    ``url``). Each upstream tool becomes tool id ``NAME.TOOL``; give
+    ``Upstream(..., lock=path)`` the lock file ``presets upstreams
+    snapshot`` writes, so its tools are known without starting it.
+
+    Called once per bootstrap, after the preset files are read and before
+    any preset is checked; results from all plugins are gathered, and one
+    name declared twice is an error naming both places.
     """

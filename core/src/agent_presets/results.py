@@ -43,18 +43,23 @@ class ToolResult:
 
     ``structured`` is checked against the adapter's ``output_schema`` when it
     has one; when ``content`` is empty the server adds the structured content's
-    JSON as text, as it does for a plain dict.
+    JSON as text, as it does for a plain dict. ``is_error`` marks the result a
+    tool error the model reads (``isError``), as an upstream server's own
+    error result passes through; its structured content is not checked.
     """
 
     content: tuple[Content, ...] = ()
     structured: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = field(default=None, compare=False)
+    is_error: bool = False
 
     def __init__(
         self,
         content: Iterable[Content | str] = (),
         structured: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        *,
+        is_error: bool = False,
     ) -> None:
         blocks = tuple(text(c) if isinstance(c, str) else c for c in content)
         for block in blocks:
@@ -70,6 +75,7 @@ class ToolResult:
         object.__setattr__(self, "content", blocks)
         object.__setattr__(self, "structured", structured)
         object.__setattr__(self, "meta", meta)
+        object.__setattr__(self, "is_error", bool(is_error))
 
 
 def text(value: str) -> Content:

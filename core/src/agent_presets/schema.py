@@ -247,6 +247,11 @@ def describe(error: ValidationError, data: Any) -> str:
         )
     if v == "propertyNames":
         return f"{prefix}field name {quote(inst)} must be snake_case"
+    if v == "oneOf" and "command" in _schema_of(error).get("properties", {}):
+        return (
+            f"{prefix}an upstream is started by command: [program, args...] or reached at "
+            "url: http://...; give exactly one of them"
+        )
     return f"{prefix}{clip(error.message)}"
 
 

@@ -102,6 +102,8 @@ class PresetMcpSync:
                     # the same tool, now provided by another preset (or at another risk)
                     or (self._defs[name].preset, self._defs[name].risk)
                     != (tool_def.preset, tool_def.risk)
+                    # the same tool id, defined anew (an upstream's tools/list_changed)
+                    or (self._defs[name] is not tool_def and self._defs[name] != tool_def)
                 ):
                     registry.register(tool_def, replace=True)
                     replaced.append(name)

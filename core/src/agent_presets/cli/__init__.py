@@ -52,6 +52,7 @@ COMMANDS: Final = {
     "stats": "stats:stats",
     "budget": "budget:budget",
     "events": "stats:events",
+    "upstreams": "upstreams:upstreams",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
 

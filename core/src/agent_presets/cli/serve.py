@@ -360,6 +360,12 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     help="HTTP only: sessions open at once; past it, a new client's initialize ends an idle "
     "session (of the client holding the most) instead of being refused. [default: 1000]",
 )
+@click.option(
+    "--upstreams-at-start",
+    is_flag=True,
+    help="Start every upstream MCP server when the server starts, not on first need "
+    "(docs/upstreams.md).",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -381,6 +387,7 @@ def serve(
     confirm_via: str,
     console_address: str | None,
     max_sessions: int | None,
+    upstreams_at_start: bool,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -414,6 +421,7 @@ def serve(
     app, presets = _start_host(
         state_dir, root, namespace, overrides_from_flags(force_on, force_off)
     )
+    presets.upstreams.start_at_once = upstreams_at_start
     policy = _policy(
         presets,
         allow,

@@ -95,9 +95,11 @@ def validate(
     if paths and not installed:
         from agent_presets.catalog import check_preset_files
 
-        files = _yaml_files(paths)
+        files = yaml_files(paths)
         checked = check_preset_files(files, max_file_size=limit)
-        _report(list(checked.problems), [], [str(f) for f in files], len(checked.presets), fmt)
+        problems = [*checked.problems, *checked.upstreams.unchecked]
+        _report(problems, [], [str(f) for f in files], len(checked.presets), fmt)
+        _report_uncovered(checked, fmt)
         if fmt != "json":
             # What passes here can still fail with the plugins: say so, not only in the docs.
             click.echo(
@@ -105,7 +107,7 @@ def validate(
                 "token budgets, and context fields and values against the installed plugins",
                 err=True,
             )
-        if checked.problems:
+        if problems:
             sys.exit(1)
         return
     from agent_presets.catalog import collect
@@ -114,12 +116,18 @@ def validate(
     plugin_set = load_installed()
     plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
     if paths:
-        _in_place_of_installed(plugin_set, _yaml_files(paths))
+        _in_place_of_installed(plugin_set, yaml_files(paths))
     check_runtime_hooks(plugin_set)
     catalog: Catalog = collect(plugin_set, max_file_size=limit)
-    problems = list(catalog.problems) + _budget_problems(catalog, tokenizer, max_tokens)
+    # An upstream without a current snapshot: its presets cannot be checked offline.
+    problems = [
+        *catalog.problems,
+        *catalog.upstreams.unchecked,
+        *_budget_problems(catalog, tokenizer, max_tokens),
+    ]
     plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
     _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
+    _report_uncovered(catalog, fmt)
     if problems or plugin_problems:
         sys.exit(1)
 
@@ -146,6 +154,21 @@ def _budget_problems(
     return found
 
 
+def _report_uncovered(catalog: Catalog, fmt: str) -> None:
+    """Say which upstream tools no preset lists: they are known, and never served."""
+    if fmt == "json":
+        return
+    presets = [*catalog.presets, *catalog.upstreams.pending]
+    for name, tool_ids in catalog.upstreams.uncovered(presets).items():
+        shown = ", ".join(tool_ids[:8]) + (
+            f" and {len(tool_ids) - 8} more" if len(tool_ids) > 8 else ""
+        )
+        click.echo(
+            f"upstream {name!r}: {len(tool_ids)} tool(s) no preset lists, never served: {shown}",
+            err=True,
+        )
+
+
 def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
     """Put ``files`` in the catalog instead of the installed plugin that ships them.
 
@@ -166,7 +189,7 @@ def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
         if not isinstance(shipped, Iterable) or isinstance(shipped, str | bytes):
             continue  # collect reports the bad return value
         for item in shipped:
-            path = _local_path(item)
+            path = local_path(item)
             if path is not None and (path in given or _content(path) in contents):
                 plugin_set.leave_out_hook(info.name, "presets_preset_files")
                 click.echo(
@@ -177,7 +200,7 @@ def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
     plugin_set.add(PresetFolder(files), PATHS_PLUGIN)
 
 
-def _local_path(item: object) -> Path | None:
+def local_path(item: object) -> Path | None:
     """The file behind a ``presets_preset_files`` item, when it is one on this disk."""
     # A regular package's importlib.resources traversable is a pathlib.Path.
     return Path(item).resolve() if isinstance(item, str | PathLike) else None
@@ -206,7 +229,7 @@ def _size(text: str | None) -> int | None:
         raise click.BadParameter(str(exc), param_hint="--max-file-size") from None
 
 
-def _yaml_files(paths: Iterable[Path]) -> list[Path]:
+def yaml_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():

@@ -285,6 +285,11 @@ class McpCallContext:
         self._queued.append(coro)
         return None
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was cancelled (a handler forwarding the call stops waiting)."""
+        return self._cancelled
+
     def cancel(self) -> None:
         """The call was cancelled: end what the handler waits for, and send nothing more.
 

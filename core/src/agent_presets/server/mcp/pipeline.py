@@ -311,8 +311,9 @@ class Run:
             finally:
                 if context is not None:
                     await context.flush()
-            call.outcome = "ok"
             result = success_result(value)
+            # A tool's own error result (an upstream's isError) is an error in the record too.
+            call.outcome = "error" if result["isError"] else "ok"
         except InputRequired as asked:  # modern era: the client answers, then calls again
             return asked.result()
         except ToolArgumentError as exc:

@@ -49,6 +49,7 @@ from agent_presets.server.mcp.pipeline import (
     arguments_of,
     standard_stages,
 )
+from agent_presets.server.mcp.upstream import UpstreamHub
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -136,6 +137,8 @@ class PresetServer(Server[Any]):
         self.pipeline = Pipeline(standard_stages(self, stages))
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
+        # Upstream MCP servers, the app's `upstreams` runtime (None when none is declared).
+        self.upstreams = UpstreamHub.attach(presets)
         super().__init__(
             name,
             version=__version__,
@@ -180,6 +183,8 @@ class PresetServer(Server[Any]):
         self.listen_handler.close()
         self.calls.close()
         self.policy.close()
+        if self.upstreams is not None:
+            self.upstreams.close()
 
     def create_initialization_options(
         self,
@@ -223,6 +228,8 @@ class PresetServer(Server[Any]):
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
+        if self.upstreams is not None:
+            await self.upstreams.ready()  # starts upstreams whose tools presets wait for
         entries = self._visible(self.tool_entries(), token_of(ctx.request))
         size = self.page_size
         if params.cursor is None:
@@ -277,6 +284,8 @@ class PresetServer(Server[Any]):
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
+        if self.upstreams is not None:
+            await self.upstreams.ready()
         call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
         return await self.run_call(call)
 

@@ -75,7 +75,11 @@ def rich_result(value: ToolResult | Content) -> dict[str, Any]:
     if isinstance(value, Content):
         value = ToolResult([value])
     content = [plain(block.wire) for block in value.content]
-    result: dict[str, Any] = {"content": content, "isError": False, "resultType": "complete"}
+    result: dict[str, Any] = {
+        "content": content,
+        "isError": value.is_error,
+        "resultType": "complete",
+    }
     if value.structured is not None:
         structured = plain(value.structured)
         result["structuredContent"] = structured

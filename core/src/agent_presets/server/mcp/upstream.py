@@ -1,0 +1,820 @@
+"""Upstream MCP servers, running: started on first need, their calls forwarded.
+
+``UpstreamHub`` is the app's ``upstreams`` runtime (``agent_presets.upstreams.RUNTIME``):
+every upstream tool's handler calls ``hub.call(upstream, tool, arguments, call)``
+at call time, so the calls pass the server's whole pipeline (allow-lists,
+tokens, budgets, ``--confirm``, the event log) before they get here, as any
+tool's do.
+
+The hub runs its upstream clients on an event loop of its own, in one
+thread: a forwarded call's handler runs on a worker thread of the server's
+pool, submits the call there and waits for what comes back (progress and
+log notices, which it passes to its own client through the call context,
+then the result). A cancelled call cancels its upstream request, which the
+SDK tells the upstream (``notifications/cancelled``).
+
+An upstream starts lazily: on the first call of one of its tools, or on the
+first ``tools/list`` while presets wait for its tools (it has no current
+snapshot), or at once with ``serve --upstreams-at-start``. Its
+``tools/list_changed`` imports its tools again. A crash or a hang is a tool
+error naming the upstream, and the next call restarts it, after a backoff
+that doubles with each failure in a row. A command upstream runs under
+``upstream_guard.py``, which ends its whole process group when the server
+dies, however it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import logging
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from agent_presets.adapters import ToolCall
+from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.results import Content, ToolResult
+from agent_presets.upstreams import (
+    RUNTIME,
+    Launch,
+    Snapshot,
+    Upstream,
+    UpstreamConfigError,
+    UpstreamSet,
+    UpstreamTool,
+    adapters_for,
+)
+
+if TYPE_CHECKING:
+    from agent_presets.boot import Presets
+
+log = logging.getLogger("agent_presets.server")
+
+GUARD: Final = str(Path(__file__).with_name("upstream_guard.py"))
+GUARD_PREFIX: Final = "upstream_guard: "
+"""How the guard's own stderr line starts (it says how the command ended)."""
+BACKOFF_FIRST: Final = 0.5
+BACKOFF_MAX: Final = 30.0
+POLL: Final = 0.05
+"""Seconds between a waiting handler's looks at whether its call was cancelled."""
+STDERR_TAIL: Final = 300
+LOG_LEVEL: Final = "info"
+"""The level an upstream with the logging capability is asked to log at (``logging/setLevel``)."""
+
+
+class UpstreamUnavailable(ToolCallError):
+    """An upstream could not serve a call: it did not start, crashed or hung."""
+
+
+@dataclass
+class _Event:
+    """What the upstream sent back for one call: a progress notice, a log message, or the end."""
+
+    kind: str
+    value: Any = None
+
+
+def client_capabilities(upstream: Upstream) -> dict[str, Any]:
+    """The capabilities this server declares to ``upstream`` (recorded in its snapshot).
+
+    No sampling or elicitation (an upstream cannot reach the person or the
+    model through this server), and roots only when the declaration gives them.
+    """
+    return {"roots": {"listChanged": True}} if upstream.roots is not None else {}
+
+
+class _WatchedStream:
+    """A transport's read stream that sets ``ended`` when the upstream's side closes.
+
+    The SDK's session does not say when its upstream went away between
+    requests; this does, so a crashed upstream is restarted by the next call
+    instead of failing it.
+    """
+
+    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
+        self._inner = inner
+        self._ended = ended
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._ended.set()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _WatchedStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._ended.set()
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
+
+
+class Connection:
+    """One upstream: its client while it runs, and how it failed when it does not.
+
+    Lives on the hub's loop; every method but ``describe_failure`` runs there.
+    """
+
+    def __init__(self, hub: UpstreamHub, upstream: Upstream) -> None:
+        self.hub = hub
+        self.upstream = upstream
+        self.name = upstream.name
+        self.client: Client | None = None
+        self.tools: list[UpstreamTool] = []
+        self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        self.protocol_version: str | None = None
+        self.failures = 0
+        self.retry_at = 0.0
+        self.last_error: str | None = None
+        self.starts = 0
+        self.listed = False
+        """Whether it has listed its tools once, since the server started."""
+        self._start_lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._stderr: TextIO | None = None
+        self.listeners: set[queue.Queue[_Event]] = set()
+
+    # -- starting and stopping ------------------------------------------------
+
+    async def ensure(self) -> Client:
+        """The running client, starting the upstream first if it is not running."""
+        if self.client is not None and not self._ended.is_set():
+            return self.client
+        async with self._start_lock:
+            if self.client is not None and not self._ended.is_set():
+                return self.client
+            if self.client is not None:  # it went away since the last call
+                await self._teardown()
+                self._failed("it exited" + self._stderr_tail())
+            wait = self.retry_at - time.monotonic()
+            if wait > 0:
+                raise UpstreamUnavailable(
+                    f"upstream {self.name!r} is restarting after it failed ({self.last_error}); "
+                    f"try again in {wait:.1f} s"
+                )
+            return await self._start()
+
+    async def _start(self) -> Client:
+        upstream = self.upstream
+        try:
+            launch = upstream.launch(self.hub.root, self.hub.environ)
+        except UpstreamConfigError as exc:
+            self._failed(str(exc))
+            raise UpstreamUnavailable(str(exc)) from None
+        self._stop = asyncio.Event()
+        self._ended = asyncio.Event()
+        started: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self.starts += 1
+        self._runner = asyncio.create_task(self._run(launch, started), name=f"upstream {self.name}")
+        try:
+            async with asyncio.timeout(upstream.start_timeout):
+                client = await asyncio.shield(started)
+        except TimeoutError:
+            await self._teardown(graceful=False)
+            what = " ".join(launch.command) if launch.command else launch.url
+            self._failed(f"it did not start within {upstream.start_timeout:g} s")
+            raise UpstreamUnavailable(
+                f"upstream {self.name!r} did not start and list its tools within "
+                f"{upstream.start_timeout:g} s ({what}); raise start_timeout at "
+                f"{upstream.where} if it needs longer{self._stderr_tail()}"
+            ) from None
+        except UpstreamUnavailable:
+            raise
+        except Exception as exc:
+            await self._teardown(graceful=False)
+            reason = _reason(exc) + self._stderr_tail()
+            self._failed(reason)
+            raise UpstreamUnavailable(
+                f"upstream {self.name!r} could not be started ({upstream.where}): {reason}"
+            ) from None
+        self.last_error = None
+        return client
+
+    async def _run(self, launch: Launch, started: asyncio.Future[Client]) -> None:
+        """Hold the client open until stopped or until the upstream goes away."""
+        try:
+            async with self._client(launch) as client:
+                if self.server_capabilities.get("logging") is not None:
+                    with contextlib.suppress(MCPError), warnings.catch_warnings():
+                        # Deprecated in the 2026-07-28 era only; upstreams speak 2025-11-25.
+                        warnings.simplefilter("ignore")
+                        await client.set_logging_level(LOG_LEVEL)
+                self.tools = await _list_tools(client)
+                self.listed = True
+                self.client = client
+                if not started.done():
+                    started.set_result(client)
+                self.hub.imported(self, self.tools)
+                stop = asyncio.create_task(self._stop.wait())
+                ended = asyncio.create_task(self._ended.wait())
+                try:
+                    await asyncio.wait({stop, ended}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stop.cancel()
+                    ended.cancel()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.client = None
+            self._ended.set()
+            if not self._stop.is_set() and started.done() and not started.exception():
+                # It went away by itself: the next call restarts it, after the backoff.
+                self._failed("it stopped" + self._stderr_tail())
+                log.warning("upstream %r stopped: %s", self.name, self.last_error)
+
+    @contextlib.asynccontextmanager
+    async def _client(self, launch: Launch) -> AsyncIterator[Client]:
+        roots = launch.roots
+
+        async def list_roots(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(
+                roots=[
+                    types.Root.model_validate({"uri": Path(r).resolve().as_uri()})
+                    for r in roots or ()
+                ]
+            )
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                self.hub.relist_soon(self)
+
+        client = Client(
+            self._transport(launch),
+            mode="legacy",
+            cache=None,
+            list_roots_callback=list_roots if roots is not None else None,
+            logging_callback=self._logged,
+            message_handler=on_message,
+            read_timeout_seconds=None,
+        )
+        async with client:
+            self.protocol_version = client.protocol_version
+            info = client.server_info
+            self.server_info = (
+                {"name": info.name, "version": info.version} if info is not None else {}
+            )
+            self.server_capabilities = client.server_capabilities.model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
+            yield client
+
+    @contextlib.asynccontextmanager
+    async def _transport(self, launch: Launch) -> AsyncIterator[Any]:
+        if launch.command is not None:
+            # Kept open while it runs: its tail is what a failure message quotes.
+            self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
+                "w+", encoding="utf-8", errors="replace"
+            )
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-S", "-E", GUARD, str(os.getpid()), "--", *launch.command],
+                env=dict(launch.env),
+            )
+            async with stdio_client(params, errlog=self._stderr) as (read, write):
+                yield _WatchedStream(read, self._ended), write
+            return
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        assert launch.url is not None
+        async with (
+            create_mcp_http_client(headers=dict(launch.headers)) as http,
+            streamable_http_client(launch.url, http_client=http) as (read, write),
+        ):
+            yield _WatchedStream(read, self._ended), write
+
+    async def stop(self) -> None:
+        """Stop the upstream (its process group goes with it); it may start again."""
+        self._stop.set()
+        await self._teardown()
+
+    async def _teardown(self, *, graceful: bool = True) -> None:
+        """End the runner: asked to stop (the SDK's shutdown, bounded), else cancelled."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._stop.set()
+        if graceful and not runner.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(runner), 8.0)
+        if not runner.done():
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+        self.client = None
+
+    def _failed(self, reason: str) -> None:
+        """Count a failure: the next start waits 0 s, then 0.5, 1, 2 ... up to 30 s.
+
+        The count goes back to 0 only when a call is answered, so an upstream
+        that starts and then crashes at every call backs off as one that
+        cannot start does.
+        """
+        self.failures += 1
+        self.last_error = reason
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 2))
+        self.retry_at = time.monotonic() + (delay if self.failures > 1 else 0.0)
+
+    def _stderr_tail(self) -> str:
+        """How the process ended and the last line it wrote on stderr, for a failure message."""
+        stream = self._stderr
+        if stream is None:
+            return ""
+        try:
+            stream.flush()
+            stream.seek(0, os.SEEK_END)
+            size = stream.tell()
+            stream.seek(max(0, size - 4000))
+            lines = [line.strip() for line in stream.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        ended = [line for line in lines if line.startswith(GUARD_PREFIX)]
+        said = [line for line in lines if not line.startswith(GUARD_PREFIX)]
+        tail = ""
+        if ended:
+            status = ended[-1].rpartition(" with ")[2]
+            tail += f"; it exited with {status}"
+        if said:
+            tail += f"; its last words on stderr: {said[-1][:STDERR_TAIL]!r}"
+        return tail
+
+    # -- calls ----------------------------------------------------------------
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], events: queue.Queue[_Event]
+    ) -> ToolResult:
+        client = await self.ensure()
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            events.put(_Event("progress", (progress, total, message)))
+
+        self.listeners.add(events)
+        try:
+            result = await client.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=self.upstream.call_timeout,
+                progress_callback=progress,
+            )
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED or self._ended.is_set():
+                await self._teardown()
+                self._failed("it exited while answering" + self._stderr_tail())
+                raise UpstreamUnavailable(
+                    f"upstream {self.name!r} stopped while answering {tool!r} "
+                    f"({self.last_error}); it restarts on the next call"
+                ) from None
+            if exc.code == types.REQUEST_TIMEOUT:
+                await self._hung(tool)
+            raise ToolCallError(f"upstream {self.name!r} refused {tool!r}: {exc}") from None
+        except TimeoutError:
+            await self._hung(tool)
+            raise  # not reached: _hung raises
+        finally:
+            self.listeners.discard(events)
+        self.failures = 0  # an answer: the next failure restarts at once again
+        return _tool_result(result)
+
+    async def _hung(self, tool: str) -> None:
+        seconds = self.upstream.call_timeout
+        await self._teardown()
+        self._failed(f"it did not answer {tool!r} within {seconds:g} s")
+        raise UpstreamUnavailable(
+            f"upstream {self.name!r} did not answer {tool!r} within {seconds:g} s (call_timeout "
+            f"at {self.upstream.where}); it was stopped and restarts on the next call"
+        )
+
+    async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        if not self.listeners:
+            log.info("upstream %r: %s", self.name, text)
+        for listener in list(self.listeners):
+            listener.put(_Event("log", (params.level, text)))
+
+    async def relist(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        try:
+            self.tools = await _list_tools(client)
+        except (MCPError, TimeoutError) as exc:
+            log.warning("upstream %r: listing its tools again failed: %s", self.name, exc)
+            return
+        self.hub.imported(self, self.tools)
+
+
+async def _list_tools(client: Client) -> list[UpstreamTool]:
+    """Every page of the upstream's tool list."""
+    tools: list[UpstreamTool] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(
+            UpstreamTool.from_wire(t.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            for t in page.tools
+        )
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _tool_result(result: types.CallToolResult) -> ToolResult:
+    """The upstream's result as it was: its content blocks, structured content and isError."""
+    wire = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    blocks = [Content(block) for block in wire.get("content", [])]
+    return ToolResult(
+        blocks,
+        structured=wire.get("structuredContent"),
+        meta=wire.get("_meta"),
+        is_error=bool(wire.get("isError")),
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _reason(exc.exceptions[0])
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class UpstreamHub:
+    """The running upstreams of one ``Presets``: the app's ``upstreams`` runtime.
+
+    Applying an upstream's tool list (its adapters, the presets that waited
+    for them, the sync that serves them) happens on the server's loop when
+    the hub knows it, so the registries change where requests read them.
+    """
+
+    def __init__(
+        self,
+        upstreams: UpstreamSet,
+        presets: Presets | None = None,
+        *,
+        root: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.presets = presets
+        self.set = upstreams
+        self.root = root
+        self.environ = dict(os.environ if environ is None else environ)
+        self._connections = {
+            name: Connection(self, upstream) for name, upstream in self.set.upstreams.items()
+        }
+        self._pending = list(self.set.pending)
+        self._lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._applied: set[str] = set()
+        """Upstreams whose listed tools are adapters now: their waiting presets may register."""
+        self._closed = False
+        self.problems: list[str] = []
+
+    @classmethod
+    def attach(cls, presets: Presets) -> UpstreamHub | None:
+        """A hub for ``presets``, attached to its app as ``upstreams``; None without upstreams."""
+        if not presets.upstreams:
+            return None
+        app = presets.manager.app
+        hub = cls(presets.upstreams, presets, root=getattr(app, "root", None))
+        attach = getattr(app, "attach", None)
+        if callable(attach):
+            attach(RUNTIME, hub)
+        elif app is not None:
+            setattr(app, RUNTIME, hub)
+        if presets.upstreams.start_at_once:
+            hub.start_all()
+        return hub
+
+    # -- the hub's loop -------------------------------------------------------
+
+    def _submit(self, coro: Any) -> concurrent.futures.Future[Any]:
+        with self._lock:
+            if self._closed:
+                coro.close()
+                raise UpstreamUnavailable("the server is stopping; upstreams are not started")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name="presets-upstreams", daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def start_all(self) -> None:
+        """Start every upstream now, without waiting (``serve --upstreams-at-start``)."""
+        for connection in self._connections.values():
+            self._submit(_quietly(connection.ensure()))
+
+    # -- what the server asks -------------------------------------------------
+
+    @property
+    def waiting(self) -> bool:
+        """Whether presets wait for tools of upstreams that have not listed them yet."""
+        return bool(self._pending)
+
+    async def ready(self) -> None:
+        """Start the upstreams that presets wait for, and serve what they list (server loop).
+
+        Called before ``tools/list`` and ``tools/call``; costs nothing once no
+        preset waits. An upstream that fails to start is logged and tried
+        again at a later list, after its backoff.
+        """
+        self._server_loop = asyncio.get_running_loop()
+        if not self._pending:
+            return
+        names = {
+            upstream.name
+            for preset in self._pending
+            for tool_id in preset.tool_ids
+            if (upstream := self.set.owner(tool_id)) is not None
+        }
+        connections = [self._connections[n] for n in sorted(names) if n in self._connections]
+        due = [c for c in connections if c.client is None and c.retry_at <= time.monotonic()]
+        if due:
+            future = self._submit(_start_each(due))
+            failures: list[str] = await asyncio.wrap_future(future)
+            for failure in failures:
+                log.warning("%s", failure)
+            for connection in due:
+                if connection.listed:  # applied here, not only when the hub's notice lands
+                    self._apply(connection, connection.tools)
+        self._apply_pending()
+
+    def call(self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall) -> Any:
+        """Forward one call to ``upstream`` and wait for its result (a worker thread).
+
+        Progress and log notices reach the caller's client as they arrive; a
+        cancelled call cancels the upstream's request.
+        """
+        connection = self._connections.get(upstream)
+        if connection is None:
+            raise UpstreamUnavailable(f"{call.name}: upstream {upstream!r} is not declared here")
+        if self._loop is not None and threading.get_ident() == self._thread_ident():
+            raise RuntimeError("an upstream call cannot wait on the upstreams' own loop")
+        events: queue.Queue[_Event] = queue.Queue()
+        future = self._submit(_finished(connection.call(tool, arguments, events), events))
+        context = call.context
+        while True:
+            try:
+                event = events.get(timeout=POLL)
+            except queue.Empty:
+                if context is not None and getattr(context, "cancelled", False):
+                    future.cancel()
+                    raise ToolCallError(f"{call.name}: the call was cancelled") from None
+                continue
+            if event.kind == "done":
+                break
+            if context is None:
+                continue
+            if event.kind == "progress":
+                done, total, message = event.value
+                context.progress(done, total, message)
+            elif event.kind == "log":
+                level, text = event.value
+                context.log(level, f"[{upstream}] {text}")
+        try:
+            return future.result()
+        except UpstreamUnavailable as exc:
+            raise UpstreamUnavailable(f"{call.name}: {exc}") from None
+        except ToolCallError:
+            raise
+        except concurrent.futures.CancelledError:
+            raise ToolCallError(f"{call.name}: the call was cancelled") from None
+
+    def _thread_ident(self) -> int | None:
+        return self._thread.ident if self._thread is not None else None
+
+    def close(self) -> None:
+        """Stop every upstream (their process groups go too); wait a little for them."""
+        with self._lock:
+            self._closed = True
+            loop = self._loop
+        if loop is None:
+            return
+
+        async def stop_all() -> None:
+            await asyncio.gather(
+                *(c.stop() for c in self._connections.values()), return_exceptions=True
+            )
+
+        future = asyncio.run_coroutine_threadsafe(stop_all(), loop)
+        with contextlib.suppress(Exception):
+            future.result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def status(self) -> dict[str, Any]:
+        """Each upstream: running or not, how often it started, its last failure."""
+        return {
+            name: {
+                "running": c.client is not None,
+                "starts": c.starts,
+                "failures": c.failures,
+                "last_error": c.last_error,
+                "tools": len(c.tools),
+            }
+            for name, c in self._connections.items()
+        }
+
+    # -- importing tool lists (the hub's loop, applied on the server's) --------
+
+    def imported(self, connection: Connection, tools: list[UpstreamTool]) -> None:
+        """An upstream listed its tools: serve them (on the server's loop when there is one)."""
+        if self.presets is None:
+            return  # a snapshot only records them
+        loop = self._server_loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(self._apply, connection, tools)
+        else:
+            self._apply(connection, tools)
+
+    def relist_soon(self, connection: Connection) -> None:
+        """The upstream said its tools changed: list them again, on the hub's loop."""
+        asyncio.get_running_loop().create_task(connection.relist())
+
+    def _apply(self, connection: Connection, tools: list[UpstreamTool]) -> None:
+        if self.presets is None:
+            return
+        with self._lock:
+            changed = self._apply_tools(connection.upstream, tools)
+            self._applied.add(connection.name)
+            self._apply_pending()
+            if changed:
+                self.presets.sync.sync()
+
+    def _apply_tools(self, upstream: Upstream, tools: list[UpstreamTool]) -> bool:
+        """Make the adapters of ``upstream`` those of ``tools``; whether anything changed.
+
+        An adapter whose tool is no longer listed stays (a preset may list it):
+        calling it forwards the call, and the upstream says it has no such tool.
+        A tool whose MCP name another plugin's tool has is left out, and logged.
+        """
+        assert self.presets is not None
+        registry = self.presets.tool_adapters
+        adapters, problems = adapters_for(upstream, tools)
+        for problem in problems:
+            log.warning("%s: %s", upstream.where, problem)
+        taken = {
+            registry.mcp_name(a): a.id
+            for a in registry.list()
+            if not a.id.startswith(upstream.name + ".")
+        }
+        changed = False
+        for adapter in adapters:
+            name = registry.mcp_name(adapter)
+            if name in taken:
+                log.warning(
+                    "%s: upstream %r: tool %r would be named %r, which %r has; it is left out",
+                    upstream.where,
+                    upstream.name,
+                    adapter.id,
+                    name,
+                    taken[name],
+                )
+                continue
+            current = registry.get(adapter.id)
+            if current == adapter:
+                continue
+            if current is not None:
+                registry.unregister(adapter.id)
+            registry.register(adapter)
+            changed = True
+        for tool in tools:
+            tool_id = upstream.tool_id(tool.name)
+            if registry.get(tool_id) is not None:
+                self.set.tools[tool_id] = tool
+        return changed
+
+    def _apply_pending(self) -> None:
+        """Register the waiting presets whose upstreams have now listed their tools."""
+        if self.presets is None:
+            return
+        with self._lock:
+            still: list[Any] = []
+            for preset in self._pending:
+                owners = {u.name for t in preset.tool_ids if (u := self.set.owner(t)) is not None}
+                if not owners <= self._applied:
+                    still.append(preset)
+                    continue
+                problem = self._preset_problem(preset)
+                if problem is not None:
+                    log.warning("preset %r is left out: %s", preset.name, problem)
+                    continue
+                try:
+                    self.presets.registry.register(preset)
+                except PresetValidationError as exc:
+                    log.warning("preset %r is left out: %s", preset.name, exc)
+            self._pending = still
+
+    def _preset_problem(self, preset: Any) -> str | None:
+        assert self.presets is not None
+        registry = self.presets.tool_adapters
+        missing = [t for t in preset.tool_ids if registry.get(t) is None]
+        if missing:
+            return f"no upstream lists tool id(s) {', '.join(map(repr, missing))}"
+        for tool_id in preset.tool_ids:
+            risk = self.set.risk_problem(preset, tool_id)
+            if risk is not None:
+                return risk
+        return None
+
+    # -- snapshots --------------------------------------------------------------
+
+    def snapshot(self, name: str, *, taken_at: str) -> Snapshot:
+        """Start ``name`` (if it is not running) and record what it lists (any thread)."""
+        connection = self._connections[name]
+        future = self._submit(connection.ensure())
+        future.result()
+        upstream = connection.upstream
+        return Snapshot(
+            upstream=name,
+            declaration=upstream.declaration(),
+            tools=tuple(connection.tools),
+            server=dict(connection.server_info),
+            protocol_version=connection.protocol_version,
+            client_capabilities=client_capabilities(upstream),
+            server_capabilities=dict(connection.server_capabilities),
+            taken_at=taken_at,
+        )
+
+
+async def _quietly(coro: Any) -> None:
+    try:
+        await coro
+    except UpstreamUnavailable as exc:
+        log.warning("%s", exc)
+
+
+async def _start_each(connections: Iterable[Connection]) -> list[str]:
+    """Start the connections side by side; the message of each that failed."""
+
+    async def one(connection: Connection) -> str | None:
+        try:
+            await connection.ensure()
+        except UpstreamUnavailable as exc:
+            return str(exc)
+        return None
+
+    results = await asyncio.gather(*(one(c) for c in connections))
+    return [r for r in results if r is not None]
+
+
+async def _finished(coro: Any, events: queue.Queue[_Event]) -> Any:
+    """Run a call, then tell the waiting handler it is over (whatever the outcome)."""
+    try:
+        return await coro
+    finally:
+        events.put(_Event("done"))
