@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,32 @@ def private_directory(path: Path) -> None:
 
 
 def private_file(path: Path) -> None:
-    """Drop the group and other bits of ``path`` if it exists (0644 becomes 0600)."""
+    """Drop the group and other bits of ``path`` if it exists (0644 becomes 0600).
+
+    A symlink is never followed: its target's mode is not this folder's business.
+    """
     try:
-        mode = path.stat().st_mode
-        if mode & 0o077:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+        if mode & 0o077 and not stat.S_ISLNK(mode):
             os.chmod(path, mode & 0o7700)
     except (FileNotFoundError, PermissionError):
         pass
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise ``PresetError`` if ``path`` is a symlink: a state file is written where it is.
+
+    The server often runs as root, and a link planted in its state directory
+    would have it truncate, chmod or write any file of the host.
+    """
+    from agent_presets.model import PresetError
+
+    if os.path.islink(path):
+        raise PresetError(
+            f"{path} is a symlink, and the server never writes its state through one "
+            "(it could point at any file); remove the link, or give the server a state "
+            "directory of its own with --state-dir DIR"
+        )
 
 
 def write_json_atomic(path: Path, value: Any, *, mode: int | None = None) -> None:

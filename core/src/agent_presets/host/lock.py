@@ -12,13 +12,14 @@ trusted to decide anything.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from agent_presets.atomicfile import private_directory
+from agent_presets.atomicfile import private_directory, refuse_symlink
 from agent_presets.model import PresetError
 
 LOCK_FILE: Final = "state.lock"
@@ -59,7 +60,15 @@ class StateLock:
         if self._fd is not None:
             return self
         private_directory(self.state_dir)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        refuse_symlink(self.path)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW  # and no race either
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            refuse_symlink(self.path)  # made since the check: say so
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
