@@ -62,22 +62,6 @@ def private_file(path: Path) -> None:
         pass
 
 
-def refuse_symlink(path: Path) -> None:
-    """Raise ``PresetError`` if ``path`` is a symlink: a state file is written where it is.
-
-    The server often runs as root, and a link planted in its state directory
-    would have it truncate, chmod or write any file of the host.
-    """
-    from agent_presets.model import PresetError
-
-    if os.path.islink(path):
-        raise PresetError(
-            f"{path} is a symlink, and the server never writes its state through one "
-            "(it could point at any file); remove the link, or give the server a state "
-            "directory of its own with --state-dir DIR"
-        )
-
-
 def write_json_atomic(path: Path, value: Any, *, mode: int | None = None) -> None:
     data = json.dumps(value, indent=1, sort_keys=True).encode("utf-8") + b"\n"
     write_atomic(path, data, mode=mode)

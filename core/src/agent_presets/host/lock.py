@@ -19,10 +19,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from agent_presets.atomicfile import private_directory, refuse_symlink
+from agent_presets.atomicfile import private_directory
 from agent_presets.model import PresetError
 
 LOCK_FILE: Final = "state.lock"
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise ``PresetError`` if ``path`` is a symlink: a state file is written where it is.
+
+    The server often runs as root, and a link planted in its state directory
+    would have it truncate, chmod or write any file of the host.
+    """
+    if os.path.islink(path):
+        raise PresetError(
+            f"{path} is a symlink, and the server never writes its state through one "
+            "(it could point at any file); remove the link, or give the server a state "
+            "directory of its own with --state-dir DIR"
+        )
 
 
 class StateLockedError(PresetError):

@@ -34,7 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from agent_presets.atomicfile import private_directory, private_file, refuse_symlink
+from agent_presets.atomicfile import private_directory, private_file
+from agent_presets.host.lock import refuse_symlink
 
 DB_FILE: Final = "state.db"
 SCHEMA: Final = """
