@@ -126,3 +126,32 @@ def test_a_served_shell_cannot_mount_in_a_user_namespace_of_its_own(tmp_path: Pa
         [f"cat > {root_script} <<'PY'\n{NESTED_MOUNTS}\nPY\n/usr/bin/python3 {root_script}"],
     )
     assert result["stdout"] == "no user namespace\n", result
+
+
+SHARED_MEMORY = """
+import mmap
+size = 1280 * 1024 * 1024  # past the 1 GiB a process may take
+try:
+    area = mmap.mmap(-1, size, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    for page in range(0, size, mmap.PAGESIZE):
+        area[page] = 1
+    print("took", size >> 20, "MiB")
+except (MemoryError, OSError):
+    print("refused")
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="RLIMIT_DATA counts private writable mappings only: a shared anonymous one "
+    "(shmem) is not bounded; it needs a memory cgroup for the sandbox (or RLIMIT_AS)",
+)
+def test_a_served_shell_cannot_take_more_memory_through_a_shared_mapping(
+    tmp_path: Path,
+) -> None:
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("the attack needs a system python3 inside the sandbox")
+    (result,) = _call_bash(
+        tmp_path, [f"cat > shm.py <<'PY'\n{SHARED_MEMORY}\nPY\n/usr/bin/python3 shm.py"]
+    )
+    assert result["stdout"] == "refused\n", result
