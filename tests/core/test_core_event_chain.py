@@ -166,3 +166,39 @@ def test_any_single_removal_or_swap_is_found(n: int, data: st.DataObject) -> Non
         path.write_bytes(b"".join(lines))
         broken = verify_log(path).broken
         assert broken is not None and broken.line <= i + 2
+
+
+def test_an_edit_hidden_by_stripping_the_links_before_it_is_found(tmp_path: Path) -> None:
+    # Lines without `prev` count as older than the chain and are not checked;
+    # stripping it from every line up to an edited one must not pass for that.
+    path = tmp_path / "events.jsonl"
+    _write(path, 6)
+    lines = [json.loads(line) for line in _lines(path)]
+    lines[2]["tool"] = "forged"
+    for line in lines[:3]:
+        del line["prev"]
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+    found = verify_log(path)
+    assert found.broken is not None and found.broken.line == 4, found
+    code, out = _verify(path)
+    assert code == 1 and ":4: the chain breaks here" in out
+
+
+def test_forged_lines_without_links_before_the_first_line_are_found(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    _write(path, 2)
+    forged = Change(preset="general-shell-tools", state="on", by="cli").to_json()
+    path.write_bytes((json.dumps(forged) + "\n").encode() + path.read_bytes())
+    found = verify_log(path)
+    assert found.broken is not None and found.broken.line == 2, found
+
+
+def test_a_chain_begun_in_a_new_file_after_older_unchained_files_is_whole(
+    tmp_path: Path,
+) -> None:
+    # An older version rotated its unchained lines away; this one began afresh.
+    path = tmp_path / "events.jsonl"
+    old = Change(preset="p", state="on", by="cli").to_json()
+    (tmp_path / "events.jsonl.1").write_text(json.dumps(old) + "\n")
+    _write(path, 2)
+    assert verify_log(path) == (2, None, 1)

@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .conftest import serve_command, server_env
 
 SYSCTLS = ("kernel/core_pattern", "kernel/hostname", "vm/drop_caches")
@@ -90,3 +92,66 @@ def test_a_served_shell_cannot_open_host_sysctls_or_anything_host_wide_in_proc(
     assert probed["stdout"] == "probed\n"
     assert scanned["stdout"] == "scanned\n"
     assert {name: Path("/proc/sys", name).read_text() for name in readable} == before
+
+
+# In a user namespace of its own a command holds every capability there, and
+# with the sandbox's uid 0 being the host's root, a cgroup file's owner check
+# passes: mounting the pids hierarchy shows the sandbox's own cgroup, whose
+# `pids.max` it could raise to `max`. A fresh tmpfs would have no size bound.
+NESTED_MOUNTS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x00020000 | 0x02000000) != 0:  # user, mount, cgroup
+    print("no user namespace")
+    raise SystemExit
+for fs, options in ((b"cgroup", b"pids"), (b"tmpfs", b"size=4g")):
+    os.makedirs(b"/tmp/" + fs, exist_ok=True)
+    if libc.mount(b"none", b"/tmp/" + fs, fs, 0, options) == 0:
+        print("mounted", fs.decode())
+try:
+    with open("/tmp/cgroup/pids.max", "w") as limit:
+        limit.write("max")
+    print("raised pids.max")
+except OSError:
+    pass
+"""
+
+
+def test_a_served_shell_cannot_mount_in_a_user_namespace_of_its_own(tmp_path: Path) -> None:
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("the attack needs a system python3 inside the sandbox")
+    root_script = "m.py"
+    (result,) = _call_bash(
+        tmp_path,
+        [f"cat > {root_script} <<'PY'\n{NESTED_MOUNTS}\nPY\n/usr/bin/python3 {root_script}"],
+    )
+    assert result["stdout"] == "no user namespace\n", result
+
+
+SHARED_MEMORY = """
+import mmap
+size = 1280 * 1024 * 1024  # past the 1 GiB a process may take
+try:
+    area = mmap.mmap(-1, size, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    for page in range(0, size, mmap.PAGESIZE):
+        area[page] = 1
+    print("took", size >> 20, "MiB")
+except (MemoryError, OSError):
+    print("refused")
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="RLIMIT_DATA counts private writable mappings only: a shared anonymous one "
+    "(shmem) is not bounded; it needs a memory cgroup for the sandbox (or RLIMIT_AS)",
+)
+def test_a_served_shell_cannot_take_more_memory_through_a_shared_mapping(
+    tmp_path: Path,
+) -> None:
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("the attack needs a system python3 inside the sandbox")
+    (result,) = _call_bash(
+        tmp_path, [f"cat > shm.py <<'PY'\n{SHARED_MEMORY}\nPY\n/usr/bin/python3 shm.py"]
+    )
+    assert result["stdout"] == "refused\n", result

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,13 @@ def private_directory(path: Path) -> None:
 
 
 def private_file(path: Path) -> None:
-    """Drop the group and other bits of ``path`` if it exists (0644 becomes 0600)."""
+    """Drop the group and other bits of ``path`` if it exists (0644 becomes 0600).
+
+    A symlink is never followed: its target's mode is not this folder's business.
+    """
     try:
-        mode = path.stat().st_mode
-        if mode & 0o077:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+        if mode & 0o077 and not stat.S_ISLNK(mode):
             os.chmod(path, mode & 0o7700)
     except (FileNotFoundError, PermissionError):
         pass

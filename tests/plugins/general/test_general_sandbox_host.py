@@ -97,8 +97,11 @@ def test_nothing_under_proc_is_writable_but_the_sandboxs_own_processes(app: Gene
 REMOUNT = """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
-# A user and mount namespace of its own: every capability, over its own mounts.
-assert libc.unshare(0x10000000 | 0x00020000) == 0, os.strerror(ctypes.get_errno())
+# A user and mount namespace of its own: every capability, over its own mounts
+# (where bubblewrap has --disable-userns, the sandbox refuses to make one).
+if libc.unshare(0x10000000 | 0x00020000) != 0:
+    print("no user namespace")
+    raise SystemExit
 MS_BIND, MS_REMOUNT, MS_REC = 4096, 32, 16384
 done = [
     libc.mount(b"proc", b"/tmp", b"proc", 0, None) == 0,
@@ -118,7 +121,10 @@ def test_a_nested_user_namespace_cannot_make_proc_writable_again(app: GeneralApp
     (app.root / "remount.py").write_text(REMOUNT)
     result = run(app, "python3 remount.py")
     assert result["exit_code"] == 0, result["stderr"]
-    assert result["stdout"].split() == ["[False,", "False,", "False]", "False", "False"]
+    assert result["stdout"].split() in (
+        ["no", "user", "namespace"],
+        ["[False,", "False,", "False]", "False", "False"],
+    )
 
 
 # The attack probe's fork loop: every process leaves a file in the root, so

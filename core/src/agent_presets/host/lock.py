@@ -12,6 +12,7 @@ trusted to decide anything.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -22,6 +23,20 @@ from agent_presets.atomicfile import private_directory
 from agent_presets.model import PresetError
 
 LOCK_FILE: Final = "state.lock"
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise ``PresetError`` if ``path`` is a symlink: a state file is written where it is.
+
+    The server often runs as root, and a link planted in its state directory
+    would have it truncate, chmod or write any file of the host.
+    """
+    if os.path.islink(path):
+        raise PresetError(
+            f"{path} is a symlink, and the server never writes its state through one "
+            "(it could point at any file); remove the link, or give the server a state "
+            "directory of its own with --state-dir DIR"
+        )
 
 
 class StateLockedError(PresetError):
@@ -59,7 +74,15 @@ class StateLock:
         if self._fd is not None:
             return self
         private_directory(self.state_dir)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        refuse_symlink(self.path)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW  # and no race either
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            refuse_symlink(self.path)  # made since the check: say so
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

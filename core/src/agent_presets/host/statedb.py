@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agent_presets.atomicfile import private_directory, private_file
+from agent_presets.host.lock import refuse_symlink
 
 DB_FILE: Final = "state.db"
 SCHEMA: Final = """
@@ -64,7 +65,10 @@ class StateStore:
         private_directory(self.path.parent)
         # Made 0600 before SQLite opens it: SQLite would make it 0644, and its
         # -wal and -shm files take the database's mode.
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        # SQLite follows a symlink for the database and its -wal and -shm files.
+        for suffix in ("", "-wal", "-shm"):
+            refuse_symlink(self.path.with_name(self.path.name + suffix))
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600))
         for suffix in ("", "-wal", "-shm"):
             private_file(self.path.with_name(self.path.name + suffix))
         self._lock = threading.RLock()

@@ -276,17 +276,42 @@ def verify_log(path: str | Path) -> Verified:
     seen: dict[str, tuple[Path, int]] = {}
     order: list[tuple[Path, int, str, str]] = []  # file, line, hash, prev
     unchained = 0
+    last_unchained: str | None = None  # the hash of the last line before the chain
     for file in rotated_paths(path):
         try:
             handle = file.open("rb")
         except FileNotFoundError:
             continue
+        first_in_file = True
         with handle:
             for number, raw in enumerate(handle, 1):
                 line = _parse(raw)
                 if line is None:
                     continue
+                starts_file, first_in_file = first_in_file, False
                 prev = line.get("prev")
+                digest = line_hash(raw if raw.endswith(b"\n") else raw + b"\n")
+                # The writer links its first line to the last line it finds in
+                # the file, chained or not, or begins afresh in a new file. Any
+                # other link after unchained lines means they were written (or
+                # their links stripped) later: they would pass unchecked.
+                if (
+                    isinstance(prev, str)
+                    and not order
+                    and last_unchained is not None
+                    and prev != last_unchained
+                    and not (prev == GENESIS and starts_file)
+                ):
+                    return Verified(
+                        0,
+                        ChainBreak(
+                            file,
+                            number,
+                            "it does not link to the unchained line(s) before it: lines "
+                            "before it were added, altered or stripped of their links",
+                        ),
+                        unchained,
+                    )
                 if not isinstance(prev, str):
                     if order:
                         return Verified(
@@ -297,8 +322,8 @@ def verify_log(path: str | Path) -> Verified:
                             unchained,
                         )
                     unchained += 1
+                    last_unchained = digest
                     continue
-                digest = line_hash(raw if raw.endswith(b"\n") else raw + b"\n")
                 order.append((file, number, digest, prev))
                 seen.setdefault(digest, (file, number))
     for index in range(1, len(order)):

@@ -197,15 +197,25 @@ def find_bwrap() -> str | None:
 
 
 @functools.cache
-def _sizes_tmpfs(bwrap: str) -> bool:
-    """Whether this bubblewrap has ``--size`` (0.7 and later) to bound a tmpfs."""
+def _bwrap_help(bwrap: str) -> bytes:
+    """What this bubblewrap's ``--help`` says: which options it has."""
     try:
         shown = subprocess.run(
             [bwrap, "--help"], capture_output=True, timeout=TRIAL_TIMEOUT, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--size" in shown.stdout + shown.stderr
+        return b""
+    return shown.stdout + shown.stderr
+
+
+def _sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap has ``--size`` (0.7 and later) to bound a tmpfs."""
+    return b"--size" in _bwrap_help(bwrap)
+
+
+def _disables_userns(bwrap: str) -> bool:
+    """Whether this bubblewrap has ``--disable-userns`` (0.8 and later)."""
+    return b"--disable-userns" in _bwrap_help(bwrap)
 
 
 def bwrap_args(
@@ -226,6 +236,13 @@ def bwrap_args(
     args = [bwrap, *NAMESPACES]
     if not network:
         args.append("--unshare-net")
+    # No user namespace inside the sandbox's own: in one, a command holds every
+    # capability over mounts of its own, and with uid 0 being the host's root a
+    # mounted pids cgroup's `pids.max` passes the owner check (the process limit
+    # raised to `max`), as would the server's memory cgroup; a fresh tmpfs would
+    # have no size.
+    if _disables_userns(bwrap):
+        args.append("--disable-userns")
     # Without --cap-drop a bwrap run by root keeps its capabilities inside the
     # user namespace, and `mount -o remount,rw /` gets through.
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox"]

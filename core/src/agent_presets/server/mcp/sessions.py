@@ -61,7 +61,7 @@ class HttpSessions:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", ()))
+        headers = _first_headers(scope)
         raw_id = headers.get(_SESSION_HEADER)
         session_id = raw_id.decode("latin-1") if raw_id is not None else None
         if session_id is None:
@@ -138,9 +138,22 @@ class HttpSessions:
                         self.listener.listening(session_id, False)
 
 
+def _first_headers(scope: Scope) -> dict[bytes, bytes]:
+    """Each header's first value, as the SDK reads them (Starlette's ``headers.get``).
+
+    A request may repeat a header: read as its last value, two ``Mcp-Session-Id``
+    headers let token B's GET stream on its own session (the first, which the
+    SDK checks and serves) count here as token A's session listening.
+    """
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope.get("headers", ()):
+        headers.setdefault(name, value)
+    return headers
+
+
 def _primes(scope: Scope) -> bool:
     """Whether the transport sends a priming event on this request's stream."""
-    raw = dict(scope.get("headers", ())).get(_VERSION_HEADER)
+    raw = _first_headers(scope).get(_VERSION_HEADER)
     version = raw.decode("latin-1") if raw is not None else DEFAULT_NEGOTIATED_VERSION
     return is_version_at_least(version, "2025-11-25")
 
