@@ -37,6 +37,7 @@ def test_the_hook_specs_are_the_contract_hooks():
                 "presets_tool_adapters",
                 "presets_headless_runtime",
                 "presets_context_fields",
+                "presets_content_providers",
             ]
         )
         == HOOKS

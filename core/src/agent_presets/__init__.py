@@ -54,6 +54,7 @@ _EXPORTS = {
     "ToolDef": "model",
     "UnknownPresetError": "model",
     "load_preset_file": "loader",
+    "ContentProvider": "bundles",
     "ToolAdapter": "adapters",
     "AdapterKit": "adapters",
     "ToolAdapterRegistry": "adapters",
@@ -89,6 +90,7 @@ __all__ = [
     "ActivePreset",
     "AdapterKit",
     "CallContext",
+    "ContentProvider",
     "ContextField",
     "DuplicatePresetError",
     "DuplicateToolError",
@@ -158,6 +160,7 @@ if TYPE_CHECKING:
     )
     from agent_presets.atomicfile import write_atomic
     from agent_presets.bootstrap import Presets, bootstrap
+    from agent_presets.bundles import ContentProvider
     from agent_presets.callcontext import CallContext, Elicitation, UnsupportedByClientError
     from agent_presets.hookspecs import hookimpl, hookspec
     from agent_presets.loader import load_preset_file

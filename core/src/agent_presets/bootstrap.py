@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_presets.adapters import ToolAdapterRegistry
+from agent_presets.bundles import Members
 from agent_presets.catalog import collect
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
@@ -38,6 +39,8 @@ class Presets:
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     """The plugin (as ``presets plugins`` names it) that provided each tool adapter, by id."""
+    members: Members = field(default_factory=Members)
+    """The prompts, resources and resource templates presets may list, and their providers."""
 
 
 def bootstrap(
@@ -101,4 +104,10 @@ def bootstrap(
         preset_plugin=dict(catalog.preset_plugin),
         vocabulary=catalog.vocabulary,
         adapter_plugin=dict(catalog.adapter_plugin),
+        members=Members(
+            {p.id: p for p in catalog.prompts},
+            {r.id: r for r in catalog.resources},
+            {p.id: p for p in catalog.providers},
+            tool_registry.namespace_prefix,
+        ),
     )

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import yaml
 
+from agent_presets.bundles import FileMembers, read_members
 from agent_presets.model import Preset, PresetValidationError, duplicate_preset_error
 from agent_presets.schema import (
     SCHEMA_NAME,
@@ -318,11 +319,15 @@ def load_preset_text(text: str, source: str = "<string>") -> list[Preset]:
     return presets
 
 
-def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetValidationError]]:
+def parse_presets(
+    text: str, source: str, members: FileMembers | None = None
+) -> tuple[list[Preset], list[PresetValidationError]]:
     """Every valid preset of a file and every problem found; never raises for bad content.
 
     Each problem is located (``path:line:col``) and quotes at most a short
-    prefix of any value.
+    prefix of any value. ``members``, when given, receives the file's valid
+    prompts, resources and resource templates (``bundles.read_members``);
+    their problems are among those returned.
     """
     bad_char = _NON_PRINTABLE.search(text)
     if bad_char is not None:
@@ -409,10 +414,13 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         )
     errors = file_errors(data, limit=MAX_PROBLEMS + 1)
     bad_presets: set[int] = set()
+    bad_members: set[tuple[str, int]] = set()
     for error in errors:
         path = problem_path(error)
         if len(path) >= 2 and path[0] == "presets" and isinstance(path[1], int):
             bad_presets.add(path[1])
+        elif len(path) >= 2 and isinstance(path[0], str) and isinstance(path[1], int):
+            bad_members.add((path[0], path[1]))
         extra = extra_key(error)
         if extra is not None:
             problems.append(at((*path, extra), describe(error, data), key=True))
@@ -458,6 +466,16 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
             continue
         first_seen[preset.name] = index
         presets.append(preset)
+    if members is not None:
+
+        def line_of(path: PathKey) -> int | None:
+            pos = positions.get(path)
+            return pos[0] if pos else None
+
+        found = read_members(data, source, bad_members, lambda p, m: at(p, m), line_of)
+        members.prompts.extend(found.prompts)
+        members.resources.extend(found.resources)
+        problems.extend(found.problems)
     problems.sort(key=lambda p: (p.line or 0, p.column or 0))
     return presets, problems
 
