@@ -131,7 +131,15 @@ class PresetServer(Server[Any]):
             title="agent-presets",
             instructions=INSTRUCTIONS,
             lifespan=_lifespan,
-            cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
+            # The lists follow the active presets, which change at any moment.
+            cache_hints={
+                "tools/list": _NO_CACHE,
+                "prompts/list": _NO_CACHE,
+                "resources/list": _NO_CACHE,
+                "resources/templates/list": _NO_CACHE,
+                # 2026-07-28 requires the hint on a read; without it the SDK drops contents.
+                "resources/read": _NO_CACHE,
+            },
             get_tool_input_schema=self._input_schema,
             on_subscriptions_listen=self.listen_handler,
         )
