@@ -450,3 +450,58 @@ async def test_a_change_that_keeps_the_resources_sends_no_resource_notice(make: 
         await notices.wait("notifications/prompts/list_changed")
         await c.list_prompts()
     assert "notifications/resources/list_changed" not in notices.methods
+
+
+# ---------------------------------------------------------------- the built-in plugins
+
+
+@ERAS
+async def test_the_built_ins_serve_the_drawing_the_graph_nodes_and_a_unit_review(
+    tmp_path: Path, mode: str
+) -> None:
+    from agent_presets.host import HeadlessHost
+
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start()
+    assert presets.problems == []
+    (tmp_path / "state" / "units").mkdir(parents=True, exist_ok=True)
+    for name in ("greet", "grow", "tidy"):
+        (tmp_path / "state" / "units" / f"{name}.py").write_text("def run():\n    return 1\n")
+    server = build_server(presets)
+    try:
+        async with client(server, mode) as c:
+            # Units are inspectable in every context: the review prompt is always served.
+            review = await c.complete(
+                PromptReference(name="space_units_review"), {"name": "unit", "value": "gr"}
+            )
+            assert review.completion.values == ["greet", "grow"]
+            got = await c.get_prompt("space_units_review", {"unit": "grow"})
+            text = message_text(got.messages[0])
+            assert "Review the code unit grow." in text
+            assert "space_unit_list" in text and "space_unit_inspect" in text
+            # The drawing's SVG is served while the user draws, not before.
+            with pytest.raises(MCPError, match="preset 'drawing-shape-tools'"):
+                await c.read_resource("drawing://current.svg")
+            await c.call_tool("space_app_switch_surface", {"surface": "canvas"})
+            await c.call_tool("space_app_set_activity", {"activity": "drawing"})
+            await c.call_tool(
+                "space_drawing_insert_shape",
+                {"kind": "rectangle", "x": 1, "y": 2, "width": 30, "height": 20},
+            )
+            svg = (await c.read_resource("drawing://current.svg")).contents[0]
+            assert svg.mime_type == "image/svg+xml"
+            assert svg.text.startswith("<svg") and "<rect" in svg.text
+            # A resource per graph node, its id completed.
+            await c.call_tool("space_app_set_activity", {"activity": "graph"})
+            assert "graph://node/{node_id}" in await template_uris(c)
+            made = await c.call_tool("space_graph_add_node", {"label": "Paris"})
+            node_id = made.structured_content["id"]
+            ids = await c.complete(
+                ResourceTemplateReference(uri="graph://node/{node_id}"),
+                {"name": "node_id", "value": ""},
+            )
+            assert ids.completion.values == [node_id]
+            node = (await c.read_resource(f"graph://node/{node_id}")).contents[0]
+            assert '"label": "Paris"' in node.text
+    finally:
+        server.close()
