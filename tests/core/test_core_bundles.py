@@ -435,3 +435,56 @@ def test_a_template_reads_back_the_values_it_was_expanded_with(a: str, b: str) -
 def test_a_template_that_does_not_parse_says_why(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=re.escape(problem)):
         UriTemplate.parse(text)
+
+
+# ---------------------------------------------------------------- start-up
+
+
+@pytest.mark.slow
+def test_a_tools_only_server_never_imports_the_members_code(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "tools.yaml").write_text(
+        "presets:\n  - {name: t, default_state: auto, risk: normal, contexts: [{surface: any}],"
+        " tool_ids: [t.act]}\n"
+    )
+    code = textwrap.dedent(
+        f"""
+        import sys, anyio
+        from pathlib import Path
+        from mcp import Client
+        from agent_presets import ToolAdapter, bootstrap, build_server, hookimpl
+
+        class Tools:
+            @hookimpl
+            def presets_preset_files(self):
+                return [Path({str(tmp_path / "tools.yaml")!r})]
+
+            @hookimpl
+            def presets_tool_adapters(self):
+                return [ToolAdapter("t.act", "", "Act.", {{"type": "object"}},
+                                    lambda app, a: "ok", name="t_act")]
+
+        presets = bootstrap(object(), plugins=[Tools()])
+        assert not presets.problems, presets.problems
+        server = build_server(presets)
+
+        async def main():
+            async with Client(server, mode="legacy") as client:
+                await client.list_tools()
+                await client.list_prompts()
+                await client.list_resources()
+                await client.read_resource("presets://active/status")
+
+        anyio.run(main)
+        print(sorted(m for m in sys.modules if m.startswith("agent_presets.")))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = result.stdout
+    assert "agent_presets.mcpserver.catalog" in loaded
+    assert "agent_presets.bundles" not in loaded and "agent_presets.uritemplate" not in loaded

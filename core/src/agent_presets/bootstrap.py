@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets.adapters import ToolAdapterRegistry
-from agent_presets.bundles import Members
-from agent_presets.catalog import collect
+from agent_presets.catalog import Catalog, collect
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 from agent_presets.plugins import PluginSet, env_flag, load_plugins
@@ -17,6 +16,9 @@ from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
 from agent_presets.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from agent_presets.bundles import Members
 
 log = logging.getLogger("agent_presets")
 
@@ -39,8 +41,9 @@ class Presets:
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     """The plugin (as ``presets plugins`` names it) that provided each tool adapter, by id."""
-    members: Members = field(default_factory=Members)
-    """The prompts, resources and resource templates presets may list, and their providers."""
+    members: Members | None = None
+    """The prompts, resources and resource templates presets may list, and their providers;
+    None when no plugin declares any (``agent_presets.bundles`` is then never imported)."""
 
 
 def bootstrap(
@@ -104,10 +107,18 @@ def bootstrap(
         preset_plugin=dict(catalog.preset_plugin),
         vocabulary=catalog.vocabulary,
         adapter_plugin=dict(catalog.adapter_plugin),
-        members=Members(
-            {p.id: p for p in catalog.prompts},
-            {r.id: r for r in catalog.resources},
-            {p.id: p for p in catalog.providers},
-            tool_registry.namespace_prefix,
-        ),
+        members=_members(catalog, tool_registry.namespace_prefix),
+    )
+
+
+def _members(catalog: Catalog, namespace_prefix: str | None) -> Members | None:
+    if not catalog.prompts and not catalog.resources:
+        return None
+    from agent_presets.bundles import Members
+
+    return Members(
+        {p.id: p for p in catalog.prompts},
+        {r.id: r for r in catalog.resources},
+        {p.id: p for p in catalog.providers},
+        namespace_prefix,
     )

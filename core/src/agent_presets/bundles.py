@@ -88,6 +88,10 @@ class PromptSpec:
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
+    @property
+    def kind(self) -> Kind:
+        return "prompt"
+
     def argument(self, name: str) -> PromptArgument | None:
         return next((a for a in self.arguments if a.name == name), None)
 

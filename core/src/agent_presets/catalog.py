@@ -23,19 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.resources.abc import Traversable
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from agent_presets.adapters import ToolAdapter, mcp_name_for
-from agent_presets.bundles import (
-    ContentProvider,
-    FileMembers,
-    PromptSpec,
-    ResourceSpec,
-    member_placeholders,
-    prompt_mcp_name,
-)
 from agent_presets.loader import PresetYamlLoader, parse_presets, read_preset_source
 from agent_presets.model import (
     ANY,
@@ -50,6 +42,10 @@ from agent_presets.prompts import placeholders
 from agent_presets.schema import clip, quote
 from agent_presets.suggest import closest, did_you_mean
 from agent_presets.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    # Imported when a catalog has members: a tools-only one never loads them.
+    from agent_presets.bundles import ContentProvider, PromptSpec, ResourceSpec
 
 
 @dataclass
@@ -179,8 +175,7 @@ def _read_and_parse(
         source, text = read_preset_source(path, max_size=max_file_size)
         catalog.files.append(source)
         catalog.texts[source] = text
-        members = FileMembers()
-        presets, problems = parse_presets(text, source, members)
+        presets, problems = parse_presets(text, source, catalog)
     except PresetValidationError:
         raise
     except Exception as exc:
@@ -191,8 +186,6 @@ def _read_and_parse(
         ) from exc
     catalog.problems.extend(problems)
     catalog.presets.extend(presets)
-    catalog.prompts.extend(members.prompts)
-    catalog.resources.extend(members.resources)
     return presets
 
 
@@ -452,6 +445,10 @@ def _unique_members(catalog: Catalog, namespace_prefix: str | None) -> None:
     prompt names are checked with the host's namespace (none for files
     checked alone, whose names are then compared as declared).
     """
+    if not catalog.prompts and not catalog.resources:
+        return
+    from agent_presets.bundles import PromptSpec, prompt_mcp_name
+
     seen: dict[tuple[str, str], PromptSpec | ResourceSpec] = {}
 
     def first(member: PromptSpec | ResourceSpec) -> bool:
@@ -488,7 +485,7 @@ def _unique_members(catalog: Catalog, namespace_prefix: str | None) -> None:
 
 
 def _kind(member: PromptSpec | ResourceSpec) -> str:
-    return "prompt" if isinstance(member, PromptSpec) else member.kind
+    return member.kind
 
 
 def _where(member: PromptSpec | ResourceSpec) -> str:
@@ -508,27 +505,37 @@ def _check_members(
     member's ``{{tool.id}}`` placeholders need a tool some plugin provides.
     A member refused here is left out, and with it every preset that lists it.
     """
+    offered = [
+        (info, provider)
+        for info, result in plugin_set.call_each(
+            "presets_content_providers", catalog.problems.append
+        )
+        for provider in _items(info, result, catalog)
+    ]
+    if not offered and not catalog.prompts and not catalog.resources:
+        return  # a tools-only catalog: nothing to check, and bundles stays unimported
+    from agent_presets.bundles import ContentProvider
+
     _unique_members(catalog, namespace_prefix)
     declared: list[PromptSpec | ResourceSpec] = [*catalog.prompts, *catalog.resources]
     members = {m.id: m for m in declared}
     providers: dict[str, ContentProvider] = {}
-    for info, result in plugin_set.call_each("presets_content_providers", catalog.problems.append):
-        for provider in _items(info, result, catalog):
-            if not isinstance(provider, ContentProvider):
-                catalog.problems.append(
-                    PresetValidationError(
-                        f"plugin {quote(info.name)}: presets_content_providers returned "
-                        f"{type(provider).__name__}, expected ContentProvider",
-                        source=info.name,
-                    )
+    for info, provider in offered:
+        if not isinstance(provider, ContentProvider):
+            catalog.problems.append(
+                PresetValidationError(
+                    f"plugin {quote(info.name)}: presets_content_providers returned "
+                    f"{type(provider).__name__}, expected ContentProvider",
+                    source=info.name,
                 )
-                continue
-            provider = replace(provider, source=provider.source or info.name)
-            problem = _provider_problem(provider, members.get(provider.id), providers)
-            if problem is not None:
-                catalog.problems.append(PresetValidationError(problem, **_made_at(provider)))
-                continue
-            providers[provider.id] = provider
+            )
+            continue
+        provider = replace(provider, source=provider.source or info.name)
+        problem = _provider_problem(provider, members.get(provider.id), providers)
+        if problem is not None:
+            catalog.problems.append(PresetValidationError(problem, **_made_at(provider)))
+            continue
+        providers[provider.id] = provider
     refused: set[str] = set()
     for member in members.values():
         problem = _member_problem(member, providers.get(member.id), adapters)
@@ -551,6 +558,8 @@ def _provider_problem(
     member: PromptSpec | ResourceSpec | None,
     providers: Mapping[str, ContentProvider],
 ) -> str | None:
+    from agent_presets.bundles import PromptSpec
+
     label = f"content provider {quote(provider.id)} of plugin {provider.source}"
     if member is None:
         return (
@@ -589,6 +598,8 @@ def _member_problem(
     provider: ContentProvider | None,
     adapters: Mapping[str, ToolAdapter],
 ) -> str | None:
+    from agent_presets.bundles import PromptSpec, member_placeholders
+
     texts: list[str] = []
     if isinstance(member, PromptSpec):
         if member.messages is None and (provider is None or provider.render is None):

@@ -22,11 +22,10 @@ from collections.abc import Callable, Mapping
 from importlib.resources.abc import Traversable
 from os import PathLike, fspath
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import yaml
 
-from agent_presets.bundles import FileMembers, read_members
 from agent_presets.model import Preset, PresetValidationError, duplicate_preset_error
 from agent_presets.schema import (
     SCHEMA_NAME,
@@ -41,6 +40,9 @@ from agent_presets.schema import (
     schema,
     schema_text,
 )
+
+if TYPE_CHECKING:
+    from agent_presets.bundles import PromptSpec, ResourceSpec
 
 __all__ = [
     "MAX_FILE_SIZE",
@@ -57,6 +59,17 @@ __all__ = [
     "schema",
     "schema_text",
 ]
+MEMBER_KEYS: Final = ("prompts", "resources", "resource_templates")
+"""The file's keys besides ``presets``: the prompts and resources its presets may list."""
+
+
+class MemberSink(Protocol):
+    """Where ``parse_presets`` puts a file's members (``bundles.FileMembers``, a catalog)."""
+
+    prompts: list[PromptSpec]
+    resources: list[ResourceSpec]
+
+
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _YAML: Final = "tag:yaml.org,2002:"
@@ -320,14 +333,15 @@ def load_preset_text(text: str, source: str = "<string>") -> list[Preset]:
 
 
 def parse_presets(
-    text: str, source: str, members: FileMembers | None = None
+    text: str, source: str, members: MemberSink | None = None
 ) -> tuple[list[Preset], list[PresetValidationError]]:
     """Every valid preset of a file and every problem found; never raises for bad content.
 
     Each problem is located (``path:line:col``) and quotes at most a short
     prefix of any value. ``members``, when given, receives the file's valid
     prompts, resources and resource templates (``bundles.read_members``);
-    their problems are among those returned.
+    their problems are among those returned. ``bundles`` is imported only for
+    a file that declares some, so a tools-only catalog never loads it.
     """
     bad_char = _NON_PRINTABLE.search(text)
     if bad_char is not None:
@@ -466,7 +480,8 @@ def parse_presets(
             continue
         first_seen[preset.name] = index
         presets.append(preset)
-    if members is not None:
+    if members is not None and any(key in data for key in MEMBER_KEYS):
+        from agent_presets.bundles import read_members
 
         def line_of(path: PathKey) -> int | None:
             pos = positions.get(path)

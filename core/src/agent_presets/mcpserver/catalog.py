@@ -28,7 +28,6 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.bundles import MAX_COMPLETIONS, ContentError, PromptSpec, ResourceSpec
 from agent_presets.mcpserver.auth import token_of
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
@@ -41,6 +40,7 @@ from agent_presets.model import ToolDef
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
+    from agent_presets.bundles import Members, PromptSpec, ResourceSpec
     from agent_presets.mcpserver.server import PresetServer
 
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
@@ -73,7 +73,21 @@ class ServedMembers:
     def __init__(self, server: PresetServer) -> None:
         self.server = server
         self.presets = server.presets
-        self.members = server.presets.members
+
+    @property
+    def members(self) -> Members:
+        """The catalog's members; made empty on first use for a server that has none.
+
+        A tools-only server so imports ``agent_presets.bundles`` only when a
+        client asks for a prompt or resource that is not the server's own.
+        """
+        if self.presets.members is None:
+            from agent_presets.bundles import Members
+
+            self.presets.members = Members(
+                namespace_prefix=self.presets.tool_registry.namespace_prefix
+            )
+        return self.presets.members
 
     def register(self, add: Callable[[str, Any, Handler], None]) -> None:
         """Register the handlers with ``add(method, params type, handler)``.
@@ -86,8 +100,9 @@ class ServedMembers:
         add("resources/list", types.PaginatedRequestParams, self.list_resources)
         add("resources/read", types.ReadResourceRequestParams, self.read_resource)
         add("resources/templates/list", types.PaginatedRequestParams, self.list_templates)
-        if self.members.prompts or any(
-            r.uri_template is not None for r in self.members.resources.values()
+        members = self.presets.members
+        if members is not None and (
+            members.prompts or any(r.uri_template is not None for r in members.resources.values())
         ):
             add("completion/complete", types.CompleteRequestParams, self.complete)
 
@@ -173,6 +188,8 @@ class ServedMembers:
             risk=None,
             runtime=None,
         )
+        from agent_presets.bundles import ContentError
+
         try:
             return await self.server.calls.run(reader, {})
         except ContentError as exc:
@@ -356,6 +373,8 @@ class ServedMembers:
 
 
 def _completion(values: list[str]) -> dict[str, Any]:
+    from agent_presets.bundles import MAX_COMPLETIONS
+
     shown = values[:MAX_COMPLETIONS]
     return {
         "completion": {
