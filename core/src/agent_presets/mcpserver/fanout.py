@@ -17,6 +17,9 @@ tells every client, in both protocol eras:
   makes itself), and what it could not hear (no GET stream open, or not yet
   initialized) goes out on its next response stream or when its GET stream
   opens, whichever comes first; a ``tools/list`` answer settles ``tools``;
+- ``resources`` (the active presets list other resources) goes out as
+  ``notifications/resources/list_changed``, and ``ResourcesListChanged`` on
+  a listen stream;
 - modern (2026-07-28) clients get the same events on their
   ``subscriptions/listen`` streams through the subscription bus.
 
