@@ -139,7 +139,10 @@ def test_an_adapters_module_without_tool_adapters_is_a_problem_naming_what_to_de
 def test_the_built_in_plugins_keep_their_hooks(plugin: str) -> None:
     module = importlib.import_module(f"agent_presets_{plugin}")
     [info] = load_plugins([module]).plugins
+    # drawing, graph and units also serve a resource, a template or a prompt.
+    providers = ["presets_content_providers"] if plugin in ("drawing", "graph", "units") else []
     assert sorted(info.hooks) == [
+        *providers,
         "presets_context_fields",
         "presets_headless_runtime",
         "presets_preset_files",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -40,8 +40,11 @@ from agent_presets.model import ToolDef
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
+    from agent_presets.bootstrap import Presets
     from agent_presets.bundles import Members, PromptSpec, ResourceSpec
-    from agent_presets.mcpserver.server import PresetServer
+    from agent_presets.mcpserver.calls import ToolCalls
+    from agent_presets.model import PromptFragment
+    from agent_presets.policy import ToolPolicy
 
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
 
@@ -63,6 +66,20 @@ OWN_RESOURCES: Final = (
 )
 
 
+class Served(Protocol):
+    """What these handlers use of the server (``PresetServer`` is one)."""
+
+    presets: Presets
+    policy: ToolPolicy
+    calls: ToolCalls
+
+    def _fragments(self, token: str | None) -> list[PromptFragment]: ...
+
+    def _presets_seen(self, token: str | None) -> set[str]: ...
+
+    def status(self, token: str | None = None) -> dict[str, Any]: ...
+
+
 def _invalid(message: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message)
 
@@ -70,7 +87,7 @@ def _invalid(message: str) -> MCPError:
 class ServedMembers:
     """The prompt, resource and completion handlers of one server."""
 
-    def __init__(self, server: PresetServer) -> None:
+    def __init__(self, server: Served) -> None:
         self.server = server
         self.presets = server.presets
 
