@@ -488,3 +488,11 @@ def test_a_tools_only_server_never_imports_the_members_code(tmp_path: Path) -> N
     loaded = result.stdout
     assert "agent_presets.mcpserver.catalog" in loaded
     assert "agent_presets.bundles" not in loaded and "agent_presets.uritemplate" not in loaded
+
+
+def test_a_hostile_uri_cannot_make_matching_back_up_through_the_variables() -> None:
+    # Were each variable free to hold '-', this 8 KiB URI would take hours to refuse.
+    template = UriTemplate.parse("x://{a}-{b}-{c}-{d}-{e}/end")
+    assert template.match("x://" + "-" * 8000 + "!") is None
+    assert template.match("x://1-2-3-4-5/end") == dict(zip("abcde", "12345", strict=True))
+    assert template.match("x://" + "y" * 9000) is None  # past MAX_URI_LENGTH: no template fits

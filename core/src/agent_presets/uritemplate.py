@@ -11,15 +11,17 @@ kept to what can be matched without guessing:
   (``{/a,b}``);
 - no prefix (``{var:3}``) or explode (``{var*}``) modifiers: their expansions
   cannot be read back without ambiguity;
-- two variables need something between them: a literal, or the operator's
-  own separator (``{a}{b}`` could split ``xyz`` anywhere);
+- two expressions need a literal between them, unless the second brings its
+  own separator (``{a}{.b}``, ``{a}{/b}``): ``{a}{b}`` could split ``xyz``
+  anywhere;
 - at most one ``+`` or ``#`` variable, which may hold ``/``.
 
 One parser serves both ``presets validate`` (a template that does not parse
 is a located problem) and the server (which matches what parsed), so the
 two cannot disagree. It raises ``ValueError`` with a message that says what
-is wrong and what to write instead; matching is linear in the URI's length
-for the patterns it builds (character classes separated by literals).
+is wrong and what to write instead; a variable never holds the character
+that follows it, so matching a client's URI is linear in its length (see
+``_regex``).
 """
 
 from __future__ import annotations
@@ -65,10 +67,11 @@ class UriTemplate:
             raise ValueError("a URI template must be a non-empty string, like 'notes://{id}'")
         if len(text) > MAX_TEMPLATE_LENGTH:
             raise ValueError(f"the template is longer than {MAX_TEMPLATE_LENGTH} characters")
-        parts: list[str] = []
+        parts: list[tuple[str, str, list[str], int]] = []
+        """Each literal as ``("", text, [], 0)``; each expression as ``(op, "", names, first)``."""
         variables: list[str] = []
         multi = 0
-        last_was_bare_variable = False
+        last_was_expression = False
         index = 0
         while index < len(text):
             char = text[index]
@@ -87,8 +90,8 @@ class UriTemplate:
                         f"character {bad.start() + index + 1} ({bad.group()!r}) is not allowed "
                         "in a URI; percent-encode it"
                     )
-                parts.append(re.escape(literal))
-                last_was_bare_variable = False
+                parts.append(("", literal, [], 0))
+                last_was_expression = False
                 index = end
                 continue
             close = text.find("}", index)
@@ -126,22 +129,21 @@ class UriTemplate:
                         f"{{{body}}} at character {index + 1}: only one '+' or '#' variable "
                         "may take the rest of a URI; split the others with literals"
                     )
-            bare = operator in ("", "+")
-            if bare and last_was_bare_variable:
+            if operator in ("", "+") and last_was_expression:
                 raise ValueError(
                     f"{{{body}}} at character {index + 1} follows another variable with "
                     "nothing between them, so a URI cannot say where one ends; put a "
                     "literal such as '/' between them"
                 )
-            parts.append(_expression(operator, names, len(variables) - len(names)))
-            last_was_bare_variable = bare
+            parts.append((operator or "=", "", names, len(variables) - len(names)))
+            last_was_expression = True
             index = close + 1
         if not variables:
             raise ValueError(
                 "the template has no variable; a resource with one fixed URI is declared "
                 "with uri:, not uri_template:"
             )
-        pattern = re.compile("".join(parts), re.DOTALL)
+        pattern = re.compile(_regex(parts), re.DOTALL)
         return cls(text, tuple(variables), pattern)
 
     def match(self, uri: str) -> dict[str, str] | None:
@@ -162,9 +164,36 @@ class UriTemplate:
         return values
 
 
-def _expression(operator: str, names: list[str], first: int) -> str:
+def _regex(parts: list[tuple[str, str, list[str], int]]) -> str:
+    """The matcher of a parsed template: literals escaped, each expression's groups.
+
+    A value never holds the character that follows it in the template (the
+    next literal's first, or the next expression's lead), so each variable
+    ends at the first one and the match never backtracks through the
+    variables: linear in the URI's length. The one ``+`` or ``#`` variable may
+    hold it (a path holds '/'); only that one can make the match back up.
+    """
+    out = []
+    for index, (operator, literal, names, first) in enumerate(parts):
+        if not names:
+            out.append(re.escape(literal))
+            continue
+        following = parts[index + 1] if index + 1 < len(parts) else None
+        if following is None:
+            stop = ""
+        elif not following[2]:
+            stop = following[1][0]
+        else:
+            stop = following[0] if following[0] != "=" else ""
+        out.append(_expression("" if operator == "=" else operator, names, first, stop))
+    return "".join(out)
+
+
+def _expression(operator: str, names: list[str], first: int, stop: str) -> str:
     """The regex of one expression; its groups are numbered ``v<first>``, ``v<first+1>``..."""
     value = _VALUE[operator]
+    if stop and operator not in ("+", "#") and value.startswith("[^"):
+        value = "[^" + re.escape(stop) + value[2:]
     groups = [f"(?P<v{first + i}>{value})" for i in range(len(names))]
     if operator in ("", "+"):
         return ",".join(groups)
