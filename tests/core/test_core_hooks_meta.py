@@ -39,6 +39,7 @@ def test_the_hook_specs_are_the_contract_hooks():
                 "presets_context_fields",
                 "presets_serve_options",
                 "presets_upstreams",
+                "presets_content_providers",
             ]
         )
         == HOOKS

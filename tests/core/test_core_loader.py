@@ -135,7 +135,8 @@ def test_every_problem_is_reported_as_path_line_col_naming_preset_and_field(in_t
         "presets.yaml:10:20: preset 'shell-tools' has risk 'shell' and must use "
         "default_state: off (dangerous presets are enabled only by an explicit override)",
         "presets.yaml:14:5: preset 'shell-tools': unknown field 'colour'; allowed fields: "
-        "name, group, default_state, risk, contexts, tool_ids, system_prompt, max_tokens, pin",
+        "name, group, default_state, risk, contexts, tool_ids, system_prompt, max_tokens, pin, "
+        "prompts, resources",
         "presets.yaml:19:16: preset 'good-tools', field 'tool_ids[0]': tool id 'Bad Id' must "
         "be dotted, like 'drawing.set-tool'",
     ]
@@ -314,7 +315,8 @@ def test_an_unknown_preset_field_is_reported_at_its_key():
     assert problems_of(info) == [
         "typo.yaml:2:5: preset 'typo': missing required field 'contexts'",
         "typo.yaml:5:5: preset 'typo': unknown field 'context'; allowed fields: "
-        "name, group, default_state, risk, contexts, tool_ids, system_prompt, max_tokens, pin",
+        "name, group, default_state, risk, contexts, tool_ids, system_prompt, max_tokens, pin, "
+        "prompts, resources",
     ]
 
 
@@ -323,7 +325,8 @@ def test_an_unknown_top_level_field_is_reported():
         load_preset_text("preset:\n  - name: a\n", "top.yaml")
     assert problems_of(info) == [
         "top.yaml:1:1: missing required field 'presets' (a preset file holds a 'presets:' list)",
-        "top.yaml:1:1: unknown field 'preset'; allowed fields: presets, upstreams",
+        "top.yaml:1:1: unknown field 'preset'; allowed fields: presets, upstreams, prompts, "
+        "resources, resource_templates",
     ]
 
 

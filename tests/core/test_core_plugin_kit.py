@@ -140,6 +140,9 @@ def test_the_built_in_plugins_keep_their_hooks(plugin: str) -> None:
     module = importlib.import_module(f"agent_presets_{plugin}")
     [info] = load_plugins([module]).plugins
     own = ["presets_serve_options"] if plugin == "general" else []  # the shell's flags
+    # drawing, graph and units also serve a resource, a template or a prompt.
+    if plugin in ("drawing", "graph", "units"):
+        own.append("presets_content_providers")
     assert sorted(info.hooks) == sorted(
         [
             "presets_context_fields",

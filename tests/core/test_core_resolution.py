@@ -136,6 +136,8 @@ def test_resolution_to_dict_is_plain_data(registry):
         ],
         "tool_ids": ["scene.add", "app.theme"],
         "prompt_fragments": [{"preset": "general", "prompt": "General."}],
+        "prompt_ids": [],
+        "resource_ids": [],
     }
 
 

@@ -48,13 +48,23 @@ def test_schema_accepts_a_complete_preset_and_round_trips_it():
     assert preset.to_dict() == VALID
 
 
-@pytest.mark.parametrize("missing", ["name", "default_state", "risk", "contexts", "tool_ids"])
+@pytest.mark.parametrize("missing", ["name", "default_state", "risk", "contexts"])
 def test_schema_rejects_a_preset_missing_a_required_field(missing):
     data = {k: v for k, v in VALID.items() if k != missing}
     with pytest.raises(PresetValidationError) as info:
         Preset.from_dict(data, source="x.yaml")
     assert f"missing required field {missing!r}" in str(info.value)
     assert str(info.value).startswith("x.yaml: ")
+
+
+def test_a_preset_without_tool_ids_must_list_prompts_or_resources():
+    data = {k: v for k, v in VALID.items() if k != "tool_ids"}
+    with pytest.raises(PresetValidationError) as info:
+        Preset.from_dict(data, source="x.yaml")
+    assert "lists no tool_ids, prompts or resources" in str(info.value)
+    preset = Preset.from_dict({**data, "prompts": ["drawing.describe"]})
+    assert (preset.tool_ids, preset.prompts) == ((), ("drawing.describe",))
+    assert Preset.from_dict(preset.to_dict()) == preset
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,11 @@ tests/conformance/package-lock.json and installed by
 tests/conformance/install.sh, with Node 22 beside it when the machine's is
 older) runs its default server scenarios against a server that loads the
 suite's fixture tools from a plugins folder (tests/conformance/fixture_plugins)
-under ``--namespace test_``. Every scenario must pass except those in
-tests/conformance/expected-failures.yml, which need the suite's own fixture
-resources, prompts and completions; the suite itself fails the run when one
-of those starts passing, so the list cannot go stale.
+under ``--namespace test_``: its tools (conformance.py) and, through the
+presets' prompts and resources, its ``test://`` resources and ``test_``
+prompts (members.yaml, members.py). Every scenario must pass except those in
+tests/conformance/expected-failures.yml (none now); the suite itself fails
+the run when one of those starts passing, so the list cannot go stale.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def passed(checks: list[dict[str, Any]]) -> bool:
     return bool(checks) and not any(c["status"] in ("FAILURE", "ERROR") for c in checks)
 
 
-def test_the_default_scenarios_pass_but_the_suites_own_fixtures(
+def test_the_default_scenarios_pass_but_the_expected_failures(
     suite: list[str], tmp_path: Path
 ) -> None:
     server = HttpServer(

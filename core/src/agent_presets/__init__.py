@@ -39,6 +39,7 @@ _EXPORTS = {
     "ToolDef": "model",
     "UnknownPresetError": "model",
     "load_preset_file": "loader",
+    "ContentProvider": "bundles",
     "ToolAdapter": "adapters",
     "AdapterKit": "adapters",
     "ToolAdapterRegistry": "adapters",
@@ -75,6 +76,7 @@ _EXPORTS = {
 __all__ = [
     "AdapterKit",
     "CallContext",
+    "ContentProvider",
     "ContextField",
     "DuplicatePresetError",
     "DuplicateToolError",
@@ -138,6 +140,7 @@ if TYPE_CHECKING:
     from agent_presets.boot import (
         bootstrap as bootstrap,
     )
+    from agent_presets.bundles import ContentProvider
     from agent_presets.callcontext import (
         CallContext,
         Elicitation,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_presets.adapters import ToolAdapterRegistry
-from agent_presets.catalog import collect
+from agent_presets.catalog import Catalog, collect
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 from agent_presets.plugins import PluginSet, env_flag, load_plugins
@@ -17,6 +17,9 @@ from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
 from agent_presets.upstreams import UpstreamSet
 from agent_presets.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from agent_presets.bundles import Members
 
 log = logging.getLogger("agent_presets")
 
@@ -66,6 +69,9 @@ class Presets:
     """The plugin (as ``presets plugins`` names it) that provided each tool adapter, by id."""
     upstreams: UpstreamSet = field(default_factory=UpstreamSet)
     """The declared upstream servers; the MCP server starts them (``mcpserver.upstream``)."""
+    members: Members | None = None
+    """The prompts, resources and resource templates presets may list, and their providers;
+    None when no plugin declares any (``agent_presets.bundles`` is then never imported)."""
 
 
 def bootstrap(
@@ -137,4 +143,18 @@ def bootstrap(
         vocabulary=catalog.vocabulary,
         adapter_plugin=dict(catalog.adapter_plugin),
         upstreams=catalog.upstreams,
+        members=_members(catalog, tool_registry.namespace_prefix),
+    )
+
+
+def _members(catalog: Catalog, namespace_prefix: str | None) -> Members | None:
+    if not catalog.prompts and not catalog.resources:
+        return None
+    from agent_presets.bundles import Members
+
+    return Members(
+        {p.id: p for p in catalog.prompts},
+        {r.id: r for r in catalog.resources},
+        {p.id: p for p in catalog.providers},
+        namespace_prefix,
     )

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.resources.abc import Traversable
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -44,6 +44,10 @@ from agent_presets.suggest import closest, did_you_mean
 from agent_presets.upstreams import UpstreamSet, check_upstream_tool_ids, gather_upstreams
 from agent_presets.vocabulary import Vocabulary
 
+if TYPE_CHECKING:
+    # Imported when a catalog has members: a tools-only one never loads them.
+    from agent_presets.bundles import ContentProvider, PromptSpec, ResourceSpec
+
 
 @dataclass
 class Catalog:
@@ -55,6 +59,12 @@ class Catalog:
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     texts: dict[str, str] = field(default_factory=dict, repr=False)
+    prompts: list[PromptSpec] = field(default_factory=list)
+    resources: list[ResourceSpec] = field(default_factory=list)
+    """Resources and resource templates."""
+    providers: list[ContentProvider] = field(default_factory=list)
+    member_plugin: dict[str, str] = field(default_factory=dict)
+    """The plugin that declared each prompt and resource, by id."""
     upstreams: UpstreamSet = field(default_factory=UpstreamSet)
     """The upstream MCP servers the files and hooks declare (``agent_presets.upstreams``)."""
 
@@ -120,6 +130,7 @@ def collect(
     for tool_id in refused:
         adapters.pop(tool_id, None)
     catalog.adapters = list(adapters.values())
+    _check_members(catalog, plugin_set, adapters, namespace_prefix)
     catalog.presets = _check_presets(catalog, presets, adapters, refused)
     return catalog
 
@@ -199,6 +210,7 @@ def check_preset_files(
                     column=column,
                 )
             )
+    _unique_members(catalog, None)
     return catalog
 
 
@@ -214,7 +226,7 @@ def _read_and_parse(
         source, text = read_preset_source(path, max_size=max_file_size)
         catalog.files.append(source)
         catalog.texts[source] = text
-        presets, problems = parse_presets(text, source)
+        presets, problems = parse_presets(text, source, catalog)
     except PresetValidationError:
         raise
     except Exception as exc:
@@ -252,6 +264,9 @@ def _load_file(info: PluginInfo, item: Any, catalog: Catalog, max_file_size: int
         return
     for p in presets:
         catalog.preset_plugin.setdefault(p.name, info.name)
+    members: list[PromptSpec | ResourceSpec] = [*catalog.prompts, *catalog.resources]
+    for member in members:
+        catalog.member_plugin.setdefault(member.id, info.name)
 
 
 def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
@@ -376,7 +391,7 @@ def _check_mcp_names(
     return refused
 
 
-def _made_at(adapter: ToolAdapter) -> dict[str, Any]:
+def _made_at(adapter: ToolAdapter | ContentProvider) -> dict[str, Any]:
     """``source=`` and ``line=`` for a problem of ``adapter``: the code that made it."""
     if adapter.defined_at is None:
         return {"source": adapter.source}
@@ -410,6 +425,8 @@ def _check_presets(
     """The presets the whole catalog accepts; each one it does not is a problem, at its place."""
     locate = _Locator(catalog)
     vocabulary = catalog.vocabulary
+    prompt_ids = {p.id for p in catalog.prompts}
+    resource_ids = {r.id for r in catalog.resources}
     valid: list[Preset] = []
     for preset in presets:
         problems: list[PresetValidationError] = []
@@ -455,6 +472,15 @@ def _check_presets(
         for index, pattern in enumerate(preset.contexts):
             for key, on_key, message in vocabulary.pattern_problems(pattern):
                 problem(message, ("contexts", index, key), key=on_key)
+        for key, members in (("prompts", prompt_ids), ("resources", resource_ids)):
+            for index, member_id in enumerate(getattr(preset, key)):
+                if member_id not in members:
+                    kind = "prompt" if key == "prompts" else "resource or resource template"
+                    problem(
+                        f"no installed plugin declares the {kind} {quote(member_id)}"
+                        + did_you_mean(member_id, members, "declare it or fix the id"),
+                        (key, index),
+                    )
         for tool_id in placeholders(preset.system_prompt or ""):
             if tool_id not in adapters and not upstreams.waits_for(tool_id):
                 problem(
@@ -478,6 +504,198 @@ def _check_presets(
         elif not lists_refused:
             valid.append(preset)
     return valid
+
+
+def _unique_members(catalog: Catalog, namespace_prefix: str | None) -> None:
+    """Keep the first member of each id, prompt name, URI and URI template; report the others.
+
+    Across files and plugins: a client names a prompt by its MCP name and a
+    resource by its URI, so two of either could not both be served. The
+    prompt names are checked with the host's namespace (none for files
+    checked alone, whose names are then compared as declared).
+    """
+    if not catalog.prompts and not catalog.resources:
+        return
+    from agent_presets.bundles import PromptSpec, prompt_mcp_name
+
+    seen: dict[tuple[str, str], PromptSpec | ResourceSpec] = {}
+
+    def first(member: PromptSpec | ResourceSpec) -> bool:
+        keys: list[tuple[str, str]] = [("id", member.id)]
+        if isinstance(member, PromptSpec):
+            keys.append(("prompt name", prompt_mcp_name(member, namespace_prefix)))
+        elif member.uri is not None:
+            keys.append(("URI", member.uri))
+        else:
+            assert member.uri_template is not None
+            keys.append(("URI template", member.uri_template))
+        for key in keys:
+            earlier = seen.get(key)
+            if earlier is None:
+                continue
+            what, value = key
+            at = _where(earlier)
+            catalog.problems.append(
+                PresetValidationError(
+                    f"{_kind(member)} {quote(member.id)}: the {what} {quote(value)} is taken by "
+                    f"{_kind(earlier)} {quote(earlier.id)} (declared at {at}); a client could "
+                    f"not tell them apart: rename one",
+                    source=member.source,
+                    line=member.line,
+                )
+            )
+            return False
+        for key in keys:
+            seen[key] = member
+        return True
+
+    catalog.prompts = [p for p in catalog.prompts if first(p)]
+    catalog.resources = [r for r in catalog.resources if first(r)]
+
+
+def _kind(member: PromptSpec | ResourceSpec) -> str:
+    return member.kind
+
+
+def _where(member: PromptSpec | ResourceSpec) -> str:
+    return ":".join(str(p) for p in (member.source or "?", member.line) if p is not None)
+
+
+def _check_members(
+    catalog: Catalog,
+    plugin_set: PluginSet,
+    adapters: Mapping[str, ToolAdapter],
+    namespace_prefix: str | None,
+) -> None:
+    """The plugins' content providers, matched to the members they serve; the rules of both.
+
+    A provider serves one declared member; a prompt without messages needs
+    one that renders, a resource without text or blob one that reads, and a
+    member's ``{{tool.id}}`` placeholders need a tool some plugin provides.
+    A member refused here is left out, and with it every preset that lists it.
+    """
+    offered = [
+        (info, provider)
+        for info, result in plugin_set.call_each(
+            "presets_content_providers", catalog.problems.append
+        )
+        for provider in _items(info, result, catalog)
+    ]
+    if not offered and not catalog.prompts and not catalog.resources:
+        return  # a tools-only catalog: nothing to check, and bundles stays unimported
+    from agent_presets.bundles import ContentProvider
+
+    _unique_members(catalog, namespace_prefix)
+    declared: list[PromptSpec | ResourceSpec] = [*catalog.prompts, *catalog.resources]
+    members = {m.id: m for m in declared}
+    providers: dict[str, ContentProvider] = {}
+    for info, provider in offered:
+        if not isinstance(provider, ContentProvider):
+            catalog.problems.append(
+                PresetValidationError(
+                    f"plugin {quote(info.name)}: presets_content_providers returned "
+                    f"{type(provider).__name__}, expected ContentProvider",
+                    source=info.name,
+                )
+            )
+            continue
+        provider = replace(provider, source=provider.source or info.name)
+        problem = _provider_problem(provider, members.get(provider.id), providers)
+        if problem is not None:
+            catalog.problems.append(PresetValidationError(problem, **_made_at(provider)))
+            continue
+        providers[provider.id] = provider
+    refused: set[str] = set()
+    for member in members.values():
+        problem = _member_problem(member, providers.get(member.id), adapters)
+        if problem is not None:
+            refused.add(member.id)
+            catalog.problems.append(
+                PresetValidationError(
+                    f"{_kind(member)} {quote(member.id)}: {problem}",
+                    source=member.source,
+                    line=member.line,
+                )
+            )
+    catalog.prompts = [p for p in catalog.prompts if p.id not in refused]
+    catalog.resources = [r for r in catalog.resources if r.id not in refused]
+    catalog.providers = [p for i, p in providers.items() if i not in refused]
+
+
+def _provider_problem(
+    provider: ContentProvider,
+    member: PromptSpec | ResourceSpec | None,
+    providers: Mapping[str, ContentProvider],
+) -> str | None:
+    from agent_presets.bundles import PromptSpec
+
+    label = f"content provider {quote(provider.id)} of plugin {provider.source}"
+    if member is None:
+        return (
+            f"{label} serves no declared prompt or resource; declare one with that id in a "
+            "preset file, or fix the id"
+        )
+    first = providers.get(provider.id)
+    if first is not None:
+        return f"{label}: {quote(provider.id)} already has a provider, from {first.source}"
+    if isinstance(member, PromptSpec):
+        if provider.read is not None:
+            return f"{label} gives read, but {quote(provider.id)} is a prompt: give render"
+        if provider.render is not None and member.messages is not None:
+            return (
+                f"{label} renders prompt {quote(provider.id)}, which declares its messages; "
+                "leave out one of them"
+            )
+    else:
+        if provider.render is not None:
+            return f"{label} gives render, but {quote(provider.id)} is a {member.kind}: give read"
+        if provider.read is not None and member.static:
+            return (
+                f"{label} reads {quote(provider.id)}, which declares its contents; "
+                "leave out one of them"
+            )
+        if provider.complete is not None and member.uri is not None:
+            return (
+                f"{label} completes {quote(provider.id)}, a resource of one URI with nothing to "
+                "complete; complete a prompt or a resource template"
+            )
+    return None
+
+
+def _member_problem(
+    member: PromptSpec | ResourceSpec,
+    provider: ContentProvider | None,
+    adapters: Mapping[str, ToolAdapter],
+) -> str | None:
+    from agent_presets.bundles import PromptSpec, member_placeholders
+
+    texts: list[str] = []
+    if isinstance(member, PromptSpec):
+        if member.messages is None and (provider is None or provider.render is None):
+            return (
+                "declares no messages and no plugin renders it; write its messages, or give a "
+                "ContentProvider with render for it"
+            )
+        for message in member.messages or ():
+            texts.append(str(message.get("text", "")))
+            resource = message.get("resource")
+            if isinstance(resource, Mapping):
+                texts.extend(str(resource.get(k, "")) for k in ("uri", "text"))
+    else:
+        if not member.static and (provider is None or provider.read is None):
+            return (
+                "declares no text or blob and no plugin reads it; write its contents, or give "
+                "a ContentProvider with read for it"
+            )
+        texts.append(member.text or "")
+    for text in texts:
+        for tool_id in member_placeholders(text):
+            if "." in tool_id and tool_id not in adapters:
+                return (
+                    f"{{{{{tool_id}}}}} names a tool id no installed plugin provides"
+                    + did_you_mean(tool_id, adapters, "fix the placeholder or install the plugin")
+                )
+    return None
 
 
 def _with_hints(tool_ids: Iterable[str], adapters: Mapping[str, ToolAdapter]) -> str:

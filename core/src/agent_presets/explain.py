@@ -118,6 +118,25 @@ def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
     )
 
 
+def explain_member(manager: PresetManager, field: str, member_id: str) -> list[PresetVerdict]:
+    """Each preset that lists a prompt or resource (``field``: ``prompts`` or ``resources``).
+
+    The same verdicts as a tool's, so a prompt or resource that is not served
+    answers what would serve it as a tool does; active ones first.
+    """
+    resolution = manager.resolve()
+    active = {a.name: a for a in resolution.active_presets}
+    overrides = manager.get_overrides()
+    context = manager.get_context()
+    verdicts = [
+        _verdict(preset, active.get(preset.name), overrides.get(preset.name), context)
+        for preset in manager.registry.list()
+        if member_id in getattr(preset, field)
+    ]
+    verdicts.sort(key=lambda v: not v.active)
+    return verdicts
+
+
 def _verdict(
     preset: Preset, active: Any, override: str | None, context: Mapping[str, Any]
 ) -> PresetVerdict:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from agent_presets.adapters import ToolAdapter
+    from agent_presets.bundles import ContentProvider
     from agent_presets.upstreams import Upstream
     from agent_presets.vocabulary import ContextFieldDeclaration
 
@@ -112,4 +113,23 @@ def presets_upstreams() -> Sequence[Upstream | Mapping[str, Any]]:
     Called once per bootstrap, after the preset files are read and before
     any preset is checked; results from all plugins are gathered, and one
     name declared twice is an error naming both places.
+    """
+
+
+@hookspec
+def presets_content_providers() -> Sequence[ContentProvider]:
+    """Return the ``ContentProvider`` objects behind this plugin's dynamic prompts and resources.
+
+    A preset file declares prompts (``prompts:``), resources (``resources:``)
+    and resource templates (``resource_templates:``); what YAML cannot say
+    comes from a provider with the same ``id``: ``read(app, variables)``
+    computes a resource's contents when a client reads it, ``render(app,
+    arguments)`` a prompt's messages, and ``complete(app, argument, value,
+    arguments)`` the values offered for a prompt argument or template
+    variable. Like adapters, providers fetch runtime objects from ``app``
+    when called, never when made.
+
+    Called once per bootstrap, after the preset files are read; results from
+    all plugins are gathered, and a provider for an id nobody declared is a
+    problem located where it was made.
     """

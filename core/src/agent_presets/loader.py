@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from importlib.resources.abc import Traversable
 from os import PathLike, fspath
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import yaml
 
@@ -41,6 +41,9 @@ from agent_presets.schema import (
     schema_text,
 )
 
+if TYPE_CHECKING:
+    from agent_presets.bundles import PromptSpec, ResourceSpec
+
 __all__ = [
     "MAX_FILE_SIZE",
     "MAX_FILE_SIZE_ENV",
@@ -56,6 +59,17 @@ __all__ = [
     "schema",
     "schema_text",
 ]
+MEMBER_KEYS: Final = ("prompts", "resources", "resource_templates")
+"""The file's keys besides ``presets``: the prompts and resources its presets may list."""
+
+
+class MemberSink(Protocol):
+    """Where ``parse_presets`` puts a file's members (``bundles.FileMembers``, a catalog)."""
+
+    prompts: list[PromptSpec]
+    resources: list[ResourceSpec]
+
+
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _YAML: Final = "tag:yaml.org,2002:"
@@ -318,11 +332,16 @@ def load_preset_text(text: str, source: str = "<string>") -> list[Preset]:
     return presets
 
 
-def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetValidationError]]:
+def parse_presets(
+    text: str, source: str, members: MemberSink | None = None
+) -> tuple[list[Preset], list[PresetValidationError]]:
     """Every valid preset of a file and every problem found; never raises for bad content.
 
     Each problem is located (``path:line:col``) and quotes at most a short
-    prefix of any value.
+    prefix of any value. ``members``, when given, receives the file's valid
+    prompts, resources and resource templates (``bundles.read_members``);
+    their problems are among those returned. ``bundles`` is imported only for
+    a file that declares some, so a tools-only catalog never loads it.
     """
     bad_char = _NON_PRINTABLE.search(text)
     if bad_char is not None:
@@ -409,10 +428,13 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
         )
     errors = file_errors(data, limit=MAX_PROBLEMS + 1)
     bad_presets: set[int] = set()
+    bad_members: set[tuple[str, int]] = set()
     for error in errors:
         path = problem_path(error)
         if len(path) >= 2 and path[0] == "presets" and isinstance(path[1], int):
             bad_presets.add(path[1])
+        elif len(path) >= 2 and isinstance(path[0], str) and isinstance(path[1], int):
+            bad_members.add((path[0], path[1]))
         extra = extra_key(error)
         if extra is not None:
             problems.append(at((*path, extra), describe(error, data), key=True))
@@ -458,6 +480,17 @@ def parse_presets(text: str, source: str) -> tuple[list[Preset], list[PresetVali
             continue
         first_seen[preset.name] = index
         presets.append(preset)
+    if members is not None and any(key in data for key in MEMBER_KEYS):
+        from agent_presets.bundles import read_members
+
+        def line_of(path: PathKey) -> int | None:
+            pos = positions.get(path)
+            return pos[0] if pos else None
+
+        found = read_members(data, source, bad_members, lambda p, m: at(p, m), line_of)
+        members.prompts.extend(found.prompts)
+        members.resources.extend(found.resources)
+        problems.extend(found.problems)
     problems.sort(key=lambda p: (p.line or 0, p.column or 0))
     return presets, problems
 

@@ -168,15 +168,19 @@ class Preset:
     default_state: DefaultState
     risk: Risk
     contexts: tuple[Mapping[str, Any], ...]
-    tool_ids: tuple[str, ...]
+    tool_ids: tuple[str, ...] = ()
     group: str | None = None
     system_prompt: str | None = None
     source: str | None = field(default=None, compare=False)
     max_tokens: int | None = None
     pin: bool = False
+    prompts: tuple[str, ...] = ()
+    """Ids of the prompts served while the preset is active (declared under ``prompts:``)."""
+    resources: tuple[str, ...] = ()
+    """Ids of the resources and resource templates served while it is active."""
 
     def __post_init__(self) -> None:
-        for attr in ("contexts", "tool_ids"):
+        for attr in ("contexts", "tool_ids", "prompts", "resources"):
             value = getattr(self, attr)
             if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
                 object.__setattr__(self, attr, tuple(value))
@@ -196,8 +200,11 @@ class Preset:
         if isinstance(contexts, tuple):
             contexts = [dict(p) if isinstance(p, Mapping) else p for p in contexts]
         data["contexts"] = contexts
-        tool_ids: Any = self.tool_ids
-        data["tool_ids"] = list(tool_ids) if isinstance(tool_ids, tuple) else tool_ids
+        for key in ("tool_ids", "prompts", "resources"):
+            value: Any = getattr(self, key)
+            # An empty tuple is the field left out; anything else is what the schema judges.
+            if value != ():
+                data[key] = list(value) if isinstance(value, tuple) else value
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
         if self.max_tokens is not None:
@@ -241,11 +248,13 @@ class Preset:
             "default_state": mapping["default_state"],
             "risk": mapping["risk"],
             "contexts": tuple(_freeze_pattern(p) for p in mapping["contexts"]),
-            "tool_ids": tuple(mapping["tool_ids"]),
+            "tool_ids": tuple(mapping.get("tool_ids", ())),
             "system_prompt": mapping.get("system_prompt"),
             "source": source,
             "max_tokens": mapping.get("max_tokens"),
             "pin": mapping.get("pin", False),
+            "prompts": tuple(mapping.get("prompts", ())),
+            "resources": tuple(mapping.get("resources", ())),
         }
         for name, value in values.items():
             object.__setattr__(preset, name, value)
@@ -260,8 +269,10 @@ class Preset:
             default_state=self.default_state,
             risk=self.risk,
             contexts=[dict(p) for p in self.contexts],
-            tool_ids=list(self.tool_ids),
         )
+        for key in ("tool_ids", "prompts", "resources"):
+            if getattr(self, key):
+                data[key] = list(getattr(self, key))
         if self.system_prompt is not None:
             data["system_prompt"] = self.system_prompt
         if self.max_tokens is not None:
@@ -294,6 +305,10 @@ class Resolution:
     active_presets: tuple[ActivePreset, ...] = ()
     tool_ids: tuple[str, ...] = ()
     prompt_fragments: tuple[PromptFragment, ...] = ()
+    prompt_ids: tuple[str, ...] = ()
+    """The active presets' prompts, each once, in resolution order."""
+    resource_ids: tuple[str, ...] = ()
+    """The active presets' resources and resource templates, each once, in resolution order."""
 
     @property
     def active_names(self) -> tuple[str, ...]:
@@ -310,6 +325,8 @@ class Resolution:
             "prompt_fragments": [
                 {"preset": f.preset, "prompt": f.prompt} for f in self.prompt_fragments
             ],
+            "prompt_ids": list(self.prompt_ids),
+            "resource_ids": list(self.resource_ids),
         }
 
 

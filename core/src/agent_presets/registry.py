@@ -34,6 +34,8 @@ class _Entry:
     active_by_context: ActivePreset
     active_by_override: ActivePreset
     fragment: PromptFragment | None
+    has_members: bool
+    """Whether the preset lists prompts or resources."""
 
 
 def _compile(preset: Preset) -> _Entry:
@@ -46,6 +48,7 @@ def _compile(preset: Preset) -> _Entry:
         fragment=PromptFragment(preset.name, preset.system_prompt)
         if preset.system_prompt
         else None,
+        has_members=bool(preset.prompts or preset.resources),
     )
 
 
@@ -144,6 +147,7 @@ class PresetRegistry:
         active: builtins.list[ActivePreset] = []
         tool_ids: builtins.list[str] = []
         fragments: builtins.list[PromptFragment] = []
+        members: builtins.list[Preset] = []
         for name, entry in self._entries.items():
             state = overrides.get(name) if overrides else None
             if state == "on":
@@ -162,9 +166,19 @@ class PresetRegistry:
             tool_ids.extend(entry.preset.tool_ids)
             if entry.fragment is not None:
                 fragments.append(entry.fragment)
+            if entry.has_members:
+                members.append(entry.preset)
         if len(set(tool_ids)) != len(tool_ids):
             self._raise_duplicate_tools(active)
-        return Resolution(tuple(active), tuple(tool_ids), tuple(fragments))
+        if not members:
+            return Resolution(tuple(active), tuple(tool_ids), tuple(fragments))
+        # Unlike a tool, a prompt or resource may be listed by several presets: it is
+        # served while any of them is active, once.
+        prompt_ids = dict.fromkeys(p for preset in members for p in preset.prompts)
+        resource_ids = dict.fromkeys(r for preset in members for r in preset.resources)
+        return Resolution(
+            tuple(active), tuple(tool_ids), tuple(fragments), tuple(prompt_ids), tuple(resource_ids)
+        )
 
     def _raise_duplicate_tools(self, active: builtins.list[ActivePreset]) -> None:
         owner: dict[str, str] = {}

@@ -190,7 +190,29 @@ def preset_label(data: Any, path: PathKey) -> tuple[str, PathKey]:
             name = None
         label = f"preset {quote(name)}" if isinstance(name, str) else f"presets[{path[1]}]"
         return label, path[2:]
+    kind = (
+        _MEMBER_KINDS.get(path[0])
+        if len(path) >= 2 and isinstance(path[0], str) and isinstance(path[1], int)
+        else None
+    )
+    if kind is not None:
+        try:
+            member_id = data[path[0]][path[1]].get("id")
+        except (AttributeError, IndexError, KeyError, TypeError):
+            member_id = None
+        label = (
+            f"{kind} {quote(member_id)}" if isinstance(member_id, str) else field_label(path[:2])
+        )
+        return label, path[2:]
     return "", path
+
+
+_MEMBER_KINDS: Final = {
+    "prompts": "prompt",
+    "resources": "resource",
+    "resource_templates": "resource template",
+}
+"""The file's lists of declarations besides ``presets``, and what one item is called."""
 
 
 def describe(error: ValidationError, data: Any) -> str:
@@ -208,6 +230,9 @@ def describe(error: ValidationError, data: Any) -> str:
     where = ", ".join(x for x in (label, f"field {quote(field)}" if field else "") if x)
     prefix = f"{where}: " if where else ""
     v, inst = error.validator, error.instance
+    member = _describe_member(error, prefix, label, rest)
+    if member is not None:
+        return member
     if v == "required":
         missing = str(error.message).split("'")[1] if "'" in error.message else error.message
         hint = " (a preset file holds a 'presets:' list)" if missing == "presets" else ""
@@ -253,6 +278,31 @@ def describe(error: ValidationError, data: Any) -> str:
             "url: http://...; give exactly one of them"
         )
     return f"{prefix}{clip(error.message)}"
+
+
+def _describe_member(error: ValidationError, prefix: str, label: str, rest: PathKey) -> str | None:
+    """The messages of the rules that prompts, resources and their listing in presets add."""
+    v = error.validator
+    if v == "anyOf" and label.startswith("preset ") and not rest:
+        return (
+            f"{label} lists no tool_ids, prompts or resources, so it would serve nothing; "
+            "list at least one of them"
+        )
+    if v in ("minProperties", "maxProperties") and "messages" in rest:
+        return f"{prefix}a message has a role and exactly one of text, image or resource"
+    if v in ("minProperties", "maxProperties") and rest[-1:] == ("resource",):
+        return f"{prefix}an embedded resource has a uri and its text or its blob (one of them)"
+    if v is None and tuple(error.schema_path)[-2:] == ("then", "properties"):
+        return f"{prefix}gives both text and blob; keep one"
+    if v == "pattern" and rest[-1:] == ("mime_type",):
+        return f"{prefix}{quote(error.instance)} is not a MIME type like text/plain or image/png"
+    if v == "pattern" and rest[-1:] in (("uri",), ("uri_template",)):
+        return f"{prefix}{quote(error.instance)} is not a URI; write a scheme, like notes://today"
+    if v == "pattern" and rest[-1:] in (("data",), ("blob",)):
+        return f"{prefix}is not base64 text; encode the bytes as base64"
+    if v == "pattern" and (rest[-1:] == ("id",) or rest[:1] in (("prompts",), ("resources",))):
+        return f"{prefix}id {quote(error.instance)} must be dotted, like 'units.explain-unit'"
+    return None
 
 
 def _describe_type(error: ValidationError, prefix: str, rest: PathKey) -> str:

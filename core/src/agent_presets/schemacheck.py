@@ -153,6 +153,9 @@ class _Compiler:
     def k_minProperties(self, n: Any, node: Any) -> Check:
         return lambda instance: not isinstance(instance, dict) or len(instance) >= n
 
+    def k_maxProperties(self, n: Any, node: Any) -> Check:
+        return lambda instance: not isinstance(instance, dict) or len(instance) <= n
+
     def k_uniqueItems(self, flag: Any, node: Any) -> Check:
         if not flag:
             return _always

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import PluginHooks, hookimpl
+from agent_presets import ContentProvider, PluginHooks, hookimpl, require_runtime
 from agent_presets_drawing.terms import DrawingError
 
 if TYPE_CHECKING:
@@ -38,6 +38,17 @@ _hooks = PluginHooks(
 presets_preset_files = _hooks.presets_preset_files
 presets_context_fields = _hooks.presets_context_fields
 presets_tool_adapters = _hooks.presets_tool_adapters
+
+
+@hookimpl
+def presets_content_providers() -> list[ContentProvider]:
+    # drawing://current.svg, read from the drawing when a client reads it.
+    return [ContentProvider("drawing.svg", read=_svg)]
+
+
+def _svg(app: Any, _variables: Any) -> str:
+    drawing: Drawing = require_runtime(app, "drawing", "the resource drawing://current.svg")
+    return drawing.to_svg()
 
 
 @hookimpl

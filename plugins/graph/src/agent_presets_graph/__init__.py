@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_presets import PluginHooks, hookimpl
+from agent_presets import ContentProvider, PluginHooks, hookimpl, require_runtime
 from agent_presets_graph.terms import GraphError
 
 if TYPE_CHECKING:
@@ -34,6 +34,28 @@ _hooks = PluginHooks(
 presets_preset_files = _hooks.presets_preset_files
 presets_context_fields = _hooks.presets_context_fields
 presets_tool_adapters = _hooks.presets_tool_adapters
+
+
+@hookimpl
+def presets_content_providers() -> list[ContentProvider]:
+    # graph://node/{node_id}: one resource per node, read and completed from the graph.
+    return [ContentProvider("graph.node", read=_node, complete=_node_ids)]
+
+
+def _graph_of(app: Any) -> Graph:
+    graph: Graph = require_runtime(app, "graph", "the resource graph://node/{node_id}")
+    return graph
+
+
+def _node(app: Any, variables: Any) -> str:
+    import json
+
+    return json.dumps(_graph_of(app).neighbourhood(variables["node_id"]), ensure_ascii=False)
+
+
+def _node_ids(app: Any, _argument: str, _value: str, _arguments: Any) -> list[str]:
+    # Every id, in the graph's order; the server keeps those that start like the value.
+    return list(_graph_of(app).nodes)
 
 
 @hookimpl

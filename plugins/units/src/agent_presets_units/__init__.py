@@ -13,7 +13,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from agent_presets import ToolAdapter, hookimpl
+from agent_presets import ContentProvider, ToolAdapter, hookimpl, require_runtime
 from agent_presets_units.units import UnitFolder
 
 __all__ = ["UnitFolder"]
@@ -36,6 +36,19 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
     from agent_presets_units.adapters import tool_adapters
 
     return tool_adapters()
+
+
+@hookimpl
+def presets_content_providers() -> Sequence[ContentProvider]:
+    # The review prompt's unit argument completes with the units in the folder.
+    return [ContentProvider("units.review", complete=_complete_unit)]
+
+
+def _complete_unit(app: Any, argument: str, _value: str, _arguments: Any) -> list[str]:
+    if argument != "unit":
+        return []
+    units: UnitFolder = require_runtime(app, "units", "the units review prompt")
+    return units.names()
 
 
 @hookimpl

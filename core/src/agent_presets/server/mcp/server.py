@@ -9,7 +9,6 @@ in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -37,6 +36,7 @@ from agent_presets.server.config import (
 from agent_presets.server.control import Controller
 from agent_presets.server.mcp.auth import token_of
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
+from agent_presets.server.mcp.catalog import ServedMembers
 from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
 from agent_presets.server.mcp.context import set_level_handler
 from agent_presets.server.mcp.fanout import ChangeFanout
@@ -56,8 +56,6 @@ from agent_presets.server.mcp.wire import (
     STATUS_URI,
     page_cursor,
     plain,
-    prompt_entry,
-    prompt_text,
     read_cursor,
     tool_entry,
 )
@@ -83,7 +81,9 @@ INSTRUCTIONS: Final = (
 """The instructions of a server whose app supplies none (``HostDefaults.instructions``)."""
 
 
-_NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
+_NOTIFY_ALL: Final = NotificationOptions(
+    prompts_changed=True, resources_changed=True, tools_changed=True
+)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 
 
@@ -145,7 +145,15 @@ class PresetServer(Server[Any]):
             title="agent-presets",
             instructions=instructions or _host_instructions(app) or INSTRUCTIONS,
             lifespan=_lifespan,
-            cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
+            # The lists follow the active presets, which change at any moment.
+            cache_hints={
+                "tools/list": _NO_CACHE,
+                "prompts/list": _NO_CACHE,
+                "resources/list": _NO_CACHE,
+                "resources/templates/list": _NO_CACHE,
+                # 2026-07-28 requires the hint on a read; without it the SDK drops contents.
+                "resources/read": _NO_CACHE,
+            },
             get_tool_input_schema=self._input_schema,
             on_subscriptions_listen=self.listen_handler,
         )
@@ -154,11 +162,9 @@ class PresetServer(Server[Any]):
         add = self.add_request_handler
         add("tools/list", types.PaginatedRequestParams, self._list_tools)
         add("tools/call", types.CallToolRequestParams, self._call_tool)
-        add("prompts/list", types.PaginatedRequestParams, self._list_prompts)
-        add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
-        add("resources/list", types.PaginatedRequestParams, self._list_resources)
-        add("resources/read", types.ReadResourceRequestParams, self._read_resource)
-        add("resources/templates/list", types.PaginatedRequestParams, self._list_templates)
+        # prompts/*, resources/* (but subscriptions) and completion/complete: catalog.py.
+        self.members = ServedMembers(self)
+        self.members.register(add)
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         # Legacy-era clients set the floor for the call context's log messages.
@@ -205,8 +211,11 @@ class PresetServer(Server[Any]):
 
     def _context_changed(self, resolution: Resolution) -> None:
         self.telemetry.context_switch(self._resolution, resolution)
+        before = self._resolution
         self._resolution = resolution
         self.fanout.changed("context")
+        if before is None or before.resource_ids != resolution.resource_ids:
+            self.fanout.changed("resources")
 
     # -- tools -------------------------------------------------------------
 
@@ -376,81 +385,6 @@ class PresetServer(Server[Any]):
             for active in self.presets.manager.get_active_presets()
             if (preset := registry.get(active.name)) is not None
             and ids.intersection(preset.tool_ids)
-        }
-
-    async def _list_prompts(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        fragments = self._fragments(token_of(ctx.request))
-        return {"prompts": [prompt_entry(fragments)], "resultType": "complete"}
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> dict[str, Any]:
-        if params.name != PROMPT_NAME:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"unknown prompt {quote(params.name)}; this server has {PROMPT_NAME!r}",
-            )
-        fragments = self._fragments(token_of(ctx.request))
-        return {
-            "description": prompt_entry(fragments)["description"],
-            "messages": [
-                {"role": "user", "content": {"type": "text", "text": prompt_text(fragments)}}
-            ],
-            "resultType": "complete",
-        }
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        return {
-            "resources": [
-                {
-                    "uri": PROMPT_URI,
-                    "name": "active-presets-prompt",
-                    "title": "Guidance for the active tools",
-                    "description": "The prompt fragments of the presets active now.",
-                    "mimeType": "text/markdown",
-                },
-                {
-                    "uri": STATUS_URI,
-                    "name": "active-presets-status",
-                    "title": "Active presets",
-                    "description": "The context, overrides, active presets and tools, as JSON.",
-                    "mimeType": "application/json",
-                },
-            ],
-            "resultType": "complete",
-        }
-
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        # Resources are advertised, so clients ask; this server has fixed URIs only.
-        return {"resourceTemplates": [], "resultType": "complete"}
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> dict[str, Any]:
-        uri = str(params.uri)
-        if uri == PROMPT_URI:
-            text, mime = prompt_text(self._fragments(token_of(ctx.request))), "text/markdown"
-        elif uri == STATUS_URI:
-            text, mime = (
-                json.dumps(self.status(token_of(ctx.request)), indent=1, default=str),
-                "application/json",
-            )
-        else:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=(
-                    f"unknown resource {quote(uri)}; this server has {PROMPT_URI} and {STATUS_URI}"
-                ),
-            )
-        return {
-            "contents": [{"uri": uri, "mimeType": mime, "text": text}],
-            "resultType": "complete",
         }
 
     async def _subscribe(
