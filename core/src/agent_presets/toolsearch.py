@@ -19,13 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from agent_presets.adapters import ToolAdapterRegistry
     from agent_presets.model import Preset
 
-__all__ = ["SearchDoc", "ToolIndex", "catalog_docs", "words"]
+__all__ = ["ACTION_WORDS", "SearchDoc", "ToolIndex", "catalog_docs", "query_words", "words"]
 
 NAME_WEIGHT: Final = 3
 """How many times a tool's name words count: a name is short and says what the tool is."""
@@ -36,9 +37,39 @@ _STOPWORD_TEXT: Final = """
     a an and are as at be but by can do does for from has have how i if in into is it its
     me my of on one or our so some that the their them then there these this those to up us
     use used uses using want was we what when where which while who will with you your
-    please need needs let lets get make made
+    please need needs
 """
 _STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
+
+
+ACTION_WORDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "create": (
+            "add", "new", "make", "book", "start", "record", "register", "hire", "write", "save",
+        ),
+        "delete": ("remove", "drop", "discard", "erase", "destroy", "throw", "rid", "trash"),
+        "update": (
+            "change", "edit", "modify", "fix", "rename", "adjust", "swap", "extend", "mark",
+            "lock", "set", "replace", "roll",
+        ),
+        "get": (
+            "show", "open", "view", "display", "read", "detail", "details", "status", "pull", "see",
+        ),
+        "list": ("all", "every", "exist", "existing", "overview", "show", "what", "which"),
+        "search": (
+            "find", "look", "lookup", "query", "match", "matching", "mention", "which", "named",
+            "contain", "containing",
+        ),
+        "export": ("download", "backup", "back", "print", "pdf", "save", "spreadsheet", "file"),
+        "import": ("upload", "load", "bring", "migrate", "bulk", "spreadsheet", "file"),
+        "share": ("send", "invite", "grant", "access", "give", "let", "permission", "see"),
+        "archive": ("hide", "retire", "shelve", "away", "restore", "keep", "lose", "close"),
+    }
+)  # fmt: skip
+"""The verbs a task says and the tool-catalog verbs each may mean: a query word in a row also
+counts as the row's verb, since a tool is named by the operation ("delete") and a person
+asks in their own words ("remove"). Generic to tool catalogs, not to one plugin; a word may
+stand for several verbs ("show": get, list)."""
 
 
 def words(text: str) -> list[str]:
@@ -47,6 +78,19 @@ def words(text: str) -> list[str]:
     raw = [w.lower() for w in _SPLIT.findall(text)]
     return _stem([w for w in raw if w not in _STOPWORDS and len(w) > 1])
 
+
+def query_words(text: str) -> list[str]:
+    """``words(text)``, and for a word of ``ACTION_WORDS`` the verb it stands for."""
+    raw = [w.lower() for w in _SPLIT.findall(text)]
+    kept = [w for w in raw if w not in _STOPWORDS and len(w) > 1]
+    extra = [verb for w in raw for verb in _VERBS_OF.get(w, ())]
+    return _stem(kept + extra)
+
+
+_VERBS_OF: Final[dict[str, tuple[str, ...]]] = {}
+for _verb, _said in ACTION_WORDS.items():
+    for _word in _said:
+        _VERBS_OF[_word] = (*_VERBS_OF.get(_word, ()), _verb)
 
 _stemmer: list[Any] = []
 
@@ -143,7 +187,7 @@ class ToolIndex:
         """
         if not self.docs or limit < 1:
             return []
-        ids = sorted({self._vocab[t] for t in words(query) if t in self._vocab})
+        ids = sorted({self._vocab[t] for t in query_words(query) if t in self._vocab})
         if not ids:
             return []
         np = self._numpy
