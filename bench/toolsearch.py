@@ -181,7 +181,9 @@ APPS: dict[str, tuple[str, dict[str, str]]] = {
         "business travel booking",
         {
             "flight": "flight booking",
-            "hotel_booking": "hotel booking (room reservation, stay) with check-in and check-out nights",
+            "hotel_booking": (
+                "hotel booking (room reservation, stay), its check-in and check-out nights"
+            ),
             "itinerary": "itinerary: the plan of a trip, its flights and hotels",
             "expense_claim": "expense claim for a trip, with receipts, to be reimbursed",
         },

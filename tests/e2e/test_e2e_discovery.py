@@ -66,10 +66,13 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
         allow: list[str] | None = None,
         surface: str = "scene",
         mode: str = "legacy",
+        plugins_dir: Path | None = None,
         **config: Any,
     ) -> AsyncIterator[Session]:
+        from agent_presets.plugins import load_plugins
+
         host = HeadlessHost(tmp_path / "state")
-        presets = host.start()
+        presets = host.start(load_plugins(plugins_dir=plugins_dir) if plugins_dir else None)
         host.update_context({"surface": surface, "activity": None})
         log = tmp_path / "events.jsonl"
         policy = ToolPolicy(
@@ -104,7 +107,7 @@ async def test_a_client_that_never_relists_draws_and_builds_a_scene_through_sear
         assert "space_drawing_insert_shape" not in first  # the scene context's list
 
         # The drawing task: its tools are another context's.
-        [shape, *_] = await s.search("draw a rectangle", limit=3)
+        [shape, *_] = await s.search("draw an ellipse", limit=3)
         assert shape["name"] == "space_drawing_insert_shape"
         assert shape["active"] is False
         assert "switch to the canvas surface" in shape["enable"]
@@ -114,18 +117,18 @@ async def test_a_client_that_never_relists_draws_and_builds_a_scene_through_sear
         assert by_name(found, "space_app_switch_surface")["active"] is True
         assert not (await s.call("space_app_switch_surface", {"surface": "canvas"})).is_error
         assert not (await s.call("space_app_set_activity", {"activity": "drawing"})).is_error
-        [shape] = [r for r in await s.search("draw a rectangle") if r["name"] == shape["name"]]
+        [shape] = [r for r in await s.search("draw an ellipse") if r["name"] == shape["name"]]
         assert shape["active"] is True and "enable" not in shape
         drawn = await s.call(
             "space_drawing_insert_shape",
-            {"shape": "rect", "x": 10, "y": 10, "width": 40, "height": 20},
+            {"shape": "ellipse", "x": 10, "y": 10, "width": 40, "height": 20},
         )
         assert not drawn.is_error, text(drawn)
         inspected = await s.call("space_drawing_inspect")
-        assert "rect" in text(inspected)
+        assert "ellipse" in text(inspected)
 
         # The scene task: back to the scene, whose tools the drawing context lacks.
-        [box, *_] = await s.search("put a box in the 3D scene", limit=3)
+        [box, *_] = await s.search("add a box to the 3D scene", limit=3)
         assert box["name"] == "space_scene_add_cuboid" and box["active"] is False
         assert "switch to the scene surface" in box["enable"]
         assert not (await s.call("space_app_switch_surface", {"surface": "scene"})).is_error
@@ -134,7 +137,7 @@ async def test_a_client_that_never_relists_draws_and_builds_a_scene_through_sear
         assert s.host.scene.objects, "the cuboid is in the host's scene"
 
     # Each presets_call is one event, under the tool it ran, as a direct call's would be.
-    ran = [e["tool"] for e in s.events() if e.get("type") == "call"]
+    ran = [e["tool"] for e in s.events() if e.get("kind") == "call"]
     assert "space_drawing_insert_shape" in ran and "space_scene_add_cuboid" in ran
     assert CALL not in ran
     assert ran.count(SEARCH) == 4
@@ -152,7 +155,8 @@ async def test_the_same_tasks_under_a_tool_budget_stay_inside_it(
         assert not (await s.call("space_app_switch_surface", {"surface": "canvas"})).is_error
         assert not (await s.call("space_app_set_activity", {"activity": "drawing"})).is_error
         drawn = await s.call(
-            "space_drawing_insert_shape", {"shape": "ellipse", "x": 5, "y": 5, "width": 9}
+            "space_drawing_insert_shape",
+            {"shape": "ellipse", "x": 5, "y": 5, "width": 9, "height": 9},
         )
         assert not drawn.is_error, text(drawn)
 
@@ -213,13 +217,15 @@ async def test_the_budget_lists_whole_presets_in_order_and_the_rest_is_searchabl
         context = s.server.presets.manager.get_context()
         listed_presets = list(dict.fromkeys(tools.get(n).preset for n in names[3:]))
         active = [a.name for a in s.server.presets.manager.get_active_presets()]
+
         # Every preset listed is listed whole, and none of them is less specific than one left out.
+        def preset_of(name: str) -> str | None:
+            tool = tools.get(name)
+            return tool.preset if tool is not None else None
+
         for name in listed_presets:
-            preset = registry.get(name)
-            assert {t for t in names if tools.get(t).preset == name} == {
-                tools_name
-                for tools_name in tools.names()
-                if (t := tools.get(tools_name)) is not None and t.preset == name
+            assert {t for t in names if preset_of(t) == name} == {
+                t for t in tools.names() if preset_of(t) == name
             }
         left = [p for p in active if p not in listed_presets]
         assert left, "3,000 tokens hold less than the scene's active set"
@@ -231,30 +237,43 @@ async def test_the_budget_lists_whole_presets_in_order_and_the_rest_is_searchabl
         assert hit["active"] is True
 
 
-async def test_a_pinned_preset_is_listed_before_more_specific_ones(
-    serve: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from dataclasses import replace
+PINNED_PLUGIN = """
+from agent_presets import ToolAdapter, hookimpl
 
-    async with serve(client_info=None, tool_budget=1800) as s:
-        before = [t.name for t in s.first]
-        assert "space_app_set_theme" not in before
-    registry = s.server.presets.registry
-    theme = registry.get("general-theme-tools")
-    monkeypatch.setattr(registry, "get", _pinned(registry.get, replace(theme, pin=True)))
-    async with serve(client_info=None, tool_budget=1800) as s:
-        s.server.presets.registry.get = registry.get  # the new server's registry, pinned too
-        narrowed = s.server.discovery.narrow(
-            s.server._visible(s.server.tool_entries(), None), s.server.discovery._own([])
+
+@hookimpl
+def presets_tool_adapters():
+    return [
+        ToolAdapter(
+            "pinned.ping",
+            description="Answer pong.",
+            input_schema={"type": "object"},
+            handler=lambda app, arguments: "pong",
         )
-        assert [e["name"] for e in narrowed.entries][3] == "space_app_set_theme"
+    ]
+"""
 
 
-def _pinned(get: Callable[[str], Any], pinned: Any) -> Callable[[str], Any]:
-    def patched(name: str) -> Any:
-        return pinned if name == pinned.name else get(name)
-
-    return patched
+@pytest.mark.parametrize("pin", [False, True])
+async def test_a_pinned_preset_is_listed_before_more_specific_ones(
+    serve: Callable[..., Any], tmp_path: Path, pin: bool
+) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "pinned.py").write_text(PINNED_PLUGIN)
+    (folder / "pinned.yaml").write_text(
+        "presets:\n  - name: pinned-tools\n    default_state: auto\n    risk: normal\n"
+        "    contexts: [{surface: any}]\n    tool_ids: [pinned.ping]\n"
+        f"    pin: {str(pin).lower()}\n"
+    )
+    async with serve(client_info=None, tool_budget=2000, plugins_dir=folder) as s:
+        names = [t.name for t in s.first]
+        own = ["space_presets_request", SEARCH, CALL]
+        if pin:  # first after the server's own, though {surface: any} is the least specific
+            assert names[: len(own) + 1] == [*own, "space_pinned_ping"]
+        else:  # the scene's presets come first; the budget is spent before this one
+            assert "space_pinned_ping" not in names
+            assert names[len(own)].startswith("space_scene_")
 
 
 # ------------------------------------------------------------------ gates
@@ -266,7 +285,7 @@ async def test_search_never_shows_what_the_allow_list_hides_and_call_refuses_it_
     async with serve(allow=["scene-object-tools"], tool_budget=4000) as s:
         names = {t.name for t in s.first}
         assert {SEARCH, CALL} <= names  # served under --allow, not removed by it
-        for query in ("draw a rectangle", "switch surface", "add a light to the scene"):
+        for query in ("draw an ellipse", "switch surface", "add a light to the scene"):
             for hit in await s.search(query, limit=20):
                 assert hit["name"].startswith("space_scene_"), hit
         direct = await s.client.call_tool("space_app_switch_surface", {"surface": "canvas"})
@@ -316,3 +335,74 @@ async def test_a_call_budget_counts_a_tool_run_through_presets_call_once(
         assert not (await s.call("space_app_set_theme", {"theme": "light"})).is_error
         spent = await s.call("space_app_set_theme", {"theme": "dark"})
         assert spent.is_error and "call budget of this server (2 tool calls)" in text(spent)
+
+
+# ------------------------------------------------------------------ seen not to re-list
+
+
+async def test_a_client_seen_not_to_relist_gets_the_tools_on_its_next_list(
+    serve: Callable[..., Any],
+) -> None:
+    async with serve(client_info=None) as s:
+        s.server.discovery.relisting.window = 0.05
+        assert SEARCH not in {t.name for t in s.first}
+        # A context change: the client hears list_changed and does not list again ...
+        assert not (await s.client.call_tool("space_app_set_theme", {"theme": "dark"})).is_error
+        s.host.update_context({"surface": "canvas", "activity": "drawing"})
+        import anyio
+
+        await anyio.sleep(0.1)
+        # ... and its next request, past the window, shows it: its next list has both tools.
+        await s.client.call_tool("space_app_set_theme", {"theme": "light"})
+        assert "local" in s.server.discovery.relisting.principals
+        again = {t.name for t in (await s.client.list_tools()).tools}
+        assert {SEARCH, CALL} <= again
+
+
+async def test_a_client_that_relists_in_time_is_not_marked(serve: Callable[..., Any]) -> None:
+    async with serve(client_info=None) as s:
+        s.server.discovery.relisting.window = 0.5
+        s.host.update_context({"surface": "canvas", "activity": "drawing"})
+        await s.client.list_tools()  # at once, as opencode and Claude Code do
+        import anyio
+
+        await anyio.sleep(0.6)
+        await s.client.call_tool("space_app_set_theme", {"theme": "light"})
+        assert not s.server.discovery.relisting.principals
+        assert SEARCH not in {t.name for t in (await s.client.list_tools()).tools}
+
+
+async def test_2026_07_28_lists_alike_for_every_request_of_a_principal(
+    serve: Callable[..., Any],
+) -> None:
+    async with serve(client_info=None, mode="2026-07-28") as s:
+        assert SEARCH not in {t.name for t in s.first}
+        s.server.discovery.relisting.principals.add("local")  # seen, by principal
+        again = {t.name for t in (await s.client.list_tools()).tools}
+        assert {SEARCH, CALL} <= again
+
+
+# ------------------------------------------------------------------ a large catalog
+
+
+def _bench() -> Any:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).parents[2] / "bench" / "toolsearch.py"
+    spec = importlib.util.spec_from_file_location("bench_toolsearch", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_thousand_tools_stay_under_the_budget_and_search_finds_nine_in_ten() -> None:
+    figures = _bench().measure(rounds=1, budget=4000)
+    assert figures["tools"] == 1000 and figures["presets"] == 100
+    assert figures["list_tools_no_budget"] == 1001
+    assert figures["list_tokens_budget"] <= 4000 < figures["list_tokens_no_budget"]
+    assert figures["top5"] >= 0.90, figures["misses"]
+    # The 5 ms target is the bench's (docs/performance.md); a busy test machine gets slack.
+    assert figures["search_ms_median"] < 50
