@@ -356,12 +356,11 @@ class Discovery:
         self._index_key: object = None
         self._index_lock = threading.Lock()
         self._budgets: dict[str, Budget] = {}
+        self._budget_lock = threading.Lock()
         self._narrowed: dict[object, Narrowed] = {}
         self._warned_over = False
         self._warming: threading.Thread | None = None
         server.tool_registry.add_on_change(self._tools_changed)
-        if tool_budget is not None:
-            self._budget(LEGACY)  # the tokenizer loads now, not in the first tools/list
         if tool_budget is not None or mode == "search":
             self.warm()
 
@@ -377,6 +376,10 @@ class Discovery:
 
     def _build_quietly(self) -> None:
         try:
+            if self.tool_budget is not None:
+                # The tokenizer (0.2 to 0.8 s) loads here, so initialize is answered at once.
+                with self._budget_lock:
+                    self._budget(LEGACY)
             self.index()
         except Exception:  # the first search builds it again, and reports what is wrong
             log.exception("building the tool search index failed")
@@ -444,7 +447,8 @@ class Discovery:
         found = self._narrowed.get(key)
         if found is not None:
             return found
-        budget = self._budget(protocol)
+        with self._budget_lock:  # the warming thread may be loading the tokenizer
+            budget = self._budget(protocol)
         registry = self.server.tool_registry
         loaded = [_always_loaded(e) for e in entries]
         base: list[dict[str, Any]] = []
