@@ -204,3 +204,35 @@ def test_serve_refuses_a_tool_budget_with_discovery_list(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "--tool-budget needs presets_search and presets_call" in result.output
     assert not (tmp_path / "events.jsonl").exists()
+
+
+def test_a_budget_server_is_built_without_waiting_for_the_tokenizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stock Codex sends its first model request soon after it starts a server: a server
+    that loads the tokenizer before answering initialize was offered no tools at all."""
+    import threading
+    import time
+
+    import agent_presets.budget as budget
+
+    loaded = threading.Event()
+    release = threading.Event()
+    real = budget.get_tokenizer
+
+    def slow(name: str = budget.DEFAULT_TOKENIZER) -> Any:
+        release.wait(10)
+        loaded.set()
+        return real(name)
+
+    monkeypatch.setattr(budget, "get_tokenizer", slow)
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start()
+    start = time.perf_counter()
+    built = build_server(presets, ServeConfig(tool_budget=3000))
+    try:
+        assert time.perf_counter() - start < 5 and not loaded.is_set()
+    finally:
+        release.set()
+        built.close()
+        host.close()
