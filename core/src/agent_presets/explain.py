@@ -6,7 +6,7 @@ that exists in some preset but is not active.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,22 @@ def explain_tool(manager: PresetManager, tool: str) -> ToolExplanation:
         active=bool(active_ids),
         presets=tuple(verdicts),
     )
+
+
+def preset_verdicts(manager: PresetManager, presets: Iterable[Preset]) -> list[PresetVerdict]:
+    """Whether each of ``presets`` is active now, why, and what would turn it on.
+
+    ``explain_tool``'s verdicts, for presets already found (``presets_search``
+    ranks tools and asks only about the presets of its results).
+    """
+    resolution = manager.resolve()
+    active = {a.name: a for a in resolution.active_presets}
+    overrides = manager.get_overrides()
+    context = manager.get_context()
+    return [
+        _verdict(preset, active.get(preset.name), overrides.get(preset.name), context)
+        for preset in presets
+    ]
 
 
 def explain_member(manager: PresetManager, field: str, member_id: str) -> list[PresetVerdict]:

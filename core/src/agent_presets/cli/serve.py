@@ -366,6 +366,24 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     help="Start every upstream MCP server when the server starts, not on first need "
     "(docs/upstreams.md).",
 )
+@click.option(
+    "--tool-budget",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="Keep each client's tools/list at most this many tokens (o200k_base): the server's "
+    "own tools, then whole presets (pinned first, then the more specific context, then "
+    "registration order); the rest are reached through presets_search and presets_call. "
+    "See docs/budget.md. [default: no budget]",
+)
+@click.option(
+    "--discovery",
+    type=click.Choice(["auto", "list", "search"]),
+    default="auto",
+    show_default=True,
+    help="Who gets presets_search and presets_call: list = nobody; search = every client; "
+    "auto = clients known or seen not to re-list their tools after a change (and every "
+    "client under --tool-budget).",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -388,6 +406,8 @@ def serve(
     console_address: str | None,
     max_sessions: int | None,
     upstreams_at_start: bool,
+    tool_budget: int | None,
+    discovery: str,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -418,6 +438,11 @@ def serve(
         max_sessions,
         facts,
     )
+    if tool_budget is not None and discovery == "list":
+        raise click.UsageError(
+            "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
+            "out, and --discovery list serves neither; use --discovery auto or search"
+        )
     app, presets = _start_host(
         state_dir, root, namespace, overrides_from_flags(force_on, force_off)
     )
@@ -445,6 +470,8 @@ def serve(
         confirm_via=cast(Any, confirm_via),
         console=None if console_at is None else _console_options(console_at, app),
         max_sessions=max_sessions,
+        tool_budget=tool_budget,
+        discovery=cast(Any, discovery),
     )
     run_server(presets, config)
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 Transport = Literal["stdio", "http"]
 ConfirmMode = Literal["none", "risky", "destructive"]
 ConfirmVia = Literal["operator", "client"]
+DiscoveryMode = Literal["auto", "list", "search"]
+DISCOVERY_MODES: Final = ("auto", "list", "search")
 
 DEFAULT_PORT: Final = 8765
 TOOLS_PAGE_SIZE: Final = 100
@@ -57,6 +59,9 @@ class ServeConfig:
       (``docs/embedding.md``); ``telemetry``: tracer and meter providers.
     - ``page_size``: tools in one ``tools/list`` page; ``max_sessions``: legacy-era
       HTTP sessions open at once.
+    - ``tool_budget``: the most tokens a caller's ``tools/list`` may take (the rest
+      is reached through ``presets_search`` and ``presets_call``); ``discovery``:
+      which clients get those two tools (``docs/budget.md``, "Serving under a budget").
     """
 
     transport: Transport = "stdio"
@@ -77,6 +82,8 @@ class ServeConfig:
     max_sessions: int | None = None
     """HTTP sessions open at once (None: the server's default); at the limit an idle
     session makes way for a new one."""
+    tool_budget: int | None = None
+    discovery: DiscoveryMode = "auto"
 
     def __post_init__(self) -> None:
         if self.transport not in ("stdio", "http"):
@@ -95,6 +102,19 @@ class ServeConfig:
             raise PresetError(f"page_size must be at least 1, not {self.page_size}")
         if self.max_sessions is not None and self.max_sessions < 1:
             raise PresetError(f"max_sessions must be at least 1, not {self.max_sessions}")
+        if self.discovery not in DISCOVERY_MODES:
+            raise PresetError(
+                f"discovery {self.discovery!r} is not one of: {', '.join(DISCOVERY_MODES)}"
+            )
+        if self.tool_budget is not None:
+            if self.tool_budget < 1:
+                raise PresetError(f"tool_budget must be at least 1 token, not {self.tool_budget}")
+            if self.discovery == "list":
+                raise PresetError(
+                    "a tool budget needs presets_search and presets_call to reach the tools "
+                    "it leaves out of the list, and discovery 'list' serves neither; use "
+                    "discovery 'auto' or 'search', or no tool budget"
+                )
         if self.tokens is not None and self.transport != "http":
             raise PresetError("token authentication needs --transport http; stdio has no tokens")
         object.__setattr__(self, "stages", tuple(self.stages))

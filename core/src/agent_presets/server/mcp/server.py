@@ -30,6 +30,7 @@ from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
     ConfirmMode,
     ConfirmVia,
+    DiscoveryMode,
     ServeConfig,
     config_from,
 )
@@ -39,6 +40,7 @@ from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.server.mcp.catalog import ServedMembers
 from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
 from agent_presets.server.mcp.context import set_level_handler
+from agent_presets.server.mcp.discovery import Discovery
 from agent_presets.server.mcp.fanout import ChangeFanout
 from agent_presets.server.mcp.hints import annotations_for
 from agent_presets.server.mcp.invalid_params import name_invalid_params
@@ -105,10 +107,13 @@ class PresetServer(Server[Any]):
         confirm_via: ConfirmVia = "operator",
         instructions: str | None = None,
         exclusive_runtimes: Collection[str] | None = None,
+        tool_budget: int | None = None,
+        discovery: DiscoveryMode = "auto",
     ) -> None:
         """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
         ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
-        instructions and no exclusive runtime."""
+        instructions and no exclusive runtime. ``tool_budget`` and ``discovery``:
+        ``ServeConfig``'s (``discovery.py``)."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
@@ -139,6 +144,8 @@ class PresetServer(Server[Any]):
         self._tools_cache: list[dict[str, Any]] = []
         # Upstream MCP servers, the app's `upstreams` runtime (None when none is declared).
         self.upstreams = UpstreamHub.attach(presets)
+        # The tool budget, presets_search and presets_call (discovery.py).
+        self.discovery = Discovery(self, discovery, tool_budget)
         super().__init__(
             name,
             version=__version__,
@@ -172,6 +179,7 @@ class PresetServer(Server[Any]):
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
+        self.middleware.append(self.discovery.track)
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)
@@ -183,6 +191,7 @@ class PresetServer(Server[Any]):
     def close(self) -> None:
         """Stop following the registry and manager; end listen streams; stop the thread pool."""
         self.tool_registry.remove_on_change(self._tools_changed)
+        self.discovery.close()
         if self.tool_registry.get(self._request_tool.name) is self._request_tool:
             self.tool_registry.unregister(self._request_tool.name)
         self.presets.manager.remove_on_change(self._context_changed)
@@ -240,6 +249,7 @@ class PresetServer(Server[Any]):
         if self.upstreams is not None:
             await self.upstreams.ready()  # starts upstreams whose tools presets wait for
         entries = self._visible(self.tool_entries(), token_of(ctx.request))
+        entries = self.discovery.listed(entries, ctx)
         size = self.page_size
         if params.cursor is None:
             if len(entries) <= size:  # the common case: the cached list itself, no copy
@@ -296,6 +306,8 @@ class PresetServer(Server[Any]):
         if self.upstreams is not None:
             await self.upstreams.ready()
         call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
+        if params.name in self.discovery.names and self.discovery.enabled:
+            return await self.discovery.call(call)
         return await self.run_call(call)
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]:
@@ -475,4 +487,6 @@ def build_server(
         confirm_timeout=config.confirm_timeout,
         confirm_via=config.confirm_via,
         stages=config.stages,
+        tool_budget=config.tool_budget,
+        discovery=config.discovery,
     )

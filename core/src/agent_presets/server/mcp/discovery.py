@@ -1,0 +1,691 @@
+"""Every client reaches its tools: the tool budget, ``presets_search`` and ``presets_call``.
+
+Two problems, one answer. A client that lists tools once and never again
+(Codex 0.171.0) keeps the first context's tools after the context moves; and
+a large active set fills the model's context before the first message. So
+the server can serve two tools of its own:
+
+- ``<prefix>presets_search`` ranks every installed tool the caller may see
+  (BM25, ``agent_presets.toolsearch``) for a task in words, and says of each
+  whether it is active now and, if not, what would turn it on;
+- ``<prefix>presets_call`` runs one of them through the same call pipeline
+  as a direct ``tools/call`` (``PresetServer.run_call``): the same gates,
+  confirmation, budgets and event record, the same refusals.
+
+``--tool-budget N`` keeps each caller's ``tools/list`` at N tokens or fewer
+(``narrow``): the server's own tools first, then whole presets in order
+(pinned ones, then the more specific context pattern, then registration
+order) until the next one would not fit. It always serves the two tools,
+since what it leaves out is reachable only through them.
+
+``--discovery`` says who else gets them: ``list`` nobody, ``search``
+everybody, ``auto`` (the default) the clients known not to re-list
+(``KNOWN_CLIENTS``, by the client's name and version) and those seen not to
+(``Relisting``: no ``tools/list`` within ``SEEN_WINDOW`` seconds of a
+change, judged at the client's next request). See docs/budget.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp_types import CLIENT_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agent_presets.model import ANY, DANGEROUS_RISKS, ToolDef
+from agent_presets.schema import quote
+from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.pipeline import (
+    Arguments,
+    Budgets,
+    Next,
+    PendingCall,
+    Pipeline,
+    Record,
+    Result,
+    Served,
+)
+from agent_presets.server.mcp.wire import error_result, success_result
+from agent_presets.server.policy import LOCAL
+from agent_presets.toolwire import LEGACY, MODERN, entry_text
+
+if TYPE_CHECKING:
+    from agent_presets.boot import Presets
+    from agent_presets.budget import Budget
+    from agent_presets.model import Preset
+    from agent_presets.server.config import DiscoveryMode
+    from agent_presets.server.policy import ToolPolicy
+    from agent_presets.server.stage import PendingCall
+    from agent_presets.tools import ToolRegistry, ToolRegistryChange
+    from agent_presets.toolsearch import SearchDoc, ToolIndex
+
+log = logging.getLogger("agent_presets.server")
+
+SEARCH_TOOL: Final = "presets_search"
+CALL_TOOL: Final = "presets_call"
+ALWAYS_LOAD: Final = "anthropic/alwaysLoad"
+"""The tool ``_meta`` key Claude Code reads: load this tool now, not behind its ToolSearch."""
+SEEN_WINDOW: Final = 3.0
+"""Seconds after a tools/list_changed within which a re-listing client lists again."""
+DEFAULT_LIMIT: Final = 5
+MAX_LIMIT: Final = 20
+MAX_QUERY: Final = 500
+_CHANGES_KEPT: Final = 64
+
+
+# ------------------------------------------------------------------ known clients
+
+
+@dataclass(frozen=True)
+class KnownClient:
+    """A client, by the name it gives (``clientInfo.name``), that does not re-list its tools."""
+
+    name: str
+    up_to: str | None
+    """The newest version known to behave so (None: every version)."""
+    note: str
+
+    def matches(self, name: str, version: str | None) -> bool:
+        if name != self.name:
+            return False
+        if self.up_to is None:
+            return True
+        have, limit = _version(version), _version(self.up_to)
+        return have is not None and limit is not None and have <= limit
+
+
+KNOWN_CLIENTS: Final = (
+    KnownClient(
+        "codex-mcp-client",
+        "0.171.0",
+        "OpenAI Codex CLI: lists tools once, at start; re-lists only with "
+        "--enable mcp_tool_list_changed (off by default)",
+    ),
+)
+"""Clients known not to re-list: ``auto`` serves them the two tools from their first list.
+
+A later version is left to the ``seen`` rule until someone checks it (docs/clients.md)."""
+
+
+def _version(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    parts = text.split("+")[0].split("-")[0].split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def client_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str, str | None] | None:
+    """``(name, version)`` of the client behind ``ctx``: its ``initialize`` (legacy), or
+    the request's ``_meta`` client info (2026-07-28); None when it gave none."""
+    params = getattr(ctx.session, "client_params", None)
+    info: Any = getattr(params, "client_info", None)
+    if info is not None:
+        return str(info.name), getattr(info, "version", None)
+    meta = ctx.meta
+    raw = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None
+    if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
+        version = raw.get("version")
+        return raw["name"], version if isinstance(version, str) else None
+    return None
+
+
+def known_not_to_relist(client: tuple[str, str | None] | None) -> KnownClient | None:
+    if client is None:
+        return None
+    return next((k for k in KNOWN_CLIENTS if k.matches(*client)), None)
+
+
+# ------------------------------------------------------------------ seen not to re-list
+
+
+class Relisting:
+    """Which clients have been seen not to re-list after ``tools/list_changed``.
+
+    A client is judged at each of its requests: if the tool list changed
+    more than ``SEEN_WINDOW`` seconds ago, after its last ``tools/list``, and
+    it has not listed since, it does not re-list. A legacy-era connection is
+    marked, and its principal (the token's name, or ``local``) with it, so a
+    reconnect of the same principal gets the two tools from its first list;
+    a 2026-07-28 request has no connection, so there the principal alone is
+    listed and marked. Marks last as long as the server runs. Thread-safe:
+    changes arrive from any thread.
+    """
+
+    def __init__(self, window: float = SEEN_WINDOW) -> None:
+        self.window = window
+        self._lock = threading.Lock()
+        self._changes: deque[float] = deque(maxlen=_CHANGES_KEPT)
+        self._listed: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+        self._principal_listed: dict[str, float] = {}
+        self._marked: weakref.WeakSet[object] = weakref.WeakSet()
+        self.principals: set[str] = set()
+        """Principals seen not to re-list."""
+
+    def changed(self, now: float | None = None) -> None:
+        with self._lock:
+            self._changes.append(time.monotonic() if now is None else now)
+
+    def seen(self, connection: object | None, principal: str) -> bool:
+        """Whether this connection (or, without one, this principal) was seen not to re-list."""
+        with self._lock:
+            if principal in self.principals:
+                return True
+            return connection is not None and connection in self._marked
+
+    def request(
+        self, connection: object | None, principal: str, listing: bool, now: float | None = None
+    ) -> None:
+        """A request of ``connection`` (None: a 2026-07-28 request) by ``principal``."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            last = (
+                self._principal_listed.get(principal)
+                if connection is None
+                else self._listed.get(connection)
+            )
+            if last is not None and self._missed(last, now):
+                self.principals.add(principal)
+                if connection is not None:
+                    self._marked.add(connection)
+            if listing:
+                if connection is None:
+                    self._principal_listed[principal] = now
+                else:
+                    self._listed[connection] = now
+
+    def _missed(self, last: float, now: float) -> bool:
+        """Whether a change came after ``last`` and more than the window before ``now``."""
+        changes = self._changes
+        at = bisect.bisect_right(changes, last)
+        return at < len(changes) and now - changes[at] > self.window
+
+
+# ------------------------------------------------------------------ the budget's order
+
+
+def specificity(preset: Preset, context: Mapping[str, Any]) -> int:
+    """The fields of ``preset``'s most specific pattern that matches ``context`` (0: none).
+
+    A field set to ``any`` says nothing about the context, so it does not count.
+    """
+    from agent_presets.matching import compile_pattern
+
+    items = frozenset(context.items())
+    best = 0
+    for pattern in preset.contexts:
+        if compile_pattern(pattern).matches(items, context):
+            best = max(best, sum(1 for v in pattern.values() if v != ANY))
+    return best
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """A caller's ``tools/list`` under a budget: what is listed, and what it costs."""
+
+    entries: list[dict[str, Any]]
+    tokens: int
+    left_out: tuple[str, ...]
+    """The tool names of the presets left out, reachable through presets_search."""
+
+
+# ------------------------------------------------------------------ the two tools
+
+
+_SEARCH_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY,
+            "description": "What you want to do, in words, e.g. 'add a box to the 3D scene'.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": f"How many tools to return (default {DEFAULT_LIMIT}).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+_CALL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "The tool's name, as presets_search gave it.",
+        },
+        "arguments": {
+            "type": "object",
+            "description": "The tool's arguments, as its inputSchema says.",
+        },
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+_OPEN_HINTS: Final = MappingProxyType(
+    {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
+)
+
+
+def _checker(name: str, schema: Mapping[str, Any]) -> Any:
+    """The tool's argument check, with jsonschema built on the first call."""
+    from agent_presets.adapters import check_arguments
+
+    validators: list[Any] = []
+
+    def check(arguments: Mapping[str, Any]) -> None:
+        if not validators:
+            import jsonschema
+
+            validators.append(jsonschema.Draft202012Validator(schema))
+        check_arguments(name, validators[0], dict(arguments))
+
+    return check
+
+
+def _unrun(arguments: Mapping[str, Any] | None = None, **_: Any) -> Any:
+    raise RuntimeError("the discovery tools run in their own stage, not through ToolDef.run")
+
+
+# ------------------------------------------------------------------ the server's part
+
+
+class PresetServer(Served, Protocol):
+    """What discovery uses of the server (``server.PresetServer`` is one): a protocol,
+    so this module and the server do not import each other."""
+
+    presets: Presets
+    policy: ToolPolicy
+    tool_registry: ToolRegistry
+
+    async def run_call(self, call: PendingCall) -> dict[str, Any]: ...
+
+
+class Discovery:
+    """The tool budget and the two discovery tools of one ``PresetServer``."""
+
+    def __init__(
+        self, server: PresetServer, mode: DiscoveryMode = "auto", tool_budget: int | None = None
+    ) -> None:
+        self.server = server
+        self.mode: DiscoveryMode = mode
+        self.tool_budget = tool_budget
+        prefix = server.tool_registry.namespace_prefix
+        self.search_name = f"{prefix}{SEARCH_TOOL}"
+        self.call_name = f"{prefix}{CALL_TOOL}"
+        self.names = frozenset({self.search_name, self.call_name})
+        self.relisting = Relisting()
+        self.search_tool = ToolDef(
+            name=self.search_name,
+            title="Find a tool for a task",
+            description=(
+                "Find tools for a task, among all of this server's tools, also those not in "
+                "your tool list (it is kept short, and goes stale when the app's context "
+                "changes). Each result has its inputSchema, whether it is active now, and if "
+                f"not, what would turn it on. Run one with {self.call_name}."
+            ),
+            input_schema=MappingProxyType(_SEARCH_SCHEMA),
+            run=_unrun,
+            annotations=MappingProxyType(
+                {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+            ),
+            check=_checker(self.search_name, _SEARCH_SCHEMA),
+        )
+        self.call_tool = ToolDef(
+            name=self.call_name,
+            title="Run a tool found by search",
+            description=(
+                f"Run a tool that {self.search_name} found: name, and its arguments as its "
+                "inputSchema says. It runs exactly as a direct call would, with the same "
+                "rules; a tool not active now answers with what would turn it on."
+            ),
+            input_schema=MappingProxyType(_CALL_SCHEMA),
+            run=_unrun,
+            annotations=_OPEN_HINTS,
+            check=_checker(self.call_name, _CALL_SCHEMA),
+        )
+        self._own_entries = [self._entry(self.search_tool), self._entry(self.call_tool)]
+        self._search = Pipeline(
+            [Record(server), _Bind(self.search_tool), Budgets(server), Arguments(), _Search(self)]
+        )
+        self._index: ToolIndex | None = None
+        self._index_key: object = None
+        self._index_lock = threading.Lock()
+        self._budgets: dict[str, Budget] = {}
+        self._budget_lock = threading.Lock()
+        self._narrowed: dict[object, Narrowed] = {}
+        self._warned_over = False
+        self._warming: threading.Thread | None = None
+        server.tool_registry.add_on_change(self._tools_changed)
+        if tool_budget is not None or mode == "search":
+            self.warm()
+
+    def warm(self) -> None:
+        """Build the index on a thread, once: its first build imports numpy (about a second),
+        which the first search would otherwise wait for on the event loop."""
+        if self._warming is not None:
+            return
+        self._warming = threading.Thread(
+            target=self._build_quietly, name="presets-search-index", daemon=True
+        )
+        self._warming.start()
+
+    def _build_quietly(self) -> None:
+        try:
+            if self.tool_budget is not None:
+                # The tokenizer (0.2 to 0.8 s) loads here, so initialize is answered at once.
+                with self._budget_lock:
+                    self._budget(LEGACY)
+            self.index()
+        except Exception:  # the first search builds it again, and reports what is wrong
+            log.exception("building the tool search index failed")
+
+    def close(self) -> None:
+        self.server.tool_registry.remove_on_change(self._tools_changed)
+
+    def _tools_changed(self, _change: ToolRegistryChange) -> None:
+        self.relisting.changed()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the two tools exist on this server (for some client, or all)."""
+        return self.mode != "list" or self.tool_budget is not None
+
+    # -- tools/list --------------------------------------------------------
+
+    def offered(self, ctx: ServerRequestContext[Any, Any]) -> bool:
+        """Whether the caller of ``ctx`` gets the two tools in its list."""
+        if self.tool_budget is not None or self.mode == "search":
+            return True
+        if self.mode == "list":
+            return False
+        if known_not_to_relist(client_of(ctx)) is not None:
+            return True
+        return self.relisting.seen(_connection(ctx), token_of(ctx.request) or LOCAL)
+
+    def listed(
+        self, entries: list[dict[str, Any]], ctx: ServerRequestContext[Any, Any]
+    ) -> list[dict[str, Any]]:
+        """The caller's ``tools/list``: ``entries`` (what it may see), narrowed and completed."""
+        if not self.offered(ctx):
+            return entries
+        self.warm()
+        protocol = MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else LEGACY
+        own = self._own(entries)
+        if self.tool_budget is None:
+            return [*entries, *own]
+        return self.narrow(entries, own, protocol).entries
+
+    def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        taken = {e["name"] for e in entries}
+        return [e for e in self._own_entries if e["name"] not in taken]
+
+    def _entry(self, tool: ToolDef) -> dict[str, Any]:
+        from agent_presets.toolwire import tool_entry
+
+        entry = tool_entry(tool, dict(tool.annotations))
+        entry["_meta"] = {ALWAYS_LOAD: True}
+        return entry
+
+    def narrow(
+        self, entries: list[dict[str, Any]], own: list[dict[str, Any]], protocol: str = LEGACY
+    ) -> Narrowed:
+        """``entries`` and the server's ``own`` tools, at most ``tool_budget`` tokens.
+
+        The server's tools (its own two, ``presets_request``, a host's tools
+        without a preset) always; then each active preset's tools, whole, in
+        order (``pin``, then the more specific matching pattern, then
+        registration), until the next preset would not fit. Every listed
+        tool carries ``_meta["anthropic/alwaysLoad"]: true``.
+        """
+        assert self.tool_budget is not None
+        key = (self.server.tool_registry.version, protocol, tuple(e["name"] for e in entries))
+        found = self._narrowed.get(key)
+        if found is not None:
+            return found
+        with self._budget_lock:  # the warming thread may be loading the tokenizer
+            budget = self._budget(protocol)
+        registry = self.server.tool_registry
+        loaded = [_always_loaded(e) for e in entries]
+        base: list[dict[str, Any]] = []
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for entry in loaded:
+            tool = registry.get(entry["name"])
+            preset = tool.preset if tool is not None else None
+            if preset is None:
+                base.append(entry)
+            else:
+                groups.setdefault(preset, []).append(entry)
+        base.extend(own)
+        tokens = sum(budget.count(entry_text(e, protocol)) for e in base)
+        if tokens > self.tool_budget and not self._warned_over:
+            self._warned_over = True
+            log.warning(
+                "the server's own tools take %d tokens, over --tool-budget %d: they are "
+                "listed anyway, since the others are reached through them",
+                tokens,
+                self.tool_budget,
+            )
+        listed = list(base)
+        left_out: list[str] = []
+        full = False
+        for preset in self._order(groups):
+            group = groups[preset]
+            if not full:
+                cost = sum(budget.count(entry_text(e, protocol)) for e in group)
+                if tokens + cost <= self.tool_budget:
+                    tokens += cost
+                    listed.extend(group)
+                    continue
+                full = True
+            left_out.extend(e["name"] for e in group)
+        narrowed = Narrowed(listed, tokens, tuple(left_out))
+        if len(self._narrowed) > 64:
+            self._narrowed.clear()
+        self._narrowed[key] = narrowed
+        return narrowed
+
+    def _order(self, groups: Mapping[str, Any]) -> list[str]:
+        presets = self.server.presets.registry
+        context = self.server.presets.manager.get_context()
+        order = {name: i for i, name in enumerate(presets.names())}
+
+        def rank(name: str) -> tuple[bool, int, int]:
+            preset = presets.get(name)
+            if preset is None:
+                return (True, 0, len(order))
+            return (not preset.pin, -specificity(preset, context), order[name])
+
+        return sorted(groups, key=rank)
+
+    def _budget(self, protocol: str) -> Budget:
+        budget = self._budgets.get(protocol)
+        if budget is None:
+            from agent_presets.budget import Budget, get_tokenizer
+
+            budget = self._budgets[protocol] = Budget(get_tokenizer(), protocol)
+        return budget
+
+    # -- requests ------------------------------------------------------------
+
+    async def track(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware: note each request for the ``seen`` rule (``Relisting``)."""
+        if self.mode == "auto" and self.tool_budget is None:
+            self.relisting.request(
+                _connection(ctx), token_of(ctx.request) or LOCAL, ctx.method == "tools/list"
+            )
+        return await call_next(ctx)
+
+    async def call(self, call: PendingCall) -> Result:
+        """A ``tools/call`` of one of the two tools."""
+        if call.name == self.search_name:
+            return await self._search(call)
+        return await self._call(call)
+
+    async def _call(self, outer: PendingCall) -> Result:
+        """``presets_call``: the named tool, through the server's own pipeline."""
+        args = outer.arguments
+        name = args.get("name")
+        arguments = args.get("arguments", {})
+        problem = None
+        if not isinstance(name, str) or not name:
+            problem = "'name' must be the tool's name, a non-empty string"
+        elif not isinstance(arguments, Mapping):
+            problem = "'arguments' must be an object: the tool's arguments by name"
+        elif set(args) - {"name", "arguments"}:
+            extra = ", ".join(sorted(set(args) - {"name", "arguments"}))
+            problem = f"unexpected argument(s) {extra}; it takes 'name' and 'arguments'"
+        elif name in self.names:
+            problem = f"{quote(name)} is not run through {self.call_name}: call it directly"
+        if problem is not None:
+            return error_result(f"Invalid arguments for {self.call_name}: {problem}.")
+        assert isinstance(name, str) and isinstance(arguments, Mapping)
+        inner = PendingCall(name, dict(arguments), outer.token, outer.request, outer.params)
+        return await self.server.run_call(inner)
+
+    # -- the index -----------------------------------------------------------
+
+    def index(self) -> ToolIndex:
+        """The index of the installed tools, rebuilt when a plugin's tools or presets change."""
+        presets = self.server.presets
+        key = (presets.tool_adapters.version, tuple(map(id, presets.registry.list())))
+        with self._index_lock:
+            if self._index is None or key != self._index_key:
+                from agent_presets.toolsearch import ToolIndex, catalog_docs
+
+                docs = catalog_docs(presets.tool_adapters, presets.registry.list())
+                self._index, self._index_key = ToolIndex(docs), key
+            return self._index
+
+    def search(self, query: str, limit: int, token: str | None) -> dict[str, Any]:
+        """What ``presets_search`` answers: the best tools for ``query`` that the caller may see."""
+        server = self.server
+        policy = server.policy
+        index = self.index()
+        found = index.search(query, limit, lambda doc: policy.allows(doc.name, token))
+        registry = server.presets.registry
+        manager = server.presets.manager
+        results = []
+        for doc, score in found:
+            results.append(self._result(doc, score, registry, manager))
+        if results:
+            message = (
+                f"Run a tool with {self.call_name} (name, arguments); an active tool that is in "
+                "your tool list may also be called directly. A tool that is not active says "
+                "what would turn it on."
+            )
+        else:
+            message = "No tool matches those words. Try other words for the task, or fewer of them."
+        return {"query": query, "results": results, "message": message}
+
+    def _result(self, doc: SearchDoc, score: float, registry: Any, manager: Any) -> dict[str, Any]:
+        from agent_presets.explain import preset_verdicts
+
+        served = self.server.tool_registry.get(doc.name)
+        active = served is not None and served.managed_source == doc.tool_id
+        holders = [p for name in doc.presets if (p := registry.get(name)) is not None]
+        verdicts = preset_verdicts(manager, holders)
+        chosen = next((v for v in verdicts if v.active), verdicts[0] if verdicts else None)
+        adapters = self.server.presets.tool_adapters
+        adapter = adapters.get(doc.tool_id)
+        result: dict[str, Any] = {
+            "name": doc.name,
+            "title": adapter.title if adapter is not None and adapter.title else None,
+            "description": adapters.description(adapter) if adapter is not None else "",
+            "preset": chosen.preset if chosen is not None else None,
+            "risk": chosen.risk if chosen is not None else None,
+            "active": active,
+            "score": round(score, 3),
+        }
+        if result["title"] is None:
+            del result["title"]
+        if not active and chosen is not None:
+            risky = [v for v in verdicts if v.risk in DANGEROUS_RISKS]
+            if risky and len(risky) == len(verdicts):
+                v = risky[0]
+                result["enable"] = (
+                    f"only the user can turn preset {v.preset!r} on (risk: {v.risk}): it stays "
+                    f"off until a person does; ask with {self._request_name()} if you need it"
+                )
+            else:
+                v = next(v for v in verdicts if v.risk not in DANGEROUS_RISKS)
+                result["preset"], result["risk"] = v.preset, v.risk
+                result["enable"] = v.enable
+        if adapter is not None:
+            schema = served.input_schema if active and served is not None else adapter.input_schema
+            result["inputSchema"] = json.loads(json.dumps(schema, default=_plain))
+        return result
+
+    def _request_name(self) -> str:
+        return f"{self.server.tool_registry.namespace_prefix}presets_request"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _always_loaded(entry: dict[str, Any]) -> dict[str, Any]:
+    meta = dict(entry.get("_meta") or {})
+    meta[ALWAYS_LOAD] = True
+    return {**entry, "_meta": meta}
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> object | None:
+    """The legacy-era connection of ``ctx`` (its stable identity), None for 2026-07-28."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    session = ctx.session
+    connection = getattr(session, "_connection", None)
+    return connection if connection is not None else session
+
+
+class _Bind:
+    """Names the discovery tool for the stages after it (``Record``'s tool, the schema)."""
+
+    def __init__(self, tool: ToolDef) -> None:
+        self.tool = tool
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        call.tool = self.tool
+        return await call_next(call)
+
+
+class _Search:
+    """The search itself: the last stage of ``presets_search``'s pipeline."""
+
+    def __init__(self, discovery: Discovery) -> None:
+        self.discovery = discovery
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        args = call.arguments
+        limit = args.get("limit", DEFAULT_LIMIT)
+        answer = self.discovery.search(str(args["query"]), int(limit), call.token)
+        call.outcome = "ok"
+        return success_result(answer)
+
+
+def entries_tokens(entries: Sequence[Mapping[str, Any]], budget: Budget, protocol: str) -> int:
+    """What ``entries`` cost as a ``tools/list`` sends them (the sum of their entries)."""
+    return sum(budget.count(entry_text(e, protocol)) for e in entries)
