@@ -109,7 +109,11 @@ def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
     except PresetError as exc:
         raise PresetError(str(exc).replace("--port", "--console [HOST:]PORT")) from None
     console = Console(
-        server.control, app=options.app, event_log=server.policy.event_log, host=options.host
+        server.control,
+        app=options.app,
+        event_log=server.policy.event_log,
+        host=options.host,
+        credential=options.credential,
     )
     return partial(serve_console, console, sock, options)
 
