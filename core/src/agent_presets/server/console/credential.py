@@ -43,6 +43,7 @@ class HostCredential:
     def __init__(self, path: Path, token: str | None = None) -> None:
         self.path = path
         self.token = token or TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self._inode: int | None = None
 
     def matches(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header is ``Bearer <this token>``."""
@@ -60,9 +61,10 @@ class HostCredential:
         """Write ``{"url", "token", "pid"}`` to the file, mode 0600 before a byte is written."""
         data = {"url": url, "token": self.token, "pid": os.getpid()}
         write_atomic(self.path, (json.dumps(data, indent=2) + "\n").encode(), mode=0o600)
+        self._inode = os.stat(self.path).st_ino
 
     def withdraw(self) -> None:
-        """Remove the file if it still holds this token (a newer server's stays)."""
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(self.path.read_text("utf-8")).get("token") == self.token:
+        """Remove the file if it is still the one we wrote (safe in a signal handler)."""
+        with contextlib.suppress(OSError):
+            if self._inode is not None and os.stat(self.path).st_ino == self._inode:
                 self.path.unlink()
