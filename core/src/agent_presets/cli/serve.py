@@ -632,7 +632,12 @@ def _banner(presets: Any, policy: Any, tokens: Any, state_dir: Path) -> Callable
 
 def _console_options(address: tuple[str, int], app: Any) -> Any:
     from agent_presets.server.console.app import ConsoleOptions
+    from agent_presets.server.console.credential import CREDENTIAL_FILE
 
     return ConsoleOptions(
-        host=address[0], port=address[1], app=app, announce=lambda line: click.echo(line, err=True)
+        host=address[0],
+        port=address[1],
+        app=app,
+        announce=lambda line: click.echo(line, err=True),
+        credential=app.state_dir / CREDENTIAL_FILE,
     )

@@ -16,6 +16,9 @@ the console has no rule of its own. What it guards itself is the door:
   as the MCP endpoint requires (``agent_presets.server.console.allowed_hosts``): a
   page that rebinds its own name to this address gets 421 (403 for a foreign
   Origin) and no data, token or not.
+- One path takes another secret: ``POST /api/context``, where the host app
+  reports its context, needs the host credential (``credential``) and
+  nothing else; the console's token does not open it, nor does an agent's.
 
 The page is live through Server-Sent Events: the manager's and the request
 store's ``on_change`` listeners bump a version, the event log is watched by
@@ -54,7 +57,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_presets.model import PresetError
 from agent_presets.safetext import svg_safe
 from agent_presets.server.console import allowed_hosts, foreign_request
-from agent_presets.server.control import ConfirmationRequired, Controller
+from agent_presets.server.console.credential import HOST_PATH, HostCredential
+from agent_presets.server.control import MAX_LINE, ConfirmationRequired, Controller
+from agent_presets.server.control.protocol import answer, error_response
 from agent_presets.server.eventlog import LogFollower
 from agent_presets.server.events import rotated_paths
 from agent_presets.server.httptimeout import TimedH11
@@ -82,7 +87,8 @@ class Console:
     ``app`` is the host (anything with ``runtime_names()`` and
     ``runtime(name)``); ``event_log`` is the server's log, or None;
     ``host`` the address the console listens on, which decides the Host
-    names it answers.
+    names it answers; ``credential`` where the host credential is written
+    (``credential.py``), or None for a console without the host endpoint.
     """
 
     def __init__(
@@ -93,8 +99,10 @@ class Console:
         event_log: Path | None = None,
         token: str | None = None,
         host: str = "127.0.0.1",
+        credential: Path | None = None,
     ) -> None:
         self.controller = controller
+        self.host_credential = HostCredential(credential) if credential is not None else None
         self.hosts = allowed_hosts(host, token=True)
         self.host_app = app
         self.event_log = event_log
@@ -241,6 +249,11 @@ class Console:
                 if status:
                     await self._misdirected(status)(scope, receive, send)
                     return
+                if scope["path"] == HOST_PATH:
+                    # The host's door has its own secret: the console's token is not it.
+                    host_request = Request(scope, receive)  # it reads the body
+                    await (await self._host_context(host_request))(scope, receive, send)
+                    return
                 if not self._allowed(request):
                     await self._refused()(scope, receive, send)
                     return
@@ -379,6 +392,87 @@ class Console:
     async def _deny(self, request: Request) -> Response:
         return await self._act(request, lambda b: self.controller.deny(str(b["id"]), by="console"))
 
+    # -- the host's door -------------------------------------------------------
+
+    async def _host_context(self, request: Request) -> Response:
+        """``POST /api/context`` ``{"set": {...}, "by"?}``: the control socket's ``context`` op.
+
+        The answer is the socket's response object, so a host reads the same
+        error either way: 200 when it applied, 400 when it was refused
+        (nothing changed), 401 without the host credential.
+        """
+        credential = self.host_credential
+        if credential is None or not credential.matches(request.headers.get("authorization")):
+            return _host_answer(
+                error_response(
+                    "unauthorized",
+                    "send the host credential as 'Authorization: Bearer TOKEN': the token in "
+                    "STATE/host-credential.json, which the server writes once the console "
+                    "listens (the console's token and agents' tokens are not it)",
+                ),
+                401,
+            )
+        if request.method != "POST":
+            return _host_answer(
+                error_response("bad-request", f"{HOST_PATH} takes POST only"),
+                405,
+                headers={"Allow": "POST"},
+            )
+        body = await _read_limited(request, MAX_LINE)
+        if body is None:
+            return _host_answer(
+                error_response("bad-request", f"a context change is at most {MAX_LINE} bytes"),
+                413,
+            )
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            return _host_answer(
+                error_response(
+                    "bad-request",
+                    'send a JSON object: {"set": {"FIELD": VALUE, ...}, "by": "host"}',
+                ),
+                400,
+            )
+        # The socket's line is taken as it is ("op": "context"), so a host sends one object.
+        extra = sorted(
+            set(message) - {"set", "by"} - ({"op"} if message.get("op") == "context" else set())
+        )
+        if extra:
+            return _host_answer(
+                error_response(
+                    "bad-request",
+                    f"unknown key {extra[0]!r}: a context change has 'set' and, optionally, "
+                    "'by' (and 'op': 'context', as on the control socket)",
+                ),
+                400,
+            )
+        op = {"op": "context", "set": message.get("set"), "by": message.get("by", "host")}
+        response = await anyio.to_thread.run_sync(answer, self.controller, op)
+        if response["ok"]:
+            return _host_answer(response, 200)
+        return _host_answer(response, 500 if response["error"]["code"] == "internal" else 400)
+
+
+def _host_answer(
+    response: dict[str, Any], status: int, headers: dict[str, str] | None = None
+) -> Response:
+    return JSONResponse(
+        response, status_code=status, headers={"Cache-Control": "no-store", **(headers or {})}
+    )
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None once it passes ``limit`` bytes (the rest is not read)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return body
+
 
 class _QuietServer(uvicorn.Server):
     """A uvicorn server that leaves signals alone: the MCP transport owns them."""
@@ -397,6 +491,9 @@ class ConsoleOptions:
     app: Any = None
     announce: Callable[[str], None] | None = None
     """Receives ``console: http://HOST:PORT/?token=...`` once the app listens."""
+    credential: Path | None = None
+    """Where to write the host credential (``STATE/host-credential.json``); None: no
+    ``POST /api/context`` for hosts."""
 
 
 async def serve_console(console: Console, sock: socket.socket, options: ConsoleOptions) -> None:
@@ -418,6 +515,9 @@ async def serve_console(console: Console, sock: socket.socket, options: ConsoleO
             if server.should_exit:
                 return
             await anyio.sleep(0.01)
+        if console.host_credential is not None:
+            # Only now: a host that finds the file finds a console that answers.
+            console.host_credential.publish(f"http://{shown}:{port}{HOST_PATH}")
         if options.announce is not None:
             options.announce(f"console: http://{shown}:{port}/?token={console.token}")
 
@@ -426,4 +526,6 @@ async def serve_console(console: Console, sock: socket.socket, options: ConsoleO
             tg.start_soon(announce)
             await server.serve(sockets=[sock])
     finally:
+        if console.host_credential is not None:
+            console.host_credential.withdraw()
         console.close()

@@ -57,6 +57,15 @@ def respond(controller: Controller, line: bytes) -> dict[str, Any]:
         message = json.loads(line)
     except ValueError:
         return error_response("bad-request", "a request is one JSON object per line")
+    return answer(controller, message)
+
+
+def answer(controller: Controller, message: Any) -> dict[str, Any]:
+    """The response object for one decoded request (never raises for bad input).
+
+    The socket answers each line with it, and the console's host endpoint
+    (``POST /api/context``) answers its body with it, so both refuse alike.
+    """
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         return error_response("bad-request", f"a request is an object with an 'op': one of {OPS}")
     try:

@@ -58,13 +58,15 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
     server = build_server(presets, config)
     listener: ControlListener | None = None
     extra: list[Task] = []
+    removers: list[Callable[[], None]] = []
     try:
         if config.control_socket is not None:
             listener = ControlListener(config.control_socket)
             extra.append(partial(listener.serve, server.control))
+            removers.append(listener.remove)
         if config.console is not None:
-            extra.append(_console_task(server, config.console))
-        with _socket_removed_on_sigterm(listener):
+            extra.append(_console_task(server, config.console, removers))
+        with _files_removed_on_sigterm(removers):
             _run(
                 config.transport,
                 server,
@@ -100,8 +102,13 @@ def _run(
         anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions)
 
 
-def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
-    """Bind the console's port now (so a taken port fails before serving) and run it later."""
+def _console_task(
+    server: PresetServer, options: ConsoleOptions, removers: list[Callable[[], None]]
+) -> Task:
+    """Bind the console's port now (so a taken port fails before serving) and run it later.
+
+    Its host credential file joins ``removers``, the files SIGTERM removes.
+    """
     from agent_presets.server.console.app import Console, serve_console
 
     try:
@@ -109,26 +116,33 @@ def _console_task(server: PresetServer, options: ConsoleOptions) -> Task:
     except PresetError as exc:
         raise PresetError(str(exc).replace("--port", "--console [HOST:]PORT")) from None
     console = Console(
-        server.control, app=options.app, event_log=server.policy.event_log, host=options.host
+        server.control,
+        app=options.app,
+        event_log=server.policy.event_log,
+        host=options.host,
+        credential=options.credential,
     )
+    if console.host_credential is not None:
+        removers.append(console.host_credential.withdraw)
     return partial(serve_console, console, sock, options)
 
 
 @contextlib.contextmanager
-def _socket_removed_on_sigterm(listener: ControlListener | None) -> Iterator[None]:
-    """Remove the control socket on SIGTERM, then die of it as before.
+def _files_removed_on_sigterm(removers: list[Callable[[], None]]) -> Iterator[None]:
+    """Remove the control socket (and the host credential) on SIGTERM, then die of it as before.
 
     SIGTERM ends the process at once (uvicorn handles it while it serves and
     then raises it again), skipping every ``finally``; the socket would stay
     behind until the next server replaces it. Only the file is removed here:
     anything more in a signal handler could hang a server that must stop.
     """
-    if listener is None or threading.current_thread() is not threading.main_thread():
+    if not removers or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def terminate(signum: int, frame: object) -> None:
-        listener.remove()
+        for remove in removers:
+            remove()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
