@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
-from mcp.server.caching import CacheHint
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -81,6 +81,8 @@ TOOLS_PAGE_SIZE: Final = 100
 
 _NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
+"""Every cacheable result (each list, ``resources/read``, ``server/discover``): stale at once,
+and private, since what a caller sees depends on its token; changes come on listen streams."""
 
 
 class PresetServer(Server[Any]):
@@ -131,7 +133,7 @@ class PresetServer(Server[Any]):
             title="agent-presets",
             instructions=INSTRUCTIONS,
             lifespan=_lifespan,
-            cache_hints={"tools/list": _NO_CACHE, "prompts/list": _NO_CACHE},
+            cache_hints=dict.fromkeys(CACHEABLE_METHODS, _NO_CACHE),
             get_tool_input_schema=self._input_schema,
             on_subscriptions_listen=self.listen_handler,
         )
