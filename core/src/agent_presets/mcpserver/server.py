@@ -13,10 +13,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 import mcp_types as types
-from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -133,7 +133,7 @@ class PresetServer(Server[Any]):
             title="agent-presets",
             instructions=INSTRUCTIONS,
             lifespan=_lifespan,
-            cache_hints=dict.fromkeys(CACHEABLE_METHODS, _NO_CACHE),
+            cache_hints=dict.fromkeys(get_args(CacheableMethod), _NO_CACHE),
             get_tool_input_schema=self._input_schema,
             on_subscriptions_listen=self.listen_handler,
         )
