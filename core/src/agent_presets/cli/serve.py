@@ -485,6 +485,7 @@ def serve(
         confirm_timeout=confirm_timeout,
         confirm_via=cast(Any, confirm_via),
         console=None if console_at is None else _console_options(console_at, app),
+        state_dir=app.state_dir,
     )
 
 

@@ -33,7 +33,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent_presets.mcpserver.context import InputRequired, McpCallContext
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from agent_presets.mcpserver.context import McpCallContext
+from agent_presets.mcpserver.rounds import InputRequired, MissingCapability, Rounds
 from agent_presets.mcpserver.wire import error_result, success_result
 from agent_presets.model import PresetError, ToolArgumentError, ToolDef
 from agent_presets.policy import LOCAL, CallRecord, GateError, Outcome
@@ -91,6 +95,8 @@ class PendingCall:
     confirm: Decided | None = None
     """The person's answer when the call waited for one: approved, denied, expired ..."""
     error: BaseException | None = None
+    rounds: Rounds | None = None
+    """What earlier rounds of a 2026-07-28 call answered (``rounds.py``); read on first use."""
 
     def __post_init__(self) -> None:
         if self.token is not None:
@@ -176,6 +182,10 @@ class Record:
         except asyncio.CancelledError:
             call.outcome = "cancelled"
             self._record(call)
+            raise
+        except MCPError:  # a protocol error answers instead of a result (-32021)
+            if call.outcome is not None:
+                self._record(call)
             raise
         if call.outcome is not None:
             self._record(call)
@@ -333,7 +343,9 @@ class Run:
         assert tool is not None
         # Built only for a handler that can receive it: other calls pay nothing.
         context = (
-            McpCallContext(call.request, call.name, call.params) if tool.accepts_context else None
+            McpCallContext(call.request, call.name, rounds=rounds_of(call))
+            if tool.accepts_context
+            else None
         )
         try:
             try:
@@ -357,6 +369,13 @@ class Run:
             result = success_result(value)
         except InputRequired as asked:  # modern era: the client answers, then calls again
             return asked.result()
+        except MissingCapability as missing:  # modern era: refused, as the protocol says
+            call.outcome, call.gate = "refused", "capability"
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=str(missing),
+                data={"requiredCapabilities": missing.required},
+            ) from None
         except ToolArgumentError as exc:
             call.outcome, call.error = "bad-arguments", exc
             result = error_result(str(exc))
@@ -387,6 +406,13 @@ def standard_stages(server: Served, extra: Sequence[Stage] = ()) -> list[Stage]:
         Confirm(server),
         Run(server),
     ]
+
+
+def rounds_of(call: PendingCall) -> Rounds:
+    """The call's rounds so far, read from its params once."""
+    if call.rounds is None:
+        call.rounds = Rounds.of(call.params)
+    return call.rounds
 
 
 def arguments_of(params: Any) -> dict[str, Any]:

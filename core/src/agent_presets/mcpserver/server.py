@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 import mcp_types as types
@@ -44,6 +45,7 @@ from agent_presets.mcpserver.pipeline import (
     arguments_of,
     standard_stages,
 )
+from agent_presets.mcpserver.rounds import state_boundary
 from agent_presets.mcpserver.telemetry import Telemetry
 from agent_presets.mcpserver.wire import (
     PROMPT_NAME,
@@ -101,6 +103,7 @@ class PresetServer(Server[Any]):
         confirm_timeout: float = DEFAULT_TIMEOUT,
         stages: Sequence[Stage] = (),
         confirm_via: ConfirmVia = "operator",
+        state_dir: Path | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
@@ -154,6 +157,9 @@ class PresetServer(Server[Any]):
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
+        # Multi-round calls (2026-07-28): every requestState sealed going out and checked
+        # coming in, under the state directory's key (rounds.py).
+        self.middleware.append(state_boundary(state_dir, name))
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)
@@ -504,8 +510,13 @@ def build_server(
     confirm_timeout: float = DEFAULT_TIMEOUT,
     stages: Sequence[Stage] = (),
     confirm_via: ConfirmVia = "operator",
+    state_dir: Path | None = None,
 ) -> PresetServer:
-    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory."""
+    """The MCP server for ``presets``; ``mcp.Client(build_server(p))`` talks to it in memory.
+
+    ``state_dir`` keeps the key that seals multi-round ``requestState`` values,
+    so a restarted server continues a round trip it began (``rounds.py``).
+    """
     return PresetServer(
         presets,
         policy=policy,
@@ -515,4 +526,5 @@ def build_server(
         confirm_timeout=confirm_timeout,
         stages=stages,
         confirm_via=confirm_via,
+        state_dir=state_dir,
     )

@@ -54,6 +54,7 @@ def serve(
     confirm_timeout: float = DEFAULT_TIMEOUT,
     confirm_via: ConfirmVia = "operator",
     console: ConsoleOptions | None = None,
+    state_dir: Path | None = None,
 ) -> None:
     """Serve ``presets`` until stdin closes (stdio) or SIGINT/SIGTERM (http).
 
@@ -70,7 +71,8 @@ def serve(
     ``PresetError`` when the HTTP port cannot be bound. With ``control_socket``
     (bind it only while holding the state lock) the live-control channel
     listens there meanwhile; with ``console`` the browser console
-    (``docs/console.md``) does too.
+    (``docs/console.md``) does too. ``state_dir`` keeps the key of multi-round
+    request states (``rounds.py``).
     """
     if transport not in ("stdio", "http"):
         raise PresetError(f"unknown transport {transport!r}; use stdio or http")
@@ -88,6 +90,7 @@ def serve(
         confirm=confirm,
         confirm_timeout=confirm_timeout,
         confirm_via=confirm_via,
+        state_dir=state_dir,
     )
     listener: ControlListener | None = None
     extra: list[Task] = []
