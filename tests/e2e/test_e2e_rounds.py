@@ -218,3 +218,31 @@ def test_a_restarted_server_continues_a_round_trip_it_began(tmp_path: Path) -> N
         assert refused(second_round(other.url, state))
     finally:
         other.stop()
+
+
+def test_a_confirmation_approved_in_a_round_runs_its_call_once(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    server = HttpServer(
+        state_dir, "--on", "general-file-write-tools", "--confirm", "risky",
+        "--confirm-via", "client",
+    )  # fmt: skip
+    write = "space_app_write_file"
+    arguments = {"path": "once.txt", "content": "x"}
+    try:
+        first = call(server.url, write, arguments)["result"]
+        assert first["resultType"] == "input_required", first
+        (key,) = first["inputRequests"]
+        assert key.startswith("presets-confirm-")
+        answered = {
+            "inputResponses": {key: {"action": "accept"}},
+            "requestState": first["requestState"],
+        }
+        done = call(server.url, write, arguments, **answered)["result"]
+        assert done["resultType"] == "complete" and not done["isError"], done
+        (state_dir / "files" / "once.txt").unlink()
+        # The same answer again: the approval is spent, so the person is asked again.
+        replay = call(server.url, write, arguments, **answered)["result"]
+    finally:
+        server.stop()
+    assert replay["resultType"] == "input_required", replay
+    assert not (state_dir / "files" / "once.txt").exists()

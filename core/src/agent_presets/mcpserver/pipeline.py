@@ -302,11 +302,14 @@ class Confirm:
         confirmation = server.confirmation
         if not confirmation.needed(tool):
             return await call_next(call)
+        rounds = rounds_of(call)
         try:
-            answer = await confirmation.ask(call.request, tool, call.arguments)
+            answer = await confirmation.ask(call.request, tool, call.arguments, rounds)
         except asyncio.CancelledError:
             call.confirm = "withdrawn"  # ask() withdrew the request before this
             raise
+        except InputRequired as asked:  # a 2026-07-28 client is asked in a round
+            return asked.result()
         call.confirm = answer.outcome
         if answer.refusal is not None:
             raise CallRefused("confirm", answer.refusal)
@@ -320,7 +323,10 @@ class Confirm:
             server.policy.admit(call.name, call.token)
         except GateError as exc:
             raise CallRefused(exc.layer, _approved_but(approved, call.name, str(exc))) from None
-        return await call_next(call)
+        result = await call_next(call)
+        if rounds.confirmed is not None and result.get("resultType") != "input_required":
+            confirmation.spend(rounds.confirmed)  # the approval ran its call: it runs no more
+        return result
 
 
 def _approved_but(request: str, name: str, refusal: str) -> str:
