@@ -162,16 +162,23 @@ def test_an_untouched_state_completes_and_a_tampered_one_is_refused(tmp_path: Pa
     assert '"username": "ada"' in result["content"][0]["text"]
 
 
-def test_an_answer_to_a_question_not_asked_is_ignored(tmp_path: Path) -> None:
+def test_answers_it_does_not_know_are_ignored_and_a_bad_answer_is_asked_again(
+    tmp_path: Path,
+) -> None:
     server = fixture_server(tmp_path / "state")
+    extra = {"unknown": {"action": "accept", "content": {"x": 1}}}
     try:
-        # Answering before being asked: the server asks anyway.
-        answer = call(
-            server.url, ASK, {"message": "Who?"}, inputResponses={"elicitation-1": ACCEPT}
+        done = call(
+            server.url, ASK, {"message": "Who?"}, inputResponses={"elicitation-1": ACCEPT, **extra}
+        )
+        again = call(
+            server.url, ASK, {"message": "Who?"}, inputResponses={"elicitation-1": {"no": 1}}
         )
     finally:
         server.stop()
-    assert answer["result"]["resultType"] == "input_required", answer
+    assert done["result"]["resultType"] == "complete", done
+    # What is no answer at all is invalid params, or the question again: never a run.
+    assert refused(again) or again["result"]["resultType"] == "input_required", again
 
 
 def test_a_state_is_bound_to_the_caller_that_got_it(tmp_path: Path) -> None:

@@ -17,9 +17,8 @@ an expiry, and refuses a forged, altered, expired or misapplied one with
 without a state directory seals with a key of its own process.
 
 What a state holds, once unsealed (``Rounds``): the answers of earlier
-rounds, the keys the last round asked (an answer to anything else is
-ignored, so a client cannot answer a question before it is asked), and the
-nonce of the confirmation that approved the call, if one did.
+rounds, the keys the last round asked, and the id of the confirmation that
+approved the call, if one did.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ class Rounds:
     answers: dict[str, Any] = field(default_factory=dict)
     asked: frozenset[str] = frozenset()
     confirmed: str | None = None
-    """The nonce of the client's confirmation that approved this call (``CallConfirmation``)."""
+    """The request id of the client's confirmation that approved this call (``confirm.py``)."""
 
     @classmethod
     def of(cls, params: Any) -> Rounds:
@@ -63,8 +62,11 @@ class Rounds:
         else:
             state, responses = params.request_state, params.input_responses
         rounds = cls._read(state)
+        # Every answer counts, asked or not (the spec: ignore what you do not recognize):
+        # a question reads only its own key, and skipping a round gains a client nothing it
+        # could not answer anyway. A confirmation checks its own key (confirm.py).
         for key, value in (responses or {}).items():
-            if key in rounds.asked:  # only what the last round asked
+            if isinstance(key, str):
                 rounds.answers[key] = (
                     value
                     if isinstance(value, Mapping)
@@ -174,16 +176,11 @@ def state_boundary(state_dir: Path | None, audience: str) -> RequestStateBoundar
     return RequestStateBoundary(security, default_audience=audience)
 
 
-def nonce() -> str:
-    return secrets.token_urlsafe(16)
-
-
 __all__ = [
     "KEY_FILE",
     "InputRequired",
     "MissingCapability",
     "Rounds",
-    "nonce",
     "request_keys",
     "state_boundary",
 ]
