@@ -320,6 +320,38 @@ CUSTOM_HEADERS_SCHEMA: dict[str, Any] = {
     "required": ["region"],
 }
 
+# json-schema-2020-12 wants a tool named json_schema_2020_12_tool, which --namespace
+# test_ cannot give: the test serves this folder a second time under --namespace json_,
+# and this adapter (test_schema_2020_12_tool the first time) is the one it finds.
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+def schema_2020_12(_app: Any, args: dict[str, Any]) -> str:
+    return f"contact {args.get('name', 'someone')}"
+
+
 NO_ARGUMENTS = object_schema({})
 READ_ONLY = {"readOnlyHint": True}
 
@@ -420,6 +452,13 @@ TOOLS: list[tuple[str, str, Any, dict[str, Any], dict[str, Any] | None]] = [
         trigger_change,
         NO_ARGUMENTS,
         None,
+    ),
+    (
+        "schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+        schema_2020_12,
+        SCHEMA_2020_12,
+        READ_ONLY,
     ),
     (
         "custom_headers",
