@@ -99,6 +99,14 @@ async def resources_read(client: Client) -> None:
     assert result.contents and result.contents[0].uri == PROMPT_URI
     if modern(client):
         cached(result)
+    await resources_read_unknown(client)
+
+
+async def resources_read_unknown(client: Client) -> None:
+    with pytest.raises(MCPError) as refused:
+        await client.read_resource("presets://no/such/resource")
+    assert refused.value.error.code == types.INVALID_PARAMS
+    assert refused.value.error.data == {"uri": "presets://no/such/resource"}  # SEP-2164
 
 
 async def ping(client: Client) -> None:

@@ -433,6 +433,7 @@ class PresetServer(Server[Any]):
             raise MCPError(
                 code=types.INVALID_PARAMS,
                 message=f"unknown resource {uri!r}; this server has {PROMPT_URI} and {STATUS_URI}",
+                data={"uri": uri},  # SEP-2164: a resource not found names its URI
             )
         return {
             "contents": [{"uri": uri, "mimeType": mime, "text": text}],
