@@ -42,6 +42,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     PromptsListChanged,
+    ResourcesListChanged,
     ResourceUpdated,
     ServerEvent,
     SubscriptionBus,
@@ -51,9 +52,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 log = logging.getLogger("agent_presets.server")
 
-Kind = Literal["tools", "context"]
+Kind = Literal["tools", "context", "resources"]
 """``tools``: the tool list changed. ``context``: the active presets changed
-(prompt fragments and the status resources)."""
+(prompt fragments and the status resources). ``resources``: the resource list
+changed (a server whose resources come and go calls ``changed("resources")``)."""
 
 SEND_TIMEOUT: Final = 5.0
 """Seconds one client may take to accept a notice before it is dropped from the fan-out."""
@@ -198,6 +200,8 @@ class ChangeFanout:
         if "context" in kinds:
             events.append(PromptsListChanged())
             events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
+        if "resources" in kinds:
+            events.append(ResourcesListChanged())
         ready = []
         for key, peer in list(self._peers.items()):
             if not peer.ready:
@@ -236,6 +240,8 @@ class ChangeFanout:
                 for uri in self._resource_uris
                 if uri in peer.resources
             )
+        if "resources" in kinds:
+            notes.append(types.ResourceListChangedNotification())
         return notes
 
     async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:

@@ -81,7 +81,9 @@ INSTRUCTIONS: Final = (
 TOOLS_PAGE_SIZE: Final = 100
 """Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
 
-_NOTIFY_ALL: Final = NotificationOptions(prompts_changed=True, tools_changed=True)
+_NOTIFY_ALL: Final = NotificationOptions(
+    prompts_changed=True, tools_changed=True, resources_changed=True
+)
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 """Every cacheable result (each list, ``resources/read``, ``server/discover``): stale at once,
 and private, since what a caller sees depends on its token; changes come on listen streams."""
