@@ -9,6 +9,8 @@ the host switching context from its own thread.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from mcp.server.subscriptions import (
 from agent_presets.host import HeadlessHost
 from agent_presets.mcpserver import build_server
 
-from .conftest import HttpServer
+from .conftest import HttpServer, serve_command, server_env, terminate
 from .test_e2e_control import cli, server
 
 pytestmark = pytest.mark.anyio
@@ -146,3 +148,40 @@ async def test_a_legacy_client_hears_a_resource_list_change_as_a_notification(
     finally:
         mcp_server.close()
         presets.sync.stop()
+
+
+def test_a_listen_stream_open_when_stdin_closes_ends_with_its_result_not_an_error(
+    tmp_path: Path,
+) -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "listen:0",
+        "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": True}},
+    }
+    command = serve_command("--state-dir", str(tmp_path / "state"))
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(listen) + "\n")
+        process.stdin.flush()
+        first = json.loads(process.stdout.readline())
+        assert first["method"] == "notifications/subscriptions/acknowledged", first
+        process.stdin.close()  # what a client does when it is done (Claude Code, at exit)
+        rest = [json.loads(line) for line in process.stdout.read().splitlines() if line.strip()]
+        process.wait(timeout=30)
+    finally:
+        terminate(process)
+    answers = [m for m in rest if m.get("id") == "listen:0"]
+    assert len(answers) == 1 and "result" in answers[0], rest

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
+import anyio
 import mcp_types as types
 from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
@@ -124,6 +125,8 @@ class PresetServer(Server[Any]):
         )
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
+        self._listen_streams = 0
+        self._no_listen_streams: anyio.Event | None = None
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
         self.calls = ToolCalls()
         self.telemetry = telemetry if telemetry is not None else Telemetry()
@@ -140,7 +143,7 @@ class PresetServer(Server[Any]):
             lifespan=_lifespan,
             cache_hints=dict.fromkeys(get_args(CacheableMethod), _NO_CACHE),
             get_tool_input_schema=self._input_schema,
-            on_subscriptions_listen=self.listen_handler,
+            on_subscriptions_listen=self._listen,
         )
         # Registered here rather than as on_* arguments: these return wire dicts,
         # which the SDK validates like models but without building them first.
@@ -191,6 +194,33 @@ class PresetServer(Server[Any]):
         return super().create_initialization_options(
             notification_options or _NOTIFY_ALL, experimental_capabilities, extensions
         )
+
+    # -- listen streams (2026-07-28) -------------------------------------------
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        self._listen_streams += 1
+        try:
+            return await self.listen_handler(ctx, params)
+        finally:
+            self._listen_streams -= 1
+            if self._listen_streams == 0 and self._no_listen_streams is not None:
+                self._no_listen_streams.set()
+
+    async def end_listen_streams(self, timeout: float = 1.0) -> None:
+        """End every open listen stream with its result, as the client stops reading us.
+
+        Called when stdin closes: left open, each stream's request would be
+        answered with the dispatcher's ``-32000 Connection closed`` error instead
+        of the graceful end the spec gives a stream the server closes.
+        """
+        if self._listen_streams == 0:
+            return
+        self._no_listen_streams = anyio.Event()
+        self.listen_handler.close()
+        with anyio.move_on_after(timeout):
+            await self._no_listen_streams.wait()
 
     # -- change listeners (any thread) --------------------------------------
 

@@ -97,17 +97,23 @@ class _CheckedLines(_WireText):
     and skipped, so the SDK never turns it into a silent exception.
     """
 
-    def __init__(self, buffer: IO[bytes], out: _LineWriter) -> None:
+    def __init__(
+        self, buffer: IO[bytes], out: _LineWriter, on_eof: Callable[[], None] | None = None
+    ) -> None:
         # errors="replace", as the SDK reads: a bad byte is one bad message,
         # not the end of the connection.
         super().__init__(buffer, errors="replace")
         self._out = out
+        self._on_eof = on_eof
 
     def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
         while True:
             line = super().readline(size)
             if not line or not line.strip():
                 if not line:
+                    on_eof, self._on_eof = self._on_eof, None
+                    if on_eof is not None:  # before the SDK learns of it and ends the calls
+                        on_eof()
                     return line
                 continue
             rejection = check(line.rstrip("\r\n"))
@@ -120,19 +126,21 @@ class _CheckedLines(_WireText):
 
 
 @asynccontextmanager
-async def stdio_transport() -> AsyncIterator[Streams]:
+async def stdio_transport(on_eof: Callable[[], None] | None = None) -> AsyncIterator[Streams]:
     """Serve MCP on this process's stdin and stdout: ``(read_stream, write_stream)``.
 
     The drop-in for ``mcp.server.stdio.stdio_server()``. Raises
     ``RuntimeError`` when another ``stdio_transport()`` in this process is
-    serving.
+    serving. ``on_eof`` runs on the reading thread when stdin ends, before the
+    server hears of it (``PresetServer.end_listen_streams`` ends listen streams
+    gracefully there).
     """
     with (
         _claim(0, sys.stdin, "rb", _open_stdin_diversion) as wire_in,
         _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
     ):
         out = _LineWriter(wire_out)
-        lines = _CheckedLines(wire_in, out)
+        lines = _CheckedLines(wire_in, out, on_eof)
         async with stdio_server(stdin=anyio.wrap_file(lines), stdout=anyio.wrap_file(out)) as (
             read_stream,
             write_stream,
