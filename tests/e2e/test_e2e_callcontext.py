@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from agent_presets import ToolAdapter, ToolCall, ToolResult, bootstrap, hookimpl, results
 from agent_presets.boot import Presets
@@ -344,14 +345,26 @@ async def test_a_client_error_answer_is_a_clear_tool_error(server: PresetServer)
     assert "no forms today" in _text(result)
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_elicitation_without_client_support_is_a_clear_error(
-    server: PresetServer, mode: str
+async def test_elicitation_without_client_support_is_a_clear_error_before_2026(
+    server: PresetServer,
 ) -> None:
-    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(server, mode="legacy") as client:
         result = await client.call_tool("space_rich_ask", {})
     assert result.is_error
     assert "the client does not support elicitation" in _text(result)
+
+
+@pytest.mark.parametrize(("tool", "capability"), [("ask", "elicitation"), ("sample", "sampling")])
+async def test_a_2026_client_without_the_capability_is_refused_with_32021(
+    server: PresetServer, tool: str, capability: str
+) -> None:
+    async with Client(server, mode="2026-07-28") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool(f"space_rich_{tool}", {})
+    error = refused.value.error
+    assert error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert isinstance(error.data, dict) and capability in error.data["requiredCapabilities"]
+    assert f"space_rich_{tool} needs the client's {capability} capability" in error.message
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -365,9 +378,10 @@ async def test_sampling_returns_the_client_models_text(server: PresetServer, mod
     async with Client(server, mode=mode, sampling_callback=sample) as client:  # type: ignore[arg-type]
         result = await client.call_tool("space_rich_sample", {})
         assert _text(result) == "hi!"
-    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
-        result = await client.call_tool("space_rich_sample", {})
-    assert result.is_error and "does not support sampling" in _text(result)
+    if mode == "legacy":  # the 2026-07-28 era answers -32021 (the test above)
+        async with Client(server, mode=mode) as client:
+            result = await client.call_tool("space_rich_sample", {})
+        assert result.is_error and "does not support sampling" in _text(result)
 
 
 async def test_client_capabilities_are_readable(server: PresetServer) -> None:

@@ -204,18 +204,13 @@ async def test_when_the_client_fails_to_elicit_the_call_waits_for_presets_approv
     assert decisions(state) == [("approved", "cli")]
 
 
-async def test_a_2026_client_is_not_elicited_and_its_call_waits_for_presets_approve(
-    tmp_path: Path,
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # auto: 2026-07-28, after server/discover
+async def test_a_client_without_elicitation_is_not_asked_and_its_call_waits_for_presets_approve(
+    tmp_path: Path, mode: str
 ) -> None:
     state = tmp_path / "state"
-    asked: list[str] = []
-
-    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={})
-
     command = confirming(state, "--confirm", "risky", "--confirm-via", "client")
-    async with Client(command, elicitation_callback=accept) as client:  # mode auto: 2026-07-28
+    async with Client(command, mode=mode) as client:  # type: ignore[arg-type]
         results: list[Any] = []
 
         async def write() -> None:
@@ -231,8 +226,29 @@ async def test_a_2026_client_is_not_elicited_and_its_call_waits_for_presets_appr
             done = await cli(state, "approve", request["id"])
             assert done.returncode == 0, done.stderr
         assert not results[0].is_error, text(results[0])
-    assert asked == []
     assert decisions(state) == [("approved", "cli")]
+
+
+async def test_a_2026_client_is_asked_in_a_round_and_its_answer_decides(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    asked: list[str] = []
+    answers = ["accept", "decline"]
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=answers.pop(0), content={})
+
+    command = confirming(state, "--confirm", "risky", "--confirm-via", "client")
+    async with Client(command, elicitation_callback=elicit) as client:  # mode auto: 2026-07-28
+        assert client.protocol_version == "2026-07-28"
+        accepted = await client.call_tool(WRITE_TOOL, {"path": "yes.txt", "content": "a"})
+        assert not accepted.is_error, text(accepted)
+        declined = await client.call_tool(WRITE_TOOL, {"path": "no.txt", "content": "b"})
+        assert declined.is_error and "refused to run" in text(declined)
+    assert (state / "files" / "yes.txt").exists() and not (state / "files" / "no.txt").exists()
+    assert len(asked) == 2 and "path='yes.txt'" in asked[0] and "sha256:" in asked[0]
+    assert decisions(state) == [("approved", "elicitation"), ("denied", "elicitation")]
+    assert len(calls_of(state, WRITE_TOOL)) == 1
 
 
 async def test_a_cancelled_call_is_withdrawn_and_a_later_approval_runs_nothing(

@@ -13,6 +13,7 @@ on, whichever it is (a worker thread, or the server's event loop itself).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -60,14 +61,19 @@ class CallContext(Protocol):
 
     ``progress`` and ``log`` never fail and never block for long: a client
     that did not ask for progress, or a log level the client filtered out,
-    makes them do nothing. ``elicit`` and ``sample`` wait for the client's
-    answer and raise ``UnsupportedByClientError`` (a ``ToolCallError`` the
-    model reads) when the client did not declare the capability.
+    makes them do nothing. ``elicit``, ``sample`` and ``list_roots`` wait for
+    the client's answer. When the client did not declare the capability, a
+    legacy-era client gets ``UnsupportedByClientError`` (a ``ToolCallError``
+    the model reads); a 2026-07-28 client has the call refused with the
+    protocol's ``-32021`` (the handler never sees it), as that revision
+    requires.
 
     In the modern protocol era (2026-07-28) the server cannot ask in the
-    middle of a call: ``elicit`` and ``sample`` end this run of the handler,
-    the client answers, and the handler runs again from the start with the
-    answer waiting for the same question. So ask before changing anything.
+    middle of a call: ``elicit``, ``sample`` and ``list_roots`` end this run
+    of the handler, the client answers, and the handler runs again from the
+    start with the answer waiting for the same question (its ``key``, by
+    default its place in the run). So ask before changing anything; ask
+    several questions in one round inside ``with context.together():``.
     """
 
     @property
@@ -88,8 +94,13 @@ class CallContext(Protocol):
         """Send a log message (``notifications/message``) at ``level``, if the client listens."""
         ...
 
-    def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicitation:
-        """Ask the person for input shaped by ``schema`` (a flat object schema)."""
+    def elicit(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> Elicitation:
+        """Ask the person for input shaped by ``schema`` (a flat object schema).
+
+        ``key`` names the question in a 2026-07-28 round (``inputRequests``).
+        """
         ...
 
     def sample(
@@ -99,11 +110,24 @@ class CallContext(Protocol):
         *,
         system_prompt: str | None = None,
         temperature: float | None = None,
+        key: str | None = None,
     ) -> str:
         """Ask the client's model for a completion; returns its text.
 
         ``messages`` is a prompt, or a list of user texts or
         ``{"role": ..., "content": text}`` mappings.
+        """
+        ...
+
+    def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``): ``[{"uri": ..., "name": ...}, ...]``."""
+        ...
+
+    def together(self) -> AbstractContextManager[None]:
+        """Ask the block's questions in one round (2026-07-28; one by one before).
+
+        Inside the block an unanswered question returns a stand-in (a
+        cancelled elicitation, empty text, no roots); read the answers after it.
         """
         ...
 

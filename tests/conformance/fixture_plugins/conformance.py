@@ -219,6 +219,139 @@ def elicitation_enums(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
     return _elicited(ctx, "Please choose from the options", ENUMS_SCHEMA, "Elicitation completed: ")
 
 
+# -- the 2026-07-28 scenarios ------------------------------------------------------
+# Multi-round calls (input-required-result-*): each question has the key the suite
+# answers; the call context turns it into an input request and the answer back.
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def _content(answer: Any) -> dict[str, Any]:
+    return dict(answer.content or {})
+
+
+def irr_elicitation(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    answer = _context(call, "elicitation").elicit(
+        "What is your name?", NAME_SCHEMA, key="user_name"
+    )
+    return f"Hello, {_content(answer).get('name', 'stranger')}!"
+
+
+def irr_sampling(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    ctx = _context(call, "sampling")
+    return ctx.sample("What is the capital of France?", 100, key="capital_question")
+
+
+def irr_list_roots(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    roots = _context(call, "roots").list_roots(key="client_roots")
+    return "Roots: " + ", ".join(str(root.get("uri")) for root in roots)
+
+
+def irr_request_state(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = _context(call, "elicitation").elicit("Please confirm", schema, key="confirm")
+    # The answer reached this run only through the sealed state the server checked.
+    return f"state-ok: confirmed={_content(answer).get('ok')}"
+
+
+def irr_multiple_inputs(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    ctx = _context(call, "elicitation, sampling and roots")
+    with ctx.together():  # one round with all three questions
+        name = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+        greeting = ctx.sample("Generate a greeting", 50, key="greeting")
+        roots = ctx.list_roots(key="client_roots")
+    return f"{greeting} {_content(name).get('name')} ({len(roots)} roots)"
+
+
+def irr_multi_round(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    ctx = _context(call, "elicitation")
+    name = ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    color = ctx.elicit("Step 2: What is your favorite color?", color_schema, key="step2")
+    return f"{_content(name).get('name')} likes {_content(color).get('color')}"
+
+
+def irr_capabilities(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    ctx = _context(call, "elicitation or sampling")
+    if "elicitation" in ctx.client_capabilities:
+        answer = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+        return f"Hello, {_content(answer).get('name')}!"
+    return ctx.sample("Say hello", 20, key="hello")
+
+
+def missing_capability(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    # Needs sampling: a client that did not declare it gets -32021, never a result.
+    return _context(call, "sampling").sample("Say hello", 20)
+
+
+def logging_tool(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
+    ctx = _context(call, "logging")
+    for message in ("Tool execution started", "Tool execution completed"):
+        ctx.log("info", message)
+    return "logged (only if the request asked for a log level)"
+
+
+def trigger_change(app: Any, _args: dict[str, Any]) -> str:
+    """Change the served tools and prompts and change them back: every listener hears it."""
+    shell = app.shell
+    before = shell.surface
+    shell.set_surface("canvas" if before != "canvas" else "scene")
+    shell.set_surface(before)
+    return "the tool and prompt lists changed (and changed back)"
+
+
+def custom_headers(_app: Any, args: dict[str, Any]) -> str:
+    return f"region={args['region']}"
+
+
+CUSTOM_HEADERS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {
+            "type": "string",
+            "description": "Where to run; sent in the Mcp-Param-Region header too",
+            "x-mcp-header": "Region",
+        }
+    },
+    "required": ["region"],
+}
+
+# json-schema-2020-12 wants a tool named json_schema_2020_12_tool, which --namespace
+# test_ cannot give: the test serves this folder a second time under --namespace json_,
+# and this adapter (test_schema_2020_12_tool the first time) is the one it finds.
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+def schema_2020_12(_app: Any, args: dict[str, Any]) -> str:
+    return f"contact {args.get('name', 'someone')}"
+
+
 NO_ARGUMENTS = object_schema({})
 READ_ONLY = {"readOnlyHint": True}
 
@@ -288,6 +421,50 @@ TOOLS: list[tuple[str, str, Any, dict[str, Any], dict[str, Any] | None]] = [
         "Ask the user a form of every enum kind.",
         elicitation_enums,
         NO_ARGUMENTS,
+        READ_ONLY,
+    ),
+    *[
+        (name, description, handler, NO_ARGUMENTS, READ_ONLY)
+        for name, description, handler in [
+            ("input_required_result_elicitation", "Ask the user's name.", irr_elicitation),
+            ("input_required_result_sampling", "Ask the client's model.", irr_sampling),
+            ("input_required_result_list_roots", "Ask the client's roots.", irr_list_roots),
+            ("input_required_result_request_state", "Ask for a yes.", irr_request_state),
+            ("input_required_result_multiple_inputs", "Ask three things.", irr_multiple_inputs),
+            ("input_required_result_multi_round", "Ask twice.", irr_multi_round),
+            ("input_required_result_tampered_state", "Ask the user's name.", irr_elicitation),
+            ("input_required_result_capabilities", "Ask what can be.", irr_capabilities),
+            ("missing_capability", "Needs sampling.", missing_capability),
+            ("streaming_elicitation", "Ask the user's name.", irr_elicitation),
+            ("logging_tool", "Log two messages.", logging_tool),
+        ]
+    ],
+    (
+        "trigger_tool_change",
+        "Change the tool list (and back).",
+        trigger_change,
+        NO_ARGUMENTS,
+        None,
+    ),
+    (
+        "trigger_prompt_change",
+        "Change the prompt list (and back).",
+        trigger_change,
+        NO_ARGUMENTS,
+        None,
+    ),
+    (
+        "schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+        schema_2020_12,
+        SCHEMA_2020_12,
+        READ_ONLY,
+    ),
+    (
+        "custom_headers",
+        "Echo a header-mirrored argument.",
+        custom_headers,
+        CUSTOM_HEADERS_SCHEMA,
         READ_ONLY,
     ),
 ]

@@ -472,6 +472,7 @@ def serve(
         max_sessions=max_sessions,
         tool_budget=tool_budget,
         discovery=cast(Any, discovery),
+        state_dir=app.state_dir,
     )
     run_server(presets, config)
 

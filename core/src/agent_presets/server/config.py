@@ -80,6 +80,9 @@ class ServeConfig:
     telemetry: Telemetry | None = None
     page_size: int = TOOLS_PAGE_SIZE
     max_sessions: int | None = None
+    state_dir: Path | None = None
+    """Where the server keeps what outlives it: the key that seals 2026-07-28 request
+    state, so a restarted server continues a round trip it started."""
     """HTTP sessions open at once (None: the server's default); at the limit an idle
     session makes way for a new one."""
     tool_budget: int | None = None

@@ -61,6 +61,9 @@ class PendingCall:
     confirm: Decided | None = None
     """The person's answer when the call waited for one: approved, denied, expired ..."""
     error: BaseException | None = None
+    rounds: Any = None
+    """What earlier rounds of a 2026-07-28 call answered (``server.mcp.rounds.Rounds``,
+    read by the pipeline on first use)."""
 
     def __post_init__(self) -> None:
         if self.token is not None:

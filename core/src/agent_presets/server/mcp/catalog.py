@@ -80,8 +80,8 @@ class Served(Protocol):
     def status(self, token: str | None = None) -> dict[str, Any]: ...
 
 
-def _invalid(message: str) -> MCPError:
-    return MCPError(code=types.INVALID_PARAMS, message=message)
+def _invalid(message: str, **data: Any) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message, data=data or None)
 
 
 class ServedMembers:
@@ -321,7 +321,8 @@ class ServedMembers:
             raise _invalid(
                 f"Unknown resource {uri!r}: no served resource or template matches it; "
                 f"list the resources (and resource templates) to see what is served now "
-                f"(always: {', '.join(served)})"
+                f"(always: {', '.join(served)})",
+                uri=uri,  # SEP-2164: a resource not found names its URI
             )
         spec, variables = found
         if spec.id not in resource_ids:

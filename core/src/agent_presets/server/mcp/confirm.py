@@ -22,6 +22,19 @@ whichever way the person answers, so one rule decides it once:
   revoked or a budget spent while it waited refuses it.
 - Every decision is a ``decision`` event (the store writes it); the argument
   summary the person reads is the request's reason, never logged.
+
+How the client is asked depends on its era. A legacy-era client gets an
+``elicitation/create`` request in the middle of the call, which waits. A
+2026-07-28 client cannot be sent a request: its call ends its first round
+with an ``input_required`` result asking the same question (key
+``presets-confirm-ID``, ID the request's), the request waits in the store
+meanwhile (``presets approve`` works too), and the client's next round
+carries the answer, which decides the request. The approval then holds for
+the rest of that call's rounds (a handler may ask its own questions) and is
+spent when the call completes: a replay of the last round is asked again.
+Approvals live in this server's memory, so after a restart the person is
+asked again. A client that declared no elicitation is never asked, in either
+era: its call waits for ``presets approve``.
 """
 
 from __future__ import annotations
@@ -29,15 +42,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, get_args
 
 import anyio
+import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets.model import DANGEROUS_RISKS, ToolDef
 from agent_presets.safetext import shown_arguments
 from agent_presets.server.config import CONFIRM_TIMEOUT, ConfirmMode, ConfirmVia
+from agent_presets.server.mcp.rounds import STATE_TTL, InputRequired, Rounds
 from agent_presets.server.requests import (
     PendingRequest,
     RequestLimitError,
@@ -61,6 +78,9 @@ CONFIRM_RISKS: Final[Mapping[str, frozenset[str]]] = {
     "destructive": frozenset({"destructive", "shell"}),
 }
 DEFAULT_TIMEOUT: Final = CONFIRM_TIMEOUT
+
+ROUND_KEY: Final = "presets-confirm-"
+"""The ``inputRequests`` key of a 2026-07-28 confirmation, followed by the request's id."""
 
 # An empty form: accepting it is the answer. A field to tick would make the
 # person say yes twice.
@@ -103,18 +123,30 @@ class CallConfirmation:
         self.risks = CONFIRM_RISKS[mode]
         self.timeout = timeout
         self.via = via
+        # 2026-07-28 confirmations (module docstring), touched on the loop only:
+        self._asking: dict[str, PendingRequest] = {}
+        """Requests whose question went out in a round, by id, until answered."""
+        self._granted: dict[str, PendingRequest] = {}
+        """Approved requests whose call has not completed yet, by id."""
 
     def needed(self, tool: ToolDef) -> bool:
         return tool.risk is not None and tool.risk in self.risks
 
     async def ask(
-        self, ctx: ServerRequestContext[Any], tool: ToolDef, arguments: Mapping[str, Any]
+        self,
+        ctx: ServerRequestContext[Any],
+        tool: ToolDef,
+        arguments: Mapping[str, Any],
+        rounds: Rounds | None = None,
     ) -> ConfirmAnswer:
         """The person's answer: ``refusal`` None when the call may run now.
 
         Raises the loop's cancellation when the call is cancelled meanwhile,
-        after withdrawing its request.
+        after withdrawing its request; raises ``InputRequired`` to ask a
+        2026-07-28 client in a round (``rounds``, the call's rounds so far).
         """
+        if self.via == "client" and rounds is not None and _asks_in_rounds(ctx):
+            return await self._in_rounds(tool, arguments, rounds)
         try:
             # The request keeps the arguments in full: `presets requests --full` and the
             # console show them; the reason is the short form of the default listing.
@@ -135,6 +167,11 @@ class CallConfirmation:
         except anyio.get_cancelled_exc_class():
             self._decide(request, "withdrawn", "client")
             raise
+        return self._answer(outcome, tool, arguments, request)
+
+    def _answer(
+        self, outcome: Outcome, tool: ToolDef, arguments: Mapping[str, Any], request: PendingRequest
+    ) -> ConfirmAnswer:
         if outcome == "approved":
             if call_digest(tool.name, arguments) != request.digest:  # runs what was approved
                 return ConfirmAnswer(
@@ -161,6 +198,65 @@ class CallConfirmation:
             request,
         )
 
+    async def _in_rounds(
+        self, tool: ToolDef, arguments: Mapping[str, Any], rounds: Rounds
+    ) -> ConfirmAnswer:
+        """A 2026-07-28 client's confirmation, one round at a time (module docstring)."""
+        digest = call_digest(tool.name, arguments)
+        if rounds.confirmed is not None:
+            granted = self._granted.get(rounds.confirmed)
+            if granted is not None and granted.digest == digest:
+                return ConfirmAnswer("approved", None, granted)
+            rounds.confirmed = None  # spent, or from before a restart: asked again
+        for key in sorted(rounds.asked):
+            if not key.startswith(ROUND_KEY):
+                continue
+            request = self._asking.pop(key.removeprefix(ROUND_KEY), None)
+            answer = rounds.answers.pop(key, None)
+            if request is None or request.digest != digest:
+                continue
+            try:
+                elicited = types.ElicitResult.model_validate(answer)
+            except ValueError:
+                self._asking[request.id] = request  # no answer: the same question again
+                raise InputRequired({key: _question(tool, request)}, rounds) from None
+            accepted = elicited.action == "accept"
+            self._decide(request, "approved" if accepted else "denied", "elicitation")
+            # Whoever decided first: the client now, or `presets approve` meanwhile.
+            outcome = await _decided(request)
+            if outcome == "approved":
+                self._granted[request.id] = request
+                rounds.confirmed = request.id
+            return self._answer(outcome, tool, arguments, request)
+        self._forget_done()
+        try:
+            request, _ = self.requests.file(
+                "call",
+                tool=tool.name,
+                preset=tool.preset,
+                reason=f"{tool.name}({summarize(arguments)})",
+                arguments=arguments,
+                ttl=STATE_TTL,  # the person answers in the client, as long as the state lasts
+            )
+        except RequestLimitError as exc:
+            return ConfirmAnswer(
+                None, f"{tool.name} did not run: it needs the user's confirmation, and {exc}"
+            )
+        self._asking[request.id] = request
+        raise InputRequired({ROUND_KEY + request.id: _question(tool, request)}, rounds)
+
+    def spend(self, request_id: str) -> None:
+        """The call approved by ``request_id`` completed: the approval runs nothing more."""
+        self._granted.pop(request_id, None)
+
+    def _forget_done(self) -> None:
+        """Drop questions nobody answered and approvals never used, once past their expiry."""
+        now = time.time()
+        for table in (self._asking, self._granted):
+            for rid, request in list(table.items()):
+                if request.expires < now:
+                    del table[rid]
+
     async def _outcome(
         self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest
     ) -> Outcome:
@@ -179,17 +275,9 @@ class CallConfirmation:
     async def _elicit(
         self, ctx: ServerRequestContext[Any], tool: ToolDef, request: PendingRequest
     ) -> None:
-        # Every argument in full: the person approves the call that runs, not a clip of it.
-        arguments, _ = shown_arguments(request.arguments or {}, clip=False)
-        message = (
-            f"Allow the agent to run {tool.name}? Preset {tool.preset}, risk {tool.risk}. "
-            f"Arguments: {arguments}. Accept runs it once; "
-            f"decline refuses it. (Request {request.id}, sha256:{request.digest}; "
-            f"`presets approve {request.id}` works too.)"
-        )
         try:
             result = await ctx.session.elicit_form(
-                message, _NO_FIELDS, related_request_id=ctx.request_id
+                question_text(tool, request), _NO_FIELDS, related_request_id=ctx.request_id
             )
         except Exception as exc:  # an error answer, no back-channel, a malformed result
             # The request stays pending: the CLI or the console may still decide it.
@@ -203,21 +291,54 @@ class CallConfirmation:
             self.requests.decide(request.id, outcome, by=by)
 
 
-def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the client advertised form elicitation, and the server may ask it now.
+def question_text(tool: ToolDef, request: PendingRequest) -> str:
+    """What the person reads in the client, in either era."""
+    # Every argument in full: the person approves the call that runs, not a clip of it.
+    arguments, _ = shown_arguments(request.arguments or {}, clip=False)
+    return (
+        f"Allow the agent to run {tool.name}? Preset {tool.preset}, risk {tool.risk}. "
+        f"Arguments: {arguments}. Accept runs it once; "
+        f"decline refuses it. (Request {request.id}, sha256:{request.digest}; "
+        f"`presets approve {request.id}` works too.)"
+    )
 
-    ``elicitation: {}`` means form mode (the spec's default); a client that
-    lists modes must list ``form``. A 2026-07-28 connection has no channel for
-    a request from the server (it would need a multi-round-trip result, not
-    done here), so such a call waits for ``presets approve`` instead.
-    """
-    if ctx is None or not ctx.session.can_send_request:  # a call from outside MCP
+
+def _question(tool: ToolDef, request: PendingRequest) -> dict[str, Any]:
+    """The confirmation as a 2026-07-28 input request."""
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": question_text(tool, request),
+            "requestedSchema": _NO_FIELDS,
+        },
+    }
+
+
+def _asks_in_rounds(ctx: ServerRequestContext[Any] | None) -> bool:
+    """Whether ``ctx`` is a 2026-07-28 request from a client that declared form elicitation."""
+    if ctx is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return False
-    capabilities = ctx.session.client_capabilities
+    return _declares_form(ctx.session.client_capabilities)
+
+
+def _declares_form(capabilities: types.ClientCapabilities | None) -> bool:
+    """``elicitation: {}`` means form mode (the spec's default); a list of modes must name form."""
     if capabilities is None or capabilities.elicitation is None:
         return False
     elicitation = capabilities.elicitation
     return elicitation.form is not None or elicitation.url is None
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether a legacy-era client advertised form elicitation, and may be sent a request now.
+
+    A 2026-07-28 connection has no channel for a request from the server: it is
+    asked in rounds instead (``_asks_in_rounds``).
+    """
+    if ctx is None or not ctx.session.can_send_request:  # a call from outside MCP
+        return False
+    return _declares_form(ctx.session.client_capabilities)
 
 
 async def _decided(request: PendingRequest) -> Outcome:

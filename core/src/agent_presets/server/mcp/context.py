@@ -10,8 +10,11 @@ cannot wait:
 before the result; ``elicit`` and ``sample`` raise ``NeedsThread``, and the
 calls layer runs the call again on a worker thread (and that tool there from
 then on). Handlers therefore ask before they change anything, which the
-modern era requires anyway: there ``elicit`` and ``sample`` end the run with
-an ``input_required`` result and the client's retry runs the handler again.
+modern era requires anyway: there ``elicit``, ``sample`` and ``list_roots``
+end the run with an ``input_required`` result and the client's retry runs the
+handler again (``rounds.py``), and one the client did not declare the
+capability for is refused with ``-32021`` rather than the legacy era's
+``UnsupportedByClientError``.
 
 A context is built only for a handler that can receive it (``ToolDef``'s
 ``accepts_context``), and building one only stores references.
@@ -20,11 +23,10 @@ A context is built only for a handler that can receive it (``ToolDef``'s
 from __future__ import annotations
 
 import asyncio
-import base64
 import concurrent.futures
-import json
+import contextlib
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import mcp_types as types
@@ -43,6 +45,7 @@ from agent_presets.callcontext import (
 )
 from agent_presets.model import ToolCallError
 from agent_presets.server.mcp.calls import NeedsThread
+from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Rounds
 
 ANSWER_TIMEOUT: Final = 600.0
 """Seconds a legacy-era elicitation or sampling request waits for the client's answer.
@@ -51,39 +54,6 @@ A bound, so a call whose client went away does not hold a worker thread forever.
 
 LOG_LEVEL_KEY: Final = "agent_presets.log_level"
 """Where ``logging/setLevel`` keeps a legacy connection's level (``Connection.state``)."""
-
-
-class InputRequired(BaseException):
-    """Raised out of a handler in the modern era: the client must answer before it can go on.
-
-    A ``BaseException`` so that a handler's broad ``except Exception`` does not
-    swallow it; the server turns it into an ``input_required`` result.
-    """
-
-    def __init__(self, key: str, request: dict[str, Any], answers: Mapping[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
-        self.answers = dict(answers)
-
-    def result(self) -> dict[str, Any]:
-        state = base64.urlsafe_b64encode(json.dumps(self.answers).encode()).decode()
-        return {
-            "resultType": "input_required",
-            "inputRequests": {self.key: self.request},
-            "requestState": state,
-        }
-
-
-def read_state(state: str | None) -> dict[str, Any]:
-    """The earlier answers a ``requestState`` carries (``{}`` for none or a broken one)."""
-    if not state:
-        return {}
-    try:
-        value = json.loads(base64.urlsafe_b64decode(state.encode()))
-    except (ValueError, TypeError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def connection_state(ctx: ServerRequestContext[Any]) -> dict[str, Any] | None:
@@ -97,13 +67,14 @@ class McpCallContext:
     """A ``CallContext`` for one ``tools/call`` request (see the module docstring)."""
 
     __slots__ = (
-        "_answers",
         "_asked",
         "_cancelled",
         "_ctx",
+        "_gathered",
         "_loop",
         "_loop_thread",
         "_queued",
+        "_rounds",
         "_waiting",
         "tool",
     )
@@ -113,6 +84,7 @@ class McpCallContext:
         ctx: ServerRequestContext[Any],
         tool: str,
         params: types.CallToolRequestParams | None = None,
+        rounds: Rounds | None = None,
     ) -> None:
         self._ctx = ctx
         self.tool = tool
@@ -122,15 +94,8 @@ class McpCallContext:
         self._waiting: set[concurrent.futures.Future[Any]] = set()
         self._cancelled = False
         self._asked = 0
-        answers = read_state(params.request_state) if params is not None else {}
-        if params is not None and params.input_responses:
-            answers.update(
-                {
-                    k: v if isinstance(v, dict) else v.model_dump(by_alias=True, mode="json")
-                    for k, v in params.input_responses.items()
-                }
-            )
-        self._answers = answers
+        self._rounds = rounds if rounds is not None else Rounds.of(params)
+        self._gathered: dict[str, dict[str, Any]] | None = None
 
     # -- facts ----------------------------------------------------------------
 
@@ -178,9 +143,11 @@ class McpCallContext:
 
     # -- requests to the client ------------------------------------------------
 
-    def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicitation:
+    def elicit(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> Elicitation:
         if "elicitation" not in self.client_capabilities:
-            raise unsupported("elicitation", self.tool)
+            self._missing("elicitation", {"elicitation": {"form": {}}})
         params = {"mode": "form", "message": message, "requestedSchema": dict(schema)}
         legacy = self._ask_legacy(
             lambda: types.ElicitRequest(
@@ -188,7 +155,9 @@ class McpCallContext:
             ),
             types.ElicitResult,
         )
-        answer = self._ask("elicitation/create", params, legacy, "elicitation")
+        answer = self._ask(
+            "elicitation/create", params, legacy, "elicitation", key, _stand_in_elicitation
+        )
         result = types.ElicitResult.model_validate(answer)
         return Elicitation(result.action, result.content)
 
@@ -199,9 +168,10 @@ class McpCallContext:
         *,
         system_prompt: str | None = None,
         temperature: float | None = None,
+        key: str | None = None,
     ) -> str:
         if "sampling" not in self.client_capabilities:
-            raise unsupported("sampling", self.tool)
+            self._missing("sampling", {"sampling": {}})
         params: dict[str, Any] = {"messages": _sampling_messages(messages), "maxTokens": max_tokens}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
@@ -213,12 +183,47 @@ class McpCallContext:
             ),
             types.CreateMessageResult,
         )
-        answer = self._ask("sampling/createMessage", params, legacy, "sampling")
+        answer = self._ask(
+            "sampling/createMessage", params, legacy, "sampling", key, _stand_in_sample
+        )
         content = answer.get("content")
         blocks = content if isinstance(content, list) else [content]
         return "".join(
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         )
+
+    def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        if "roots" not in self.client_capabilities:
+            self._missing("roots", {"roots": {}})
+        legacy = self._ask_legacy(types.ListRootsRequest, types.ListRootsResult)
+        answer = self._ask("roots/list", {}, legacy, "roots", key, _stand_in_roots)
+        roots = types.ListRootsResult.model_validate(answer).roots
+        return [r.model_dump(by_alias=True, mode="json", exclude_none=True) for r in roots]
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Ask every question of the block in one round (2026-07-28); one by one otherwise.
+
+        Inside the block an unanswered question returns a stand-in (a
+        cancelled elicitation, empty text, no roots) and the round ends at
+        the block's end with all of them, so read the answers after it.
+        """
+        if not self.modern or self._gathered is not None:
+            yield
+            return
+        self._gathered = {}
+        try:
+            yield
+            if self._gathered:
+                raise InputRequired(self._gathered, self._rounds)
+        finally:
+            self._gathered = None
+
+    def _missing(self, feature: str, required: dict[str, Any]) -> None:
+        """The client did not declare ``feature``: ``-32021`` now, a tool error before 2026."""
+        if self.modern:
+            raise MissingCapability(feature, required, self.tool)
+        raise unsupported(feature, self.tool)
 
     def _ask(
         self,
@@ -226,6 +231,8 @@ class McpCallContext:
         params: dict[str, Any],
         legacy: Coroutine[Any, Any, dict[str, Any]],
         feature: str,
+        key: str | None,
+        stand_in: Callable[[], dict[str, Any]],
     ) -> dict[str, Any]:
         self._asked += 1
         if not self.modern:
@@ -239,10 +246,17 @@ class McpCallContext:
                     "continue without it or ask the user in the conversation"
                 ) from None
         legacy.close()
-        key = f"{method.split('/')[0]}-{self._asked}"
-        if key in self._answers:
-            return dict(self._answers[key])
-        raise InputRequired(key, {"method": method, "params": params}, self._answers)
+        key = key if key is not None else f"{method.split('/')[0]}-{self._asked}"
+        answer = self._rounds.answers.get(key)
+        if isinstance(answer, Mapping) and _answers(method, answer):
+            return dict(answer)
+        # Not answered yet, or answered with something that is no answer: asked (again).
+        self._rounds.answers.pop(key, None)
+        request = {"method": method, "params": params}
+        if self._gathered is not None:
+            self._gathered[key] = request
+            return stand_in()
+        raise InputRequired({key: request}, self._rounds)
 
     async def _ask_legacy(self, request: Callable[[], Any], result_type: Any) -> dict[str, Any]:
         """Send ``request()`` to the client on this call's stream; its answer as a wire dict.
@@ -313,6 +327,34 @@ class McpCallContext:
         queued, self._queued = self._queued, []
         for coro in queued:
             await coro
+
+
+_RESULTS: Final[Mapping[str, Any]] = {
+    "elicitation/create": types.ElicitResult,
+    "sampling/createMessage": types.CreateMessageResult,
+    "roots/list": types.ListRootsResult,
+}
+
+
+def _answers(method: str, answer: Mapping[str, Any]) -> bool:
+    """Whether ``answer`` is a well-formed answer to a ``method`` request."""
+    try:
+        _RESULTS[method].model_validate(dict(answer))
+    except ValueError:
+        return False
+    return True
+
+
+def _stand_in_elicitation() -> dict[str, Any]:
+    return {"action": "cancel"}
+
+
+def _stand_in_sample() -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": ""}, "model": ""}
+
+
+def _stand_in_roots() -> dict[str, Any]:
+    return {"roots": []}
 
 
 def _sampling_messages(messages: str | Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -57,8 +57,8 @@ log = logging.getLogger("agent_presets.server")
 
 Kind = Literal["tools", "context", "resources"]
 """``tools``: the tool list changed. ``context``: the active presets changed
-(prompt fragments and the status resources; the prompt list follows them).
-``resources``: the resource list changed (the active presets list others)."""
+(prompt fragments and the status resources). ``resources``: the resource list
+changed (a server whose resources come and go calls ``changed("resources")``)."""
 
 SEND_TIMEOUT: Final = 5.0
 """Seconds one client may take to accept a notice before it is dropped from the fan-out."""

@@ -32,8 +32,12 @@ import time
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
 from agent_presets.model import PresetError, ToolArgumentError, ToolDef
-from agent_presets.server.mcp.context import InputRequired, McpCallContext
+from agent_presets.server.mcp.context import McpCallContext
+from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Rounds
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import CallRecord, GateError
 from agent_presets.server.stage import CallRefused, Next, PendingCall, Result, Stage
@@ -134,6 +138,10 @@ class Record:
         except asyncio.CancelledError:
             call.outcome = "cancelled"
             self._record(call)
+            raise
+        except MCPError:  # a protocol error answers instead of a result (-32021)
+            if call.outcome is not None:
+                self._record(call)
             raise
         if call.outcome is not None:
             self._record(call)
@@ -250,11 +258,14 @@ class Confirm:
         confirmation = server.confirmation
         if not confirmation.needed(tool):
             return await call_next(call)
+        rounds = rounds_of(call)
         try:
-            answer = await confirmation.ask(call.request, tool, call.arguments)
+            answer = await confirmation.ask(call.request, tool, call.arguments, rounds)
         except asyncio.CancelledError:
             call.confirm = "withdrawn"  # ask() withdrew the request before this
             raise
+        except InputRequired as asked:  # a 2026-07-28 client is asked in a round
+            return asked.result()
         call.confirm = answer.outcome
         if answer.refusal is not None:
             raise CallRefused("confirm", answer.refusal)
@@ -268,7 +279,10 @@ class Confirm:
             server.policy.admit(call.name, call.token)
         except GateError as exc:
             raise CallRefused(exc.layer, _approved_but(approved, call.name, str(exc))) from None
-        return await call_next(call)
+        result = await call_next(call)
+        if rounds.confirmed is not None and result.get("resultType") != "input_required":
+            confirmation.spend(rounds.confirmed)  # the approval ran its call: it runs no more
+        return result
 
 
 def _approved_but(request: str, name: str, refusal: str) -> str:
@@ -291,7 +305,9 @@ class Run:
         assert tool is not None
         # Built only for a handler that can receive it: other calls pay nothing.
         context = (
-            McpCallContext(call.request, call.name, call.params) if tool.accepts_context else None
+            McpCallContext(call.request, call.name, rounds=rounds_of(call))
+            if tool.accepts_context
+            else None
         )
         try:
             try:
@@ -316,6 +332,13 @@ class Run:
             call.outcome = "error" if result["isError"] else "ok"
         except InputRequired as asked:  # modern era: the client answers, then calls again
             return asked.result()
+        except MissingCapability as missing:  # modern era: refused, as the protocol says
+            call.outcome, call.gate = "refused", "capability"
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=str(missing),
+                data={"requiredCapabilities": missing.required},
+            ) from None
         except ToolArgumentError as exc:
             call.outcome, call.error = "bad-arguments", exc
             result = error_result(str(exc))
@@ -346,6 +369,14 @@ def standard_stages(server: Served, extra: Sequence[Stage] = ()) -> list[Stage]:
         Confirm(server),
         Run(server),
     ]
+
+
+def rounds_of(call: PendingCall) -> Rounds:
+    """The call's rounds so far, read from its params once."""
+    rounds = call.rounds
+    if not isinstance(rounds, Rounds):
+        rounds = call.rounds = Rounds.of(call.params)
+    return rounds
 
 
 def arguments_of(params: Any) -> dict[str, Any]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
@@ -51,6 +53,7 @@ from agent_presets.server.mcp.pipeline import (
     arguments_of,
     standard_stages,
 )
+from agent_presets.server.mcp.rounds import state_boundary
 from agent_presets.server.mcp.upstream import UpstreamHub
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
@@ -87,6 +90,8 @@ _NOTIFY_ALL: Final = NotificationOptions(
     prompts_changed=True, resources_changed=True, tools_changed=True
 )
 _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
+"""Every cacheable result (each list, ``resources/read``, ``server/discover``): stale at once,
+and private, since what a caller sees depends on its token; changes come on listen streams."""
 
 
 class PresetServer(Server[Any]):
@@ -109,6 +114,7 @@ class PresetServer(Server[Any]):
         exclusive_runtimes: Collection[str] | None = None,
         tool_budget: int | None = None,
         discovery: DiscoveryMode = "auto",
+        state_dir: Path | None = None,
     ) -> None:
         """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
         ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
@@ -131,6 +137,8 @@ class PresetServer(Server[Any]):
         )
         self._bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self._bus)
+        self._listen_streams = 0
+        self._no_listen_streams: anyio.Event | None = None
         self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
         app = presets.manager.app
         if exclusive_runtimes is None:
@@ -162,7 +170,7 @@ class PresetServer(Server[Any]):
                 "resources/read": _NO_CACHE,
             },
             get_tool_input_schema=self._input_schema,
-            on_subscriptions_listen=self.listen_handler,
+            on_subscriptions_listen=self._listen,
         )
         # Registered here rather than as on_* arguments: these return wire dicts,
         # which the SDK validates like models but without building them first.
@@ -180,6 +188,9 @@ class PresetServer(Server[Any]):
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
         self.middleware.append(self.discovery.track)
+        # Multi-round calls (2026-07-28): every requestState sealed going out and checked
+        # coming in, under the state directory's key (rounds.py).
+        self.middleware.append(state_boundary(state_dir, name))
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)
@@ -212,6 +223,33 @@ class PresetServer(Server[Any]):
         return super().create_initialization_options(
             notification_options or _NOTIFY_ALL, experimental_capabilities, extensions
         )
+
+    # -- listen streams (2026-07-28) -------------------------------------------
+
+    async def _listen(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        self._listen_streams += 1
+        try:
+            return await self.listen_handler(ctx, params)
+        finally:
+            self._listen_streams -= 1
+            if self._listen_streams == 0 and self._no_listen_streams is not None:
+                self._no_listen_streams.set()
+
+    async def end_listen_streams(self, timeout: float = 1.0) -> None:
+        """End every open listen stream with its result, as the client stops reading us.
+
+        Called when stdin closes: left open, each stream's request would be
+        answered with the dispatcher's ``-32000 Connection closed`` error instead
+        of the graceful end the spec gives a stream the server closes.
+        """
+        if self._listen_streams == 0:
+            return
+        self._no_listen_streams = anyio.Event()
+        self.listen_handler.close()
+        with anyio.move_on_after(timeout):
+            await self._no_listen_streams.wait()
 
     # -- change listeners (any thread) --------------------------------------
 
@@ -489,4 +527,5 @@ def build_server(
         stages=config.stages,
         tool_budget=config.tool_budget,
         discovery=config.discovery,
+        state_dir=config.state_dir,
     )

@@ -111,12 +111,19 @@ class _CheckedLines(_WireText):
     it into a silent exception.
     """
 
-    def __init__(self, buffer: IO[bytes], out: _LineWriter, max_line: int = MAX_LINE) -> None:
+    def __init__(
+        self,
+        buffer: IO[bytes],
+        out: _LineWriter,
+        max_line: int = MAX_LINE,
+        on_eof: Callable[[], None] | None = None,
+    ) -> None:
         # errors="replace", as the SDK reads: a bad byte is one bad message,
         # not the end of the connection.
         super().__init__(buffer, errors="replace")
         self._out = out
         self.max_line = max_line
+        self._on_eof = on_eof
 
     def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
         while True:
@@ -124,6 +131,9 @@ class _CheckedLines(_WireText):
             line = super().readline(self.max_line + 1)
             if not line or not line.strip():
                 if not line:
+                    on_eof, self._on_eof = self._on_eof, None
+                    if on_eof is not None:  # before the SDK learns of it and ends the calls
+                        on_eof()
                     return line
                 continue
             rejection: Rejection | None
@@ -149,13 +159,17 @@ class _CheckedLines(_WireText):
 
 
 @asynccontextmanager
-async def stdio_transport(*, max_line: int = MAX_LINE) -> AsyncIterator[Streams]:
+async def stdio_transport(
+    *, max_line: int = MAX_LINE, on_eof: Callable[[], None] | None = None
+) -> AsyncIterator[Streams]:
     """Serve MCP on this process's stdin and stdout: ``(read_stream, write_stream)``.
 
     The drop-in for ``mcp.server.stdio.stdio_server()``; a line longer than
     ``max_line`` characters is refused (see the module docstring). Raises
     ``RuntimeError`` when another ``stdio_transport()`` in this process is
-    serving.
+    serving. ``on_eof`` runs on the reading thread when stdin ends, before the
+    server hears of it (``PresetServer.end_listen_streams`` ends listen streams
+    gracefully there).
     """
     if max_line < 1:
         raise ValueError(f"max_line must be at least 1 character, got {max_line}")
@@ -164,7 +178,7 @@ async def stdio_transport(*, max_line: int = MAX_LINE) -> AsyncIterator[Streams]
         _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
     ):
         out = _LineWriter(wire_out)
-        lines = _CheckedLines(wire_in, out, max_line)
+        lines = _CheckedLines(wire_in, out, max_line, on_eof)
         async with stdio_server(stdin=anyio.wrap_file(lines), stdout=anyio.wrap_file(out)) as (
             read_stream,
             write_stream,

@@ -160,7 +160,13 @@ async def _serve_stdio(
 ) -> None:
     from agent_presets.server.mcp.stdio import stdio_transport
 
-    async with stdio_transport() as (read_stream, write_stream), anyio.create_task_group() as tg:
+    def on_eof() -> None:  # on the reading thread: the loop ends the listen streams
+        anyio.from_thread.run(server.end_listen_streams)
+
+    async with (
+        stdio_transport(on_eof=on_eof) as (read_stream, write_stream),
+        anyio.create_task_group() as tg,
+    ):
         for task in extra or []:
             tg.start_soon(task)
         if banner is not None:
