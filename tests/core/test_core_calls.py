@@ -222,7 +222,7 @@ def test_a_call_that_conflicts_with_nothing_runs_on_the_loop() -> None:
     assert threads == [threading.main_thread()] * 2
 
 
-def test_a_slow_call_sends_its_tool_to_the_pool_but_a_slow_first_call_does_not() -> None:
+def test_two_slow_calls_in_a_row_send_a_tool_to_the_pool_but_a_slow_first_call_does_not() -> None:
     threads: list[threading.Thread] = []
 
     def slow(arguments: Any) -> None:
@@ -234,13 +234,36 @@ def test_a_slow_call_sends_its_tool_to_the_pool_but_a_slow_first_call_does_not()
     async def main(calls: ToolCalls) -> None:
         await calls.run(tool, {})  # the first call: it also does what is done once
         assert "slow" not in calls.slow
+        await calls.run(tool, {})  # slow once: maybe the process was stalled
+        assert "slow" not in calls.slow
         await calls.run(tool, {})
         assert "slow" in calls.slow
         await calls.run(tool, {})
 
     run(main)
-    assert threads[:2] == [threading.main_thread()] * 2
-    assert threads[2] is not threading.main_thread()
+    assert threads[:3] == [threading.main_thread()] * 3
+    assert threads[3] is not threading.main_thread()
+
+
+def test_one_slow_call_between_quick_ones_keeps_a_tool_on_the_loop() -> None:
+    """A stall of the whole process (a profiler, the machine's load) is not a slow tool."""
+    threads: list[threading.Thread] = []
+    stalls = iter([False, True, False, True, False])
+
+    def stalled(arguments: Any) -> None:
+        threads.append(threading.current_thread())
+        if next(stalls):
+            time.sleep(SLOW_CALL * 1.5)
+
+    tool = ToolDef("t", "s", {"type": "object"}, stalled, preset="p", runtime="drawing")
+
+    async def main(calls: ToolCalls) -> None:
+        for _ in range(5):
+            await calls.run(tool, {})
+        assert "t" not in calls.slow
+
+    run(main)
+    assert threads == [threading.main_thread()] * 5
 
 
 def test_a_cancelled_waiting_call_gives_its_turn_up() -> None:

@@ -16,6 +16,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -35,18 +36,31 @@ class Line(Protocol):
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
+json_text = _ENCODER.encode
+"""The log's JSON for any value: compact, ASCII-only (``encode``)."""
+json_string = encode_basestring_ascii
+"""The log's JSON for a string, as ``json_text`` writes it (no call through the encoder)."""
 
 
 def encode(event: Line, prev: str | None = None) -> bytes:
     """One line of the log, newline included; ``prev`` chains it to the line before.
 
     ASCII-only JSON: an agent-chosen name with a lone surrogate or a control
-    character is escaped instead of breaking the line or the encoding.
+    character is escaped instead of breaking the line or the encoding. An
+    event with ``to_text`` (every kind in ``events``) writes the text of its
+    ``to_json`` itself, byte for byte, without the object in between: this
+    runs for every call.
     """
+    to_text = getattr(event, "to_text", None)
+    if to_text is not None:
+        text: str = to_text()
+        if prev is not None:
+            text = f'{text[:-1]},"prev":{json_string(prev)}}}'
+        return (text + "\n").encode("ascii")
     line = event.to_json()
     if prev is not None:
         line["prev"] = prev
-    return (_ENCODER.encode(line) + "\n").encode("ascii")
+    return (json_text(line) + "\n").encode("ascii")
 
 
 def line_hash(raw: bytes) -> str:

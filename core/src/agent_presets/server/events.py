@@ -38,6 +38,7 @@ from agent_presets.server.eventlog import DEFAULT_BACKUPS as DEFAULT_BACKUPS
 from agent_presets.server.eventlog import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from agent_presets.server.eventlog import EventLog as EventLog
 from agent_presets.server.eventlog import encode as encode
+from agent_presets.server.eventlog import json_string, json_text
 from agent_presets.server.eventlog import read_events as read_events
 from agent_presets.server.eventlog import rotated_paths as rotated_paths
 from agent_presets.server.eventlog import verify_log as verify_log
@@ -242,6 +243,41 @@ class Event:
                 line[name] = _plain(value)
         return line
 
+    def to_text(self) -> str:
+        """The JSON text of ``to_json()`` as the log writes it, built without the object.
+
+        Every tools/call writes a line: the fields go straight to text (a
+        scalar by its exact type, anything else through ``_plain`` and the
+        log's encoder), which costs about half of building the object and
+        encoding it. ``encode`` uses it; a test holds the two equal.
+        """
+        cls = type(self)
+        keys = _TEXT_KEYS.get(cls)
+        if keys is None:
+            keys = _TEXT_KEYS[cls] = tuple(
+                (f",{json_string(name)}:", name) for name in _field_names(cls)
+            )
+        values = self.__dict__
+        parts = [f'{{"v":{SCHEMA_VERSION},"kind":{json_string(self.KIND)}']
+        add = parts.append
+        for key, name in keys:
+            value = values[name]
+            kind = type(value)
+            if kind is str:
+                add(key + json_string(value if len(value) <= MAX_TEXT else clip(value)))
+            elif value is None:
+                add(key + "null")
+            elif kind is bool:
+                add(key + ("true" if value else "false"))
+            elif kind is int:
+                add(key + int.__repr__(value))
+            elif kind is float and -_INF < value < _INF:  # not NaN, not infinite
+                add(key + float.__repr__(value))
+            else:
+                add(key + json_text(_plain(value)))
+        add("}")
+        return "".join(parts)
+
 
 class _Checked:
     """Checks the whole line when built: for the rare kinds whose fields are enums."""
@@ -355,6 +391,9 @@ class ContextChange(Event):
 
 
 _FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}
+_TEXT_KEYS: dict[type[Event], tuple[tuple[str, str], ...]] = {}
+"""Per kind: each field's ``,"name":`` and its name, for ``to_text``."""
+_INF = float("inf")
 
 
 def _field_names(cls: type[Event]) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.model import PresetValidationError, ToolCallError
@@ -73,6 +74,19 @@ class CallRecord:
     """Whether ``tool`` is a name an installed plugin provides (else it is the agent's text)."""
     schema: Mapping[str, Any] | None = None
     """The tool's input schema: argument names it does not declare are hashed in the log."""
+
+
+_EVENTS: ModuleType | None = None
+
+
+def _events() -> ModuleType:
+    """``agent_presets.server.events``: the event classes load with the first line, not with
+    the server; kept here after, so a line costs no import statement."""
+    global _EVENTS
+    from agent_presets.server import events
+
+    _EVENTS = events
+    return events
 
 
 class GateError(ToolCallError):
@@ -304,22 +318,16 @@ class ToolPolicy:
         """
         if self.events is None:
             return
-        # The event classes load with the first line, not with the server.
-        from agent_presets.server.events import (
-            Call,
-            Refusal,
-            declared_path,
-            describe_arguments,
-            error_class,
-            unknown_tool,
-        )
-
+        if TYPE_CHECKING:
+            from agent_presets.server import events as ev
+        else:
+            ev = _EVENTS or _events()
         if record.outcome == "refused":
             named: dict[str, Any] = (
-                {"tool": record.tool} if record.known else unknown_tool(record.tool)
+                {"tool": record.tool} if record.known else ev.unknown_tool(record.tool)
             )
             self._refused(
-                Refusal(
+                ev.Refusal(
                     **named,
                     gate=record.gate or "unknown",
                     preset=record.preset,
@@ -330,23 +338,26 @@ class ToolPolicy:
             )
             return
         schema = record.schema
-        declared = None
-        if schema is not None:
-            properties = schema.get("properties")
-            declared = set(properties) if isinstance(properties, Mapping) else set()
         arguments = record.arguments
-        described, more = describe_arguments(arguments, declared) if arguments else ({}, 0)
+        described: dict[str, Any] = {}
+        more = 0
+        if arguments:
+            declared = None
+            if schema is not None:
+                properties = schema.get("properties")
+                declared = set(properties) if isinstance(properties, Mapping) else set()
+            described, more = ev.describe_arguments(arguments, declared)
         ok = record.outcome == "ok"
         if ok:
             kind, path = None, None
         elif record.outcome == "cancelled":
             kind, path = "cancelled", None
         else:
-            kind, path = error_class(record.tool, record.error, record.message)
+            kind, path = ev.error_class(record.tool, record.error, record.message)
         if path is not None and schema is not None:
-            path = declared_path(path, schema)
+            path = ev.declared_path(path, schema)
         self.events.write(
-            Call(
+            ev.Call(
                 tool=record.tool,
                 preset=record.preset,
                 ok=ok,

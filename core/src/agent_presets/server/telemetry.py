@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry import trace
@@ -45,6 +45,10 @@ TOKEN: Final = "presets.token"
 PRINCIPAL: Final = "presets.principal"
 REASON: Final = "presets.reason"
 CONFIRM: Final = "presets.confirm"
+
+
+_NO_SPAN: Final = nullcontext()
+"""What an untraced call runs in: ``nullcontext`` keeps no state, so one serves every call."""
 
 
 class Instruments:
@@ -93,18 +97,24 @@ class Telemetry:
                     made = self._instruments = Instruments(meter)
         return made
 
-    @contextmanager
-    def tool_call(self, tool: str, principal: str, token: str | None) -> Iterator[None]:
+    def tool_call(
+        self, tool: str, principal: str, token: str | None
+    ) -> AbstractContextManager[None]:
         """A span for one ``tools/call``, current while the call runs; ``record`` ends its story.
 
         Made only when the SDK's request span around it records: a child of
         an unsampled parent is dropped by the default (parent-based) sampler
         anyway, and skipping it keeps an untraced call free of a span's cost
-        (tens of microseconds on a busy machine). Metrics are always counted.
+        (tens of microseconds on a busy machine). An untraced call gets one
+        shared do-nothing context, not a generator of its own. Metrics are
+        always counted.
         """
         if not trace.get_current_span().is_recording():
-            yield
-            return
+            return _NO_SPAN
+        return self._tool_span(tool, principal, token)
+
+    @contextmanager
+    def _tool_span(self, tool: str, principal: str, token: str | None) -> Iterator[None]:
         attributes = {TOOL: tool, PRINCIPAL: principal}
         if token is not None:
             attributes[TOKEN] = token

@@ -20,8 +20,8 @@ drawing read, and reads of one runtime run side by side.
 Where it runs. Most handlers edit an in-memory document in microseconds, less
 than a hop to a thread costs, so a call that may start runs right on the event
 loop unless the server says ``offload`` (a tool that does I/O, or whose handler
-takes a call context to report or ask while it runs) or once took longer than
-``SLOW_CALL``; those run on a bounded thread pool, so the loop keeps serving
+takes a call context to report or ask while it runs) or two of its calls in a
+row took longer than ``SLOW_CALL``; those run on a bounded thread pool, so the loop keeps serving
 other clients meanwhile. A tool's first call is not judged: it also does the
 work done once (its argument validator, ``jsonschema``'s import for the first
 call of all, a runtime loading its saved state), which says nothing of how
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_presets.server")
 
 SLOW_CALL: Final = 0.02
-"""Seconds: a tool whose call (not its first) ran this long on the loop runs on the pool
-from then on."""
+"""Seconds: a tool two of whose calls in a row (not its first) ran this long on the loop
+runs on the pool from then on."""
 
 POOL_SIZE: Final = 8
 """Threads for offloaded calls; calls beyond it wait for a free thread, holding their turn."""
@@ -105,7 +105,9 @@ class ToolCalls:
         self.exclusive = frozenset(exclusive)
         self.slow: set[str] = set()
         self._ran: set[str] = set()
-        """Tools that have run once: their next slow call sends them to the pool."""
+        """Tools that have run once: their calls after are judged."""
+        self._slow_once: set[str] = set()
+        """Tools whose last call was slow: a second slow call in a row sends them to the pool."""
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._turns: list[_Turn] = []
@@ -134,27 +136,24 @@ class ToolCalls:
 
         ``checked``: the arguments passed ``tool.check`` already (the pipeline checks them).
         """
-        run: Callable[[dict[str, Any]], Any] = tool.run
-        if context is not None or checked:
-            keywords: dict[str, Any] = {"context": context} if context is not None else {}
-            if checked:
-                keywords["checked"] = True
-            run = partial(tool.run, **keywords)
         pooled = offload or tool.name in self.slow
         try:
             if not self._turns and not pooled:
                 # The fast path, written out: only the loop adds turns, so none can
-                # appear while this runs; a call through _inline costs measurably more.
+                # appear while this runs; a call through _inline, or a partial made
+                # for it, costs measurably more.
                 start = time.perf_counter()
                 try:
-                    return run(arguments)
+                    if context is None and checked:
+                        return tool.run(arguments, checked=True)  # type: ignore[call-arg]
+                    return _bound(tool, context, checked)(arguments)
                 finally:
                     self._timed(tool, time.perf_counter() - start)
-            return await self._run(tool, run, arguments, pooled)
+            return await self._run(tool, _bound(tool, context, checked), arguments, pooled)
         except NeedsThread:
             # Asked on the loop for something it must wait for: the pool from now on.
             self.slow.add(tool.name)
-            return await self._run(tool, run, arguments, True)
+            return await self._run(tool, _bound(tool, context, checked), arguments, True)
 
     async def _run(
         self,
@@ -206,18 +205,25 @@ class ToolCalls:
             self._timed(tool, time.perf_counter() - start)
 
     def _timed(self, tool: ToolDef, seconds: float) -> None:
-        """Send ``tool`` to the pool if this call, not its first, ran ``SLOW_CALL`` or longer.
+        """Send ``tool`` to the pool once two of its calls in a row, not its first, were slow.
 
-        A first call pays for what is done once: the first call of all
-        imports jsonschema (tens of milliseconds), and judged by it, the first
-        tool called would hop to a thread on every call after.
+        Slow is ``SLOW_CALL`` or longer. A first call pays for what is done
+        once: the first call of all imports jsonschema (tens of milliseconds),
+        and judged by it, the first tool called would hop to a thread on every
+        call after. One slow call alone says little either: the process may
+        have been stalled (the machine's load, a profiler, a collection)
+        while the tool ran, and the pool is for good.
         """
         name = tool.name
         if name not in self._ran:
             self._ran.add(name)
-        elif seconds > SLOW_CALL:
+        elif seconds <= SLOW_CALL:
+            self._slow_once.discard(name)
+        elif name in self._slow_once:
             log.info("tool %s is slow; it runs on the thread pool from now on", name)
             self.slow.add(name)
+        else:
+            self._slow_once.add(name)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -250,6 +256,16 @@ class ToolCalls:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+
+
+def _bound(tool: ToolDef, context: Any, checked: bool) -> Callable[[dict[str, Any]], Any]:
+    """``tool.run`` with the call's context and ``checked``, as the pool calls it."""
+    if context is None and not checked:
+        return tool.run
+    keywords: dict[str, Any] = {"context": context} if context is not None else {}
+    if checked:
+        keywords["checked"] = True
+    return partial(tool.run, **keywords)
 
 
 def _set_ready(ready: asyncio.Future[None]) -> None:

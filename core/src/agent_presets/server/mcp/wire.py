@@ -56,10 +56,14 @@ def read_cursor(cursor: str) -> tuple[int, int] | None:
     return int(offset), int(version)
 
 
+_json_text = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, without a new encoder for every result."""
+
+
 def success_result(value: Any) -> dict[str, Any]:
     if isinstance(value, ToolResult | Content):
         return rich_result(value)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else _json_text(value)
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": text}],
         "isError": False,
