@@ -217,9 +217,9 @@ class BashRunner:
             if self.sandboxed:
                 os.close(info_write)
         assert proc.stdout is not None and proc.stderr is not None
-        out = _Capture(proc.stdout, self.output_cap)
-        err = _Capture(proc.stderr, self.output_cap)
-        info = _Capture(os.fdopen(info_read, "rb"), 4096) if self.sandboxed else None
+        out = PipeCapture(proc.stdout, self.output_cap)
+        err = PipeCapture(proc.stderr, self.output_cap)
+        info = PipeCapture(os.fdopen(info_read, "rb"), 4096) if self.sandboxed else None
         for capture in (out, err, info):
             if capture is not None:
                 capture.start()
@@ -259,8 +259,11 @@ class BashRunner:
         }
 
 
-class _Capture(threading.Thread):
-    """Drains one pipe, keeping the first ``cap`` bytes and counting the rest."""
+class PipeCapture(threading.Thread):
+    """Drains one pipe, keeping the first ``cap`` bytes and counting the rest.
+
+    Public for the units plugin, whose load processes are read the same way.
+    """
 
     def __init__(self, stream: IO[bytes], cap: int) -> None:
         super().__init__(daemon=True)
@@ -296,7 +299,7 @@ class _ProcessWatch:
     any nested in it), seen from the host through bubblewrap's init.
     """
 
-    def __init__(self, info: _Capture, limit: int) -> None:
+    def __init__(self, info: PipeCapture, limit: int) -> None:
         self.info = info
         self.limit = limit
         self.over: str | None = None

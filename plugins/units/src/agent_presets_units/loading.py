@@ -26,14 +26,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from agent_presets import ToolCallError
+from agent_presets_general.bash import PipeCapture
 from agent_presets_general.sandbox import (
     SYSTEM_DIRS,
     PidsCgroup,
@@ -159,8 +159,8 @@ class UnitLoader:
         except OSError as exc:
             raise ToolCallError(f"the unit's load process could not start: {exc}") from None
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        out = _Capture(proc.stdout, REPORT_CAP)
-        err = _Capture(proc.stderr, STDERR_CAP)
+        out = PipeCapture(proc.stdout, REPORT_CAP)
+        err = PipeCapture(proc.stderr, STDERR_CAP)
         out.start()
         err.start()
         with contextlib.suppress(BrokenPipeError):  # a unit that exits before reading it
@@ -220,30 +220,6 @@ def _with_binds(sandbox: list[str], folders: list[str]) -> list[str]:
         if sandbox[i - 1 : i + 1] == ["--remount-ro", "/"]:
             return [*sandbox[: i - 1], *binds, *sandbox[i - 1 :]]
     return [*sandbox, *binds]
-
-
-class _Capture(threading.Thread):
-    """Drains one pipe, keeping the first ``cap`` bytes and counting the rest."""
-
-    def __init__(self, stream: IO[bytes], cap: int) -> None:
-        super().__init__(daemon=True)
-        self.stream = stream
-        self.cap = cap
-        self.data = bytearray()
-        self.dropped = 0
-
-    def run(self) -> None:
-        fd = self.stream.fileno()
-        try:
-            while chunk := os.read(fd, 65536):
-                room = self.cap - len(self.data)
-                if room > 0:
-                    self.data += chunk[:room]
-                self.dropped += max(0, len(chunk) - max(room, 0))
-        except OSError:
-            pass
-        finally:
-            self.stream.close()
 
 
 def _ending(code: int, sandboxed: bool) -> str:
