@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e import test_e2e_otel as otel
 from mcp import Client
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent_presets.host import HeadlessHost
@@ -34,24 +33,10 @@ pytestmark = pytest.mark.anyio
 
 THEME = "space_app_set_theme"
 WRITE = "space_app_write_file"
-_EXPORTER = InMemorySpanExporter()
-
-
-@pytest.fixture(scope="module")
-def exporter() -> InMemorySpanExporter:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-    return _EXPORTER
-
-
-@pytest.fixture
-def spans(exporter: InMemorySpanExporter) -> Iterator[InMemorySpanExporter]:
-    exporter.clear()
-    yield exporter
-    exporter.clear()
+# The span exporter (the process's global tracer provider, set once) is test_e2e_otel's:
+# its `exporter` and `spans` fixtures serve both modules.
+exporter = otel.exporter
+spans = otel.spans
 
 
 PROFILES = {
