@@ -13,9 +13,9 @@ of the core.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_presets._lazy import lazy_exports
 from agent_presets._version import __version__
 
 _EXPORTS = {
@@ -109,13 +109,7 @@ __all__ = [
 """The plugin author's names. ``agent_presets.embed`` lists the embedder's."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_presets' has no attribute {name!r}")
-    value = getattr(import_module(f"agent_presets.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, "agent_presets", _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ The serving names import ``mcp`` (about a second) on first use only.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_presets._lazy import lazy_exports
 
 _EXPORTS = {
     "bootstrap": "boot",
@@ -49,13 +50,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_presets.embed' has no attribute {name!r}")
-    value = getattr(import_module(f"agent_presets.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, "agent_presets", _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

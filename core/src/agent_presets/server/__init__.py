@@ -23,8 +23,9 @@ agent_presets.server.policy`` (the CLI's control commands) never imports ``mcp``
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_presets._lazy import lazy_exports
 
 _EXPORTS = {
     "PresetServer": "mcp.server",
@@ -47,13 +48,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agent_presets.server' has no attribute {name!r}")
-    value = getattr(import_module(f"agent_presets.server.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, "agent_presets.server", _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
