@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agent_presets.server.console.app import ConsoleOptions
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.stage import Stage
+    from agent_presets.server.store import Store
     from agent_presets.server.telemetry import Telemetry
     from agent_presets.server.tokens import TokenTable
 
@@ -80,11 +81,14 @@ class ServeConfig:
     telemetry: Telemetry | None = None
     page_size: int = TOOLS_PAGE_SIZE
     max_sessions: int | None = None
+    """HTTP sessions open at once (None: the server's default); at the limit an idle
+    session makes way for a new one."""
     state_dir: Path | None = None
     """Where the server keeps what outlives it: the key that seals 2026-07-28 request
     state, so a restarted server continues a round trip it started."""
-    """HTTP sessions open at once (None: the server's default); at the limit an idle
-    session makes way for a new one."""
+    store: Store | None = None
+    """What the server keeps, shared between replicas (``agent_presets.server.store``);
+    None: the embedded store, in this process and its state directory."""
     tool_budget: int | None = None
     discovery: DiscoveryMode = "auto"
 

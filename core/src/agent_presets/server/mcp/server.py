@@ -65,6 +65,7 @@ from agent_presets.server.mcp.wire import (
     tool_entry,
 )
 from agent_presets.server.policy import ToolPolicy
+from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.server.telemetry import Telemetry
 from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
@@ -72,6 +73,7 @@ from agent_presets.tools import ToolRegistryChange
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.server.events import Reason
+    from agent_presets.server.store import Store
 
 log = logging.getLogger("agent_presets.server")
 
@@ -115,6 +117,7 @@ class PresetServer(Server[Any]):
         tool_budget: int | None = None,
         discovery: DiscoveryMode = "auto",
         state_dir: Path | None = None,
+        store: Store | None = None,
     ) -> None:
         """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
         ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
@@ -123,6 +126,8 @@ class PresetServer(Server[Any]):
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
+        # What the server keeps, shared with its replicas when it is Redis.
+        self.store = store if store is not None else EmbeddedStore(state_dir)
         self.page_size = page_size
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
@@ -528,4 +533,5 @@ def build_server(
         tool_budget=config.tool_budget,
         discovery=config.discovery,
         state_dir=config.state_dir,
+        store=config.store,
     )
