@@ -159,6 +159,9 @@ class PresetServer(Server[Any]):
         self.principals.add_on_change(self._principals_changed)
         if self.control.principals is None:
             self.control.principals = self.principals
+        attach = getattr(presets.manager.app, "attach_principals", None)
+        if callable(attach):  # a host that keeps a context per principal (the headless one)
+            attach(self.principals)
         app = presets.manager.app
         if exclusive_runtimes is None:
             exclusive_runtimes = getattr(app, "exclusive_runtimes", None) or ()
