@@ -7,7 +7,7 @@ object hides inside a definition.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -333,6 +333,8 @@ class Resolution:
 # ---------------------------------------------------------------------- tools
 
 ToolRun = Callable[[Mapping[str, Any]], Any]
+ToolRunAsync = Callable[..., Awaitable[Any]]
+"""``ToolDef.run``'s awaitable form: the same arguments and keywords."""
 ToolCheck = Callable[[Mapping[str, Any]], None]
 """Raises ``ToolArgumentError`` for arguments the tool's input schema refuses."""
 
@@ -364,7 +366,10 @@ class ToolDef:
     ``check`` validates arguments against ``input_schema`` without running
     anything (the server's pipeline checks them before it asks anyone to
     confirm the call); a ``run`` that has a ``check`` accepts ``checked=True``
-    to skip checking again.
+    to skip checking again. ``run_async`` is set for a tool whose handler is
+    async (an upstream's forward): it is ``run`` to await, and the server
+    awaits it on its own loop, with no thread; ``run`` runs the same handler
+    to its end for a caller without a loop.
     """
 
     name: str
@@ -381,3 +386,4 @@ class ToolDef:
     output_schema: Mapping[str, Any] | None = None
     accepts_context: bool = False
     check: ToolCheck | None = field(default=None, compare=False)
+    run_async: ToolRunAsync | None = field(default=None, compare=False)
