@@ -245,3 +245,45 @@ def test_store_urls_open_the_right_store_and_mask_passwords(redis_server: RedisS
     default.close()
     with pytest.raises(ValueError, match=r"embedded .*or redis://"):
         open_store("postgres://x")
+
+
+# -- what goes behind the store --------------------------------------------------
+
+
+def test_max_calls_across_two_replicas_admits_exactly_ten_calls(
+    redis_server: RedisServer,
+) -> None:
+    from agent_presets.server.policy import GateError, ToolPolicy
+
+    replicas = [
+        ToolPolicy(max_calls=10, max_calls_per_tool=8, store=RedisStore(redis_server.url))
+        for _ in range(2)
+    ]
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def caller(policy: ToolPolicy, tool: str) -> None:
+        for _ in range(6):
+            try:
+                policy.admit(tool)
+                result = "ok"
+            except GateError as exc:
+                result = str(exc)
+            with lock:
+                outcomes.append(result)
+
+    threads = [
+        threading.Thread(target=caller, args=(replicas[i % 2], "a" if i < 2 else "b"))
+        for i in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("ok") == 10
+    refused = {o for o in outcomes if o != "ok"}
+    assert any("call budget of this server (10 tool calls)" in o for o in refused)
+    assert replicas[0].calls == replicas[1].calls == 10
+    assert sum(replicas[1].calls_by_tool.values()) == 10
+    for policy in replicas:
+        policy.store.close()

@@ -20,10 +20,12 @@ from agent_presets.cli.options import (
     emit_json,
     installed_plugins,
     load_installed,
+    open_store_or_fail,
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
     state_dir_option,
+    store_option,
     warn,
 )
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
@@ -275,6 +277,7 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
 )
 @state_dir_option("Where the headless host keeps its state.")
+@store_option("What the server keeps (principals, budgets, tokens, requests, the event log):")
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -391,6 +394,7 @@ def serve(
     host: str,
     port: int,
     state_dir: Path | None,
+    store_url: str | None,
     root: Path | None,
     allow: tuple[str, ...],
     max_calls: int | None,
@@ -443,6 +447,7 @@ def serve(
             "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
             "out, and --discovery list serves neither; use --discovery auto or search"
         )
+    store = open_store_or_fail(store_url, state_dir or default_state_dir())
     app, presets = _start_host(
         state_dir, root, namespace, overrides_from_flags(force_on, force_off)
     )
@@ -473,8 +478,12 @@ def serve(
         tool_budget=tool_budget,
         discovery=cast(Any, discovery),
         state_dir=app.state_dir,
+        store=store,
     )
-    run_server(presets, config)
+    try:
+        run_server(presets, config)
+    finally:
+        store.close()
 
 
 def _check_flags(

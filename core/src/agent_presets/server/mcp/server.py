@@ -131,6 +131,8 @@ class PresetServer(Server[Any]):
         self.page_size = page_size
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
+        if self.policy.own_store:  # its budgets count in the server's store (every replica's)
+            self.policy.store = self.store
         # Live control (the CLI, the console) and the agent's presets_request tool.
         self.control = (
             control if control is not None else Controller(presets.manager, emit=self.policy.emit)

@@ -217,6 +217,10 @@ class RedisStore:
             "answers again. Try again in a moment."
         )
 
+    def ping(self) -> None:
+        """Raise ``StoreUnavailableError`` unless Redis answers now (a server checks at start)."""
+        self.run(lambda r: r.ping())
+
     # -- principal state ---------------------------------------------------------
 
     def load_principal(self, name: str) -> PrincipalState | None:
