@@ -9,6 +9,7 @@ recovers, with nothing it acknowledged lost.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -287,3 +288,107 @@ def test_max_calls_across_two_replicas_admits_exactly_ten_calls(
     assert sum(replicas[1].calls_by_tool.values()) == 10
     for policy in replicas:
         policy.store.close()
+
+
+class Note:
+    """An event line as the log writes it (any object with ``to_json`` is one)."""
+
+    def __init__(self, n: int, writer: str) -> None:
+        self.n, self.writer = n, writer
+
+    def to_json(self) -> dict[str, Any]:
+        return {"v": 1, "kind": "call", "tool": f"t{self.n % 3}", "ok": True,
+                "latency_ms": 1.0, "writer": self.writer, "n": self.n}  # fmt: skip
+
+
+def test_two_replicas_appending_at_once_keep_one_unbroken_chain(
+    redis_server: RedisServer,
+) -> None:
+    from agent_presets.server.store.redislog import read_stream, verify_stream
+
+    stores = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
+    logs = [store.event_log() for store in stores]
+
+    def writer(index: int) -> None:
+        for n in range(150):
+            logs[index % 2].write(Note(n, f"w{index}"))
+            if n % 40 == 0:
+                time.sleep(0.005)  # let the other writers in between
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for log in logs:
+        assert log.flush()
+    found = verify_stream(stores[0])
+    assert found.broken is None and found.lines == 600
+    events = list(read_stream(stores[1]))
+    # Every writer's lines are there, each writer's in the order it wrote them.
+    for index in range(4):
+        mine = [e["n"] for e in events if e["writer"] == f"w{index}"]
+        assert mine == list(range(150))
+    # Removing a line from the middle breaks the chain where it was.
+    client_ids = stores[0].run(lambda r: r.xrange(stores[0].key("events"), count=300))
+    stores[0].run(lambda r: r.xdel(stores[0].key("events"), client_ids[200][0]))
+    broken = verify_stream(stores[0]).broken
+    assert broken is not None and broken.line == 201
+    for log in logs:
+        log.close()
+    for store in stores:
+        store.close()
+
+
+def test_event_lines_written_while_redis_is_away_go_out_when_it_is_back(
+    redis_server: RedisServer,
+) -> None:
+    from agent_presets.server.store.redislog import read_stream, verify_stream
+
+    store = RedisStore(redis_server.url, timeout=0.5)
+    log = store.event_log()
+    log.write(Note(0, "w"))
+    assert log.flush()
+    redis_server.stop()
+    started = time.monotonic()
+    for n in range(1, 4):
+        log.write(Note(n, "w"))  # a call never waits for its line
+    assert time.monotonic() - started < 0.1
+    assert not log.flush(0.5)
+    redis_server.start()
+    assert log.flush(10)
+    assert [e["n"] for e in read_stream(store)] == [0, 1, 2, 3]
+    assert verify_stream(store).broken is None
+    log.close()
+    store.close()
+
+
+def test_events_verify_and_stats_read_the_store_from_the_command_line(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    from e2e.test_e2e_control import presets
+
+    def cli(*args: str) -> Any:
+        return presets(tmp_path / "state", *args)
+
+    store = RedisStore(redis_server.url)
+    log = store.event_log()
+    for n in range(5):
+        log.write(Note(n, "w"))
+    assert log.flush()
+    store.charge([("calls", None), ("tool:t0", None)])
+    verified = cli("events", "verify", "--store", redis_server.url, "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert '"ok": true' in verified.stdout and '"lines": 5' in verified.stdout
+    shown = cli("stats", "--store", redis_server.url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    numbers = json.loads(shown.stdout)
+    assert numbers["calls"] == 5 and numbers["calls_by_tool"] == {"t0": 2, "t1": 2, "t2": 1}
+    assert numbers["counters"] == {"calls": 1, "tool:t0": 1}
+    # Tampered: the break is named, exit 1.
+    first = store.run(lambda r: r.xrange(store.key("events"), count=2))
+    store.run(lambda r: r.xdel(store.key("events"), first[1][0]))
+    broken = cli("events", "verify", "--store", redis_server.url)
+    assert broken.returncode == 1 and "presets:events:2: the chain breaks here" in broken.stdout
+    log.close()
+    store.close()

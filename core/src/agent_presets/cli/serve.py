@@ -452,13 +452,22 @@ def serve(
         state_dir, root, namespace, overrides_from_flags(force_on, force_off)
     )
     presets.upstreams.start_at_once = upstreams_at_start
+    # On a shared store the log is its stream (every replica's lines, one chain), unless
+    # --event-log names a file.
+    shared_log = getattr(store, "event_log", None)
     policy = _policy(
         presets,
         allow,
         max_calls,
         max_calls_per_tool,
-        None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+        None
+        if no_event_log or (shared_log is not None and event_log is None)
+        else (event_log or app.state_dir / "events.jsonl"),
     )
+    if shared_log is not None and not no_event_log and event_log is None:
+        policy.events = shared_log()
+    policy.store = store
+    policy.own_store = False
     _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
     tokens = _tokens(app) if auth == "tokens" else None
     config = ServeConfig(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from agent_presets.model import PresetValidationError, ToolCallError
 from agent_presets.schema import quote
@@ -126,6 +126,14 @@ class Profile:
     max_calls_per_tool: int | None = None
 
 
+class EventSink(Protocol):
+    """Where the log's lines go: ``EventLog`` (a file), or the Redis store's stream."""
+
+    def write(self, event: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
 ProfileSource = Callable[[str], "Profile | None"]
 """Token name -> its profile now, or None once the token is gone (revoked)."""
 
@@ -154,6 +162,7 @@ class ToolPolicy:
         summary_seconds: float = SUMMARY_SECONDS,
         profiles: ProfileSource | None = None,
         store: Store | None = None,
+        events: EventSink | None = None,
     ) -> None:
         for label, value in (("max_calls", max_calls), ("max_calls_per_tool", max_calls_per_tool)):
             if value is not None and value < 1:
@@ -162,8 +171,10 @@ class ToolPolicy:
         self.max_calls = max_calls
         self.max_calls_per_tool = max_calls_per_tool
         self.event_log = Path(event_log) if event_log is not None else None
-        self.events = (
-            EventLog(event_log, max_bytes=event_log_max_bytes, backups=event_log_backups)
+        self.events: EventSink | None = (
+            events
+            if events is not None
+            else EventLog(event_log, max_bytes=event_log_max_bytes, backups=event_log_backups)
             if event_log is not None
             else None
         )

@@ -57,6 +57,8 @@ except ImportError as exc:  # pragma: no cover - the message is the test
 if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
+    from agent_presets.server.store.redislog import RedisEventLog
+
 T = TypeVar("T")
 
 log = logging.getLogger("agent_presets.server.store")
@@ -213,13 +215,19 @@ class RedisStore:
     def unavailable(self, why: str) -> StoreUnavailableError:
         return StoreUnavailableError(
             f"the store at {self.url} is unavailable ({why}); nothing was changed. Check that "
-            "Redis is running and reachable there; this server carries on by itself when it "
-            "answers again. Try again in a moment."
+            "Redis is running and reachable there, then try again: a running server "
+            "reconnects by itself once Redis answers."
         )
 
     def ping(self) -> None:
         """Raise ``StoreUnavailableError`` unless Redis answers now (a server checks at start)."""
         self.run(lambda r: r.ping())
+
+    def event_log(self) -> RedisEventLog:
+        """The event log's writer for this replica: lines go to the shared stream."""
+        from agent_presets.server.store.redislog import RedisEventLog
+
+        return RedisEventLog(self)
 
     # -- principal state ---------------------------------------------------------
 
