@@ -392,3 +392,24 @@ def test_events_verify_and_stats_read_the_store_from_the_command_line(
     assert broken.returncode == 1 and "presets:events:2: the chain breaks here" in broken.stdout
     log.close()
     store.close()
+
+
+def test_the_key_that_seals_request_state_is_one_for_every_replica_and_outlives_redis(
+    redis_server: RedisServer,
+) -> None:
+    from mcp.server.request_state import AESGCMRequestStateCodec
+
+    from agent_presets.server.mcp.rounds import KEY_FILE
+
+    one, two = RedisStore(redis_server.url), RedisStore(redis_server.url)
+    keys = [one.shared_key(KEY_FILE), two.shared_key(KEY_FILE)]
+    assert keys[0] == keys[1] and len(keys[0]) == 32
+    # A state sealed by one replica opens on the other.
+    sealed = AESGCMRequestStateCodec([keys[0]]).seal(b'{"answers":{}}')
+    assert AESGCMRequestStateCodec([keys[1]]).unseal(sealed) == b'{"answers":{}}'
+    redis_server.restart()
+    three = RedisStore(redis_server.url)
+    assert three.shared_key(KEY_FILE) == keys[0]
+    three.close()
+    one.close()
+    two.close()

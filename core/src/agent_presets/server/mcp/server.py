@@ -197,7 +197,7 @@ class PresetServer(Server[Any]):
         self.middleware.append(self.discovery.track)
         # Multi-round calls (2026-07-28): every requestState sealed going out and checked
         # coming in, under the state directory's key (rounds.py).
-        self.middleware.append(state_boundary(state_dir, name))
+        self.middleware.append(state_boundary(state_dir, name, self.store))
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)

@@ -28,6 +28,7 @@ import itertools
 import json
 import logging
 import queue
+import secrets
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -228,6 +229,19 @@ class RedisStore:
         from agent_presets.server.store.redislog import RedisEventLog
 
         return RedisEventLog(self)
+
+    def shared_key(self, name: str) -> bytes:
+        """A 32-byte secret every replica shares: made by the first to ask (``SET NX``)."""
+        key = self.key("secret", name)
+        made = secrets.token_hex(32)
+
+        async def get_or_make(r: aioredis.Redis) -> Any:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.set(key, made, nx=True)
+                pipe.get(key)
+                return (await pipe.execute())[1]
+
+        return bytes.fromhex(_text(self.run(get_or_make)))
 
     # -- principal state ---------------------------------------------------------
 
