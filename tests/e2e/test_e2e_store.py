@@ -413,3 +413,54 @@ def test_the_key_that_seals_request_state_is_one_for_every_replica_and_outlives_
     three.close()
     one.close()
     two.close()
+
+
+def test_tokens_made_with_store_are_honoured_by_every_replica_and_revoked_at_once(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    from e2e.test_e2e_control import presets
+
+    def cli(*args: str) -> Any:
+        done = presets(tmp_path / "state", *args, "--store", redis_server.url)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    replicas = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
+    tables = [store.token_table() for store in replicas]
+    secret = cli("tokens", "create", "alice", "--max-calls", "5").stdout.strip()
+    cli("tokens", "create", "bob")
+    listed = json.loads(cli("tokens", "list", "--json").stdout)
+    assert [(t["name"], t["max_calls"]) for t in listed] == [("alice", 5), ("bob", None)]
+    assert not (tmp_path / "state" / "tokens.json").exists()  # the store's, not the folder's
+    for table in tables:
+        deadline = time.monotonic() + 5
+        while table.verify(secret).record is None:
+            assert time.monotonic() < deadline, "a replica never saw the new token"
+            time.sleep(0.02)
+    cli("tokens", "revoke", "alice")
+    for table in tables:
+        deadline = time.monotonic() + 2  # the bus says so at once; reload bounds it at 0.5 s
+        while table.verify(secret).reason != "unknown":
+            assert time.monotonic() < deadline, "a replica still honours a revoked token"
+            time.sleep(0.02)
+    for store in replicas:
+        store.close()
+
+
+def test_two_writers_of_the_token_table_never_lose_each_others_tokens(
+    redis_server: RedisServer,
+) -> None:
+    writers = [RedisStore(redis_server.url).token_store() for _ in range(2)]
+
+    def make(index: int) -> None:
+        for n in range(10):
+            writers[index % 2].create(f"t{index}-{n}")
+
+    threads = [threading.Thread(target=make, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(writers[0].list()) == 40
+    for writer in writers:
+        writer.store.close()

@@ -469,7 +469,7 @@ def serve(
     policy.store = store
     policy.own_store = False
     _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
-    tokens = _tokens(app) if auth == "tokens" else None
+    tokens = _tokens(app, store) if auth == "tokens" else None
     config = ServeConfig(
         transport=cast(Any, transport),
         host=host,
@@ -621,14 +621,16 @@ def _set_context(app: Any, presets: Any, **flags: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-def _tokens(app: Any) -> Any:
+def _tokens(app: Any, store: Any) -> Any:
     from agent_presets.server.tokens import TokenTable  # only where tokens are used
 
-    tokens = TokenTable(app.state_dir)
+    shared = getattr(store, "token_table", None)
+    tokens = shared() if shared is not None else TokenTable(app.state_dir)
     if not tokens.names():
+        how = f" --store {store.url}" if shared is not None else ""
         warn(
-            f"no tokens in {tokens.path} yet: every request is refused until one is made "
-            "with `presets tokens create NAME`"
+            f"no tokens in {tokens.where} yet: every request is refused until one is made "
+            f"with `presets tokens create NAME{how}`"
         )
     return tokens
 

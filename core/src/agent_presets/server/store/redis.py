@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
     from agent_presets.server.store.redislog import RedisEventLog
+    from agent_presets.server.store.redistokens import RedisTokenStore, RedisTokenTable
 
 T = TypeVar("T")
 
@@ -242,6 +243,18 @@ class RedisStore:
                 return (await pipe.execute())[1]
 
         return bytes.fromhex(_text(self.run(get_or_make)))
+
+    def token_store(self) -> RedisTokenStore:
+        """``presets tokens --store``: the table every replica reads."""
+        from agent_presets.server.store.redistokens import RedisTokenStore
+
+        return RedisTokenStore(self)
+
+    def token_table(self) -> RedisTokenTable:
+        """The server's view of the shared token table."""
+        from agent_presets.server.store.redistokens import RedisTokenTable
+
+        return RedisTokenTable(self)
 
     # -- principal state ---------------------------------------------------------
 
