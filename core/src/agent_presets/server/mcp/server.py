@@ -139,13 +139,15 @@ class PresetServer(Server[Any]):
         self.presets = presets
         self.page_size = page_size
         self.tool_registry = presets.tool_registry
+        # What the server keeps, shared with its replicas when it is Redis.
+        self.store: Store = store if store is not None else EmbeddedStore(state_dir)
         self.policy = policy if policy is not None else ToolPolicy()
+        if self.policy.own_store:  # its budgets count in the server's store (every replica's)
+            self.policy.store = self.store
         # Live control (the CLI, the console) and the agent's presets_request tool.
         self.control = (
             control if control is not None else Controller(presets.manager, emit=self.policy.emit)
         )
-        # What the server keeps, shared with its replicas when it is Redis.
-        self.store = store if store is not None else EmbeddedStore(state_dir)
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.
         self.confirmation = CallConfirmation(
@@ -213,7 +215,7 @@ class PresetServer(Server[Any]):
         self.middleware.append(self.discovery.track)
         # Multi-round calls (2026-07-28): every requestState sealed going out and checked
         # coming in, under the state directory's key (rounds.py).
-        self.middleware.append(state_boundary(state_dir, name))
+        self.middleware.append(state_boundary(state_dir, name, self.store))
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)
