@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from agent_presets.listeners import Listeners
-from agent_presets.server.store import (
+from agent_presets.server.store.base import (
     SERVER,
     PrincipalState,
     StoreUnavailableError,

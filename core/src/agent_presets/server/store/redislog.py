@@ -39,7 +39,7 @@ from agent_presets.server.eventlog import (
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
-    from agent_presets.server.store.redis import RedisStore
+    from agent_presets.server.store.redishandle import RedisHandle
 
 log = logging.getLogger("agent_presets.server.store")
 
@@ -69,7 +69,7 @@ class RedisEventLog:
     """The log's writer on one replica: ``write`` queues, the store's loop appends."""
 
     def __init__(
-        self, store: RedisStore, *, max_lines: int = MAX_LINES, max_queued: int = MAX_QUEUED
+        self, store: RedisHandle, *, max_lines: int = MAX_LINES, max_queued: int = MAX_QUEUED
     ) -> None:
         self.store = store
         self.stream = store.key("events")
@@ -183,7 +183,7 @@ def _text(value: Any) -> str:
     return value.decode("ascii") if isinstance(value, bytes) else str(value)
 
 
-def _entries(store: RedisStore, chunk: int = 1000) -> Iterator[tuple[str, bytes]]:
+def _entries(store: RedisHandle, chunk: int = 1000) -> Iterator[tuple[str, bytes]]:
     """``(entry id, line)`` of the stream, oldest first, read ``chunk`` at a time."""
     stream = store.key("events")
     start = "-"
@@ -200,7 +200,7 @@ def _entries(store: RedisStore, chunk: int = 1000) -> Iterator[tuple[str, bytes]
         start = "(" + _text(entries[-1][0])
 
 
-def read_stream(store: RedisStore) -> Iterator[dict[str, Any]]:
+def read_stream(store: RedisHandle) -> Iterator[dict[str, Any]]:
     """Every event in the stream, oldest first (lines that are not events are skipped)."""
     for _id, raw in _entries(store):
         event = _event(raw)
@@ -218,7 +218,7 @@ def _event(raw: bytes) -> dict[str, Any] | None:
     return None
 
 
-def verify_stream(store: RedisStore) -> Verified:
+def verify_stream(store: RedisHandle) -> Verified:
     """Follow the chain through the stream: each line's ``prev`` is the hash of the one before.
 
     The first line kept may link to a line trimmed away long ago, so the

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from agent_presets.server.store import StoreUnavailableError
+from agent_presets.server.store.base import StoreUnavailableError
 from agent_presets.server.tokens import (
     FILE_VERSION,
     RELOAD_SECONDS,
@@ -35,7 +35,7 @@ from agent_presets.server.tokens import (
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
-    from agent_presets.server.store.redis import RedisStore
+    from agent_presets.server.store.redishandle import RedisHandle
 
 T = TypeVar("T")
 
@@ -61,7 +61,7 @@ def _text(value: Any) -> str | None:
 class RedisTokenStore(TokenStore):
     """``presets tokens create|list|revoke --store redis://...``: the shared table."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RedisHandle) -> None:
         self.store = store
         self.key = store.key("tokens")
         self.where = f"{store.url} (key {self.key})"
@@ -99,7 +99,7 @@ class RedisTokenStore(TokenStore):
 class RedisTokenTable(TokenTable):
     """The server's view of the shared table: re-read on the bus's word, or every ``reload``."""
 
-    def __init__(self, store: RedisStore, *, reload: float = RELOAD_SECONDS) -> None:
+    def __init__(self, store: RedisHandle, *, reload: float = RELOAD_SECONDS) -> None:
         self.store = store
         self.key = store.key("tokens")
         self._stale = threading.Event()
