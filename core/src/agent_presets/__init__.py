@@ -57,6 +57,9 @@ _EXPORTS = {
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
     "RowTable": "rows",
+    "RowConflict": "rows",
+    "TableSync": "rows",
+    "synced": "rows",
     "write_atomic": "atomicfile",
     "svg_safe": "safetext",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
@@ -86,7 +89,9 @@ __all__ = [
     "PluginHooks",
     "PresetError",
     "PresetValidationError",
+    "RowConflict",
     "RowTable",
+    "TableSync",
     "ToolAdapter",
     "ToolArgumentError",
     "ToolCall",
@@ -104,6 +109,7 @@ __all__ = [
     "result_schema",
     "runtime_handler",
     "svg_safe",
+    "synced",
     "write_atomic",
 ]
 """The plugin author's names. ``agent_presets.embed`` lists the embedder's."""
@@ -196,7 +202,10 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from agent_presets.rows import (
+        RowConflict,
         RowTable,
+        TableSync,
+        synced,
     )
     from agent_presets.safetext import (
         svg_safe,

@@ -384,6 +384,12 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     "auto = clients known or seen not to re-list their tools after a change (and every "
     "client under --tool-budget).",
 )
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Where the server keeps what replicas share: embedded (the state folder) or "
+    "redis://HOST:PORT/DB, one Redis for every replica (docs/store.md). [default: embedded]",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -408,6 +414,7 @@ def serve(
     upstreams_at_start: bool,
     tool_budget: int | None,
     discovery: str,
+    store: str | None,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -444,7 +451,7 @@ def serve(
             "out, and --discovery list serves neither; use --discovery auto or search"
         )
     app, presets = _start_host(
-        state_dir, root, namespace, overrides_from_flags(force_on, force_off)
+        state_dir, root, namespace, overrides_from_flags(force_on, force_off), store
     )
     presets.upstreams.start_at_once = upstreams_at_start
     policy = _policy(
@@ -532,7 +539,11 @@ def _check_flags(
 
 
 def _start_host(
-    state_dir: Path | None, root: Path | None, namespace: str, overrides: dict[str, str]
+    state_dir: Path | None,
+    root: Path | None,
+    namespace: str,
+    overrides: dict[str, str],
+    store: str | None = None,
 ) -> tuple[Any, Any]:
     """The headless host, started with the installed plugins (and the plugins folder)."""
     from agent_presets.host import HeadlessHost
@@ -546,6 +557,7 @@ def _start_host(
         root,
         plugin_dirs=[folder] if folder is not None else [],
         serve_options=ctx.meta.get(BUILT_KEY, ()),
+        tables=store,
     )
     plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
     for problem in plugin_set.problems:  # loaded as the command line was read: said now
