@@ -150,9 +150,9 @@ class RedisRows:
             return command()
         except redis.exceptions.RedisError as exc:
             raise TablesUnavailableError(
-                f"the runtime tables' store, Redis at {self.url}, is unavailable "
-                f"({type(exc).__name__}: {exc}); the call did not complete. Try again in a "
-                "moment; check the state first if it was a change"
+                f"Redis at {self.url}, where the app's state is kept, is unavailable "
+                f"({type(exc).__name__}: {exc}), so the call did not complete. Try again "
+                "in a moment; if it was a change, look first whether it was saved"
             ) from None
 
 
