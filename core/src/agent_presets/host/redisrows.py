@@ -123,7 +123,8 @@ class RedisRows:
             )
         except ValueError as exc:
             raise PresetError(
-                f"--store {self.url!r} is not a Redis URL ({exc}); use redis://HOST:PORT/DB"
+                f"--store {self.url!r} is not a store this server knows ({exc}): use "
+                "embedded (the default) or redis://HOST:PORT/DB"
             ) from None
         self._commit = self.client.register_script(COMMIT)
 
