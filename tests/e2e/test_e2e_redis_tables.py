@@ -222,6 +222,23 @@ def test_a_commit_on_rows_another_writer_changed_is_refused_and_writes_nothing(
         second.close()
 
 
+def test_a_world_dropped_by_one_replica_is_empty_for_the_other(redis_url: str) -> None:
+    stores = [RedisRows(redis_url), RedisRows(redis_url)]
+    mine, theirs = (Graph.from_table(store.table("graph", "work")) for store in stores)
+    try:
+        mine.add_node("kept elsewhere")
+        Graph.from_table(stores[0].table("graph", "home")).add_node("home stays")
+        assert len(theirs.to_state()["nodes"]) == 1
+        stores[0].drop_world("work")
+        assert theirs.to_state()["nodes"] == []
+        assert theirs.add_node("after").id == "n1"  # counters went with the rows
+        home = Graph.from_table(stores[1].table("graph", "home"))
+        assert [n["label"] for n in home.to_state()["nodes"]] == ["home stays"]
+    finally:
+        for store in stores:
+            store.close()
+
+
 def test_redis_down_is_a_clear_error_and_nothing_hangs(tmp_path: Path) -> None:
     from .redisrows import free_port
 
