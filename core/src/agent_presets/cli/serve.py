@@ -448,8 +448,9 @@ def serve(
             "out, and --discovery list serves neither; use --discovery auto or search"
         )
     store = open_store_or_fail(store_url, state_dir or default_state_dir())
+    # The runtimes' tables (the drawing, the graph ...) are shared on the same Redis.
     app, presets = _start_host(
-        state_dir, root, namespace, overrides_from_flags(force_on, force_off)
+        state_dir, root, namespace, overrides_from_flags(force_on, force_off), store_url
     )
     presets.upstreams.start_at_once = upstreams_at_start
     # On a shared store the log is its stream (every replica's lines, one chain), unless
@@ -550,7 +551,11 @@ def _check_flags(
 
 
 def _start_host(
-    state_dir: Path | None, root: Path | None, namespace: str, overrides: dict[str, str]
+    state_dir: Path | None,
+    root: Path | None,
+    namespace: str,
+    overrides: dict[str, str],
+    store: str | None = None,
 ) -> tuple[Any, Any]:
     """The headless host, started with the installed plugins (and the plugins folder)."""
     from agent_presets.host import HeadlessHost
@@ -564,6 +569,7 @@ def _start_host(
         root,
         plugin_dirs=[folder] if folder is not None else [],
         serve_options=ctx.meta.get(BUILT_KEY, ()),
+        tables=store,
     )
     plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
     for problem in plugin_set.problems:  # loaded as the command line was read: said now

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, cast
 
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.lock import StateLock
+from agent_presets.host.redisrows import RedisRows, RedisTable
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
@@ -25,6 +26,7 @@ from agent_presets.model import (
     ToolCallError,
 )
 from agent_presets.principal import LOCAL, current_principal
+from agent_presets.rows import RowTable
 
 if TYPE_CHECKING:
     from agent_presets.boot import HostDefaults, Presets
@@ -40,14 +42,14 @@ one row. Simple, but each change costs the size of the state: a runtime whose
 state grows uses ``TableRuntimeFactory`` instead.
 """
 
-TableRuntimeFactory = Callable[[Table], Any]
+TableRuntimeFactory = Callable[[RowTable], Any]
 """``factory(table) -> runtime``: a runtime that persists what changed.
 
 It reads its rows from ``table`` when it starts and, on each change, puts and
 deletes the rows it touched inside ``with table.transaction():``.
 """
 
-TableMigration = Callable[[dict[str, Any], Table], None]
+TableMigration = Callable[[dict[str, Any], RowTable], None]
 """``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
 earlier version) into ``table`` as rows."""
 
@@ -333,8 +335,15 @@ class HeadlessHost:
         *,
         plugin_dirs: Iterable[str | Path] = (),
         serve_options: Iterable[object] = (),
+        tables: str | None = None,
     ) -> None:
-        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``)."""
+        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``).
+
+        ``tables``: where the runtimes' tables are kept. None (or ``embedded``):
+        the state directory's database; ``redis://HOST:PORT/DB`` (``presets serve
+        --store``): that Redis, shared with every replica on it, so the worlds'
+        drawings, graphs and scenes are one for all of them (``host.redisrows``).
+        """
         self.state_dir = Path(state_dir).resolve()
         self.root = (
             Path(root) if root is not None else self.state_dir / DEFAULT_ROOT_NAME
@@ -354,7 +363,11 @@ class HeadlessHost:
             self.presets: Presets | None = None
             self._serve_options = tuple(serve_options)
             _remove_debris(self.state_dir)
-            self.store = _open_store(self.state_dir / DB_FILE)
+            self.store: StateStore | RedisRows = (
+                _open_store(self.state_dir / DB_FILE)
+                if tables is None or tables == "embedded"
+                else RedisRows(tables)
+            )
             self._shell = Shell(self, self._load_shell())
             self._principals: PrincipalContexts | None = None
         except BaseException:
@@ -583,10 +596,10 @@ class HeadlessHost:
                 self._world_runtimes[key] = runtime
             return runtime
 
-    def _whole_state_runtime(self, world: str, name: str, table: Table) -> Any:
+    def _whole_state_runtime(self, world: str, name: str, table: Table | RedisTable) -> Any:
         """A ``WorldRuntimeFactory`` runtime: its whole state is the row ``state``."""
 
-        def migrate(saved: dict[str, Any], table: Table) -> None:
+        def migrate(saved: dict[str, Any], table: RowTable) -> None:
             table.put("state", saved)
 
         self._migrate(world, name, table, migrate)
@@ -601,7 +614,13 @@ class HeadlessHost:
         holder.append(runtime)
         return runtime
 
-    def _migrate(self, world: str, name: str, table: Table, migrate: TableMigration | None) -> None:
+    def _migrate(
+        self,
+        world: str,
+        name: str,
+        table: Table | RedisTable,
+        migrate: TableMigration | None,
+    ) -> None:
         """Move a state saved as a JSON file by an earlier version into ``table``, once.
 
         The rows commit before the file is moved aside; a crash in between
