@@ -25,10 +25,12 @@ from agent_presets.callcontext import CallContext
 from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
     DEFAULT_NAMESPACE,
+    TASK_SUPPORT,
     TOOL_ID_RE,
     DuplicateToolError,
     MissingRuntimeError,
     PresetValidationError,
+    TaskSupport,
     ToolArgumentError,
     ToolCallError,
     ToolDef,
@@ -121,6 +123,11 @@ class ToolAdapter:
     line)`` of the code that made the adapter, so a problem with it (a name
     another tool has) is reported there.
 
+    ``task_support`` says the tool may run long enough to be worth running as
+    a task (the MCP tasks extension, ``docs/tasks.md``): ``"optional"`` on a
+    client that asks for tasks, ``"required"`` for a tool that only runs as
+    one. Left None, the tool always answers its call directly.
+
     The older positional form, ``ToolAdapter(id, mcp_name, description,
     input_schema, handler, ...)``, still works and warns
     (``DeprecationWarning``).
@@ -138,6 +145,7 @@ class ToolAdapter:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     defined_at: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+    task_support: TaskSupport | None = None
 
     @overload
     def __init__(
@@ -157,6 +165,7 @@ class ToolAdapter:
         source: str | None = None,
         mcp_name: str | None = None,
         defined_at: tuple[str, int] | None = None,
+        task_support: TaskSupport | None = None,
     ) -> None: ...
 
     @overload
@@ -194,6 +203,7 @@ class ToolAdapter:
         source: str | None = None,
         mcp_name: str | None = None,
         defined_at: tuple[str, int] | None = None,
+        task_support: TaskSupport | None = None,
     ) -> None:
         given: dict[str, Any] = {
             "description": description,
@@ -204,6 +214,7 @@ class ToolAdapter:
             "runtime": runtime,
             "name": name,
             "mcp_name": mcp_name,
+            "task_support": task_support,
         }
         if positional:
             _positional_fields(id, positional, given)
@@ -320,6 +331,7 @@ class ToolAdapter:
             "title": title,
             "output_schema": output_schema,
             "defined_at": defined_at,
+            "task_support": given.get("task_support"),
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -377,6 +389,13 @@ class ToolAdapter:
                     source=self.source,
                 )
             object.__setattr__(self, "output_schema", MappingProxyType(dict(self.output_schema)))
+        if self.task_support not in (None, *TASK_SUPPORT):
+            raise PresetValidationError(
+                f"{where}: task_support {self.task_support!r} must be one of "
+                f"{', '.join(map(repr, TASK_SUPPORT))}, or left out for a tool that never runs "
+                "as a task",
+                source=self.source,
+            )
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -501,6 +520,7 @@ class AdapterKit:
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         source: str | None = None,
+        task_support: TaskSupport | None = None,
     ) -> ToolAdapter:
         """The adapter of tool ``id``: ``action(app.<runtime>, arguments)`` when it is called."""
         return ToolAdapter(
@@ -515,6 +535,7 @@ class AdapterKit:
             output_schema=output_schema,
             annotations=annotations,
             source=source,
+            task_support=task_support,
         )
 
 
@@ -750,6 +771,7 @@ class ToolAdapterRegistry:
             accepts_context=with_call and getattr(handler, "_action_takes_call", True),
             check=check,
             run_async=run_async if awaited else None,
+            task_support=adapter.task_support,
         )
 
     def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:

@@ -339,6 +339,11 @@ ToolCheck = Callable[[Mapping[str, Any]], None]
 """Raises ``ToolArgumentError`` for arguments the tool's input schema refuses."""
 
 
+TaskSupport = Literal["optional", "required"]
+"""How a tool may run as a task (the MCP tasks extension): on request, or only so."""
+TASK_SUPPORT: tuple[TaskSupport, ...] = ("optional", "required")
+
+
 def effective_risk(risk: Risk, annotations: Mapping[str, Any] | None) -> Risk | None:
     """What calling a tool may do: its preset's ``risk``, or None for a tool marked read-only.
 
@@ -387,3 +392,5 @@ class ToolDef:
     accepts_context: bool = False
     check: ToolCheck | None = field(default=None, compare=False)
     run_async: ToolRunAsync | None = field(default=None, compare=False)
+    task_support: TaskSupport | None = None
+    """Whether the tool may run as a task (``ToolAdapter``'s ``task_support``)."""

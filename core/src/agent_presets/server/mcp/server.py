@@ -54,6 +54,7 @@ from agent_presets.server.mcp.pipeline import (
     standard_stages,
 )
 from agent_presets.server.mcp.rounds import state_boundary
+from agent_presets.server.mcp.tasks import Tasks
 from agent_presets.server.mcp.upstream import UpstreamHub
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
@@ -179,6 +180,8 @@ class PresetServer(Server[Any]):
         self.upstreams = UpstreamHub.attach(presets)
         # The tool budget, presets_search and presets_call (discovery.py).
         self.discovery = Discovery(self, discovery, tool_budget)
+        # Long calls as tasks, for clients of the tasks extension (tasks.py).
+        self.tasks = Tasks(self)
         super().__init__(
             name,
             version=__version__,
@@ -209,6 +212,7 @@ class PresetServer(Server[Any]):
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         # Legacy-era clients set the floor for the call context's log messages.
         add("logging/setLevel", types.SetLevelRequestParams, set_level_handler())
+        self.tasks.register(add)
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
@@ -228,6 +232,7 @@ class PresetServer(Server[Any]):
         """Stop following the registry and manager; end listen streams; stop the thread pool."""
         self.tool_registry.remove_on_change(self._tools_changed)
         self.discovery.close()
+        self.tasks.close()
         if self.tool_registry.get(self._request_tool.name) is self._request_tool:
             self.tool_registry.unregister(self._request_tool.name)
         self.presets.manager.remove_on_change(self._context_changed)
@@ -427,6 +432,8 @@ class PresetServer(Server[Any]):
         call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
         if params.name in self.discovery.names and self.discovery.enabled:
             return await self.discovery.call(call)
+        if self.tasks.takes(call):  # it runs through run_call too, as a task
+            return await self.tasks.call(call)
         return await self.run_call(call)
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]:
