@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -42,6 +43,7 @@ from agent_presets.server.mcp.envelope import Rejection, check, too_long
 from agent_presets.server.mcp.http import DEFAULT_MAX_BODY_SIZE
 
 if TYPE_CHECKING:
+    from anyio.lowlevel import EventLoopToken
     from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
 
@@ -111,19 +113,12 @@ class _CheckedLines(_WireText):
     it into a silent exception.
     """
 
-    def __init__(
-        self,
-        buffer: IO[bytes],
-        out: _LineWriter,
-        max_line: int = MAX_LINE,
-        on_eof: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, buffer: IO[bytes], out: _LineWriter, max_line: int = MAX_LINE) -> None:
         # errors="replace", as the SDK reads: a bad byte is one bad message,
         # not the end of the connection.
         super().__init__(buffer, errors="replace")
         self._out = out
         self.max_line = max_line
-        self._on_eof = on_eof
 
     def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
         while True:
@@ -131,9 +126,6 @@ class _CheckedLines(_WireText):
             line = super().readline(self.max_line + 1)
             if not line or not line.strip():
                 if not line:
-                    on_eof, self._on_eof = self._on_eof, None
-                    if on_eof is not None:  # before the SDK learns of it and ends the calls
-                        on_eof()
                     return line
                 continue
             rejection: Rejection | None
@@ -158,6 +150,82 @@ class _CheckedLines(_WireText):
                 return
 
 
+class _DaemonLines(anyio.AsyncFile[str]):
+    """``lines`` for the SDK's reader, read one line ahead on a daemon thread of its own.
+
+    A read of a pipe the client keeps open blocks until the client writes. On
+    an anyio worker thread (``anyio.wrap_file``) that read cannot be
+    cancelled and the worker is joined at exit, so a server could not stop
+    while its client kept stdin open: SIGINT, Claude Code's way to stop it,
+    did nothing until SIGTERM killed it. A daemon thread is left to its read.
+
+    ``end()`` is an end of input the loop makes itself. Either end runs
+    ``on_eof`` first, on a worker thread, before the SDK sees it.
+    """
+
+    def __init__(self, lines: _CheckedLines, on_eof: Callable[[], None] | None) -> None:
+        super().__init__(lines)
+        self._lines = lines
+        self._on_eof = on_eof
+        self._send, self._receive = anyio.create_memory_object_stream[str | Exception]()
+        self._started = False
+
+    async def readline(self) -> str:
+        if not self._started:
+            self._started = True
+            token = anyio.lowlevel.current_token()
+            threading.Thread(
+                target=self._read, args=(token,), name="presets-stdin", daemon=True
+            ).start()
+        try:
+            item = await self._receive.receive()
+        except anyio.EndOfStream:
+            item = ""
+        if isinstance(item, Exception):
+            raise item
+        if not item:
+            on_eof, self._on_eof = self._on_eof, None
+            if on_eof is not None:  # before the SDK learns of it and ends the calls
+                await anyio.to_thread.run_sync(on_eof)
+        return item
+
+    def end(self) -> None:
+        """End the input here: the next ``readline`` answers end of file."""
+        self._send.close()
+
+    def _read(self, token: EventLoopToken) -> None:
+        while True:
+            item: str | Exception
+            try:
+                item = self._lines.readline()
+            except Exception as exc:  # the SDK's reader raises it, as it did reading itself
+                item = exc
+            try:
+                anyio.from_thread.run(self._send.send, item, token=token)
+            except Exception:  # ended, or the loop is gone: nobody reads any more
+                return
+            if not isinstance(item, str) or not item:
+                return
+
+
+def _sigint_ends_input() -> bool:
+    """Whether this loop can take SIGINT (only the main thread can; not on Windows)."""
+    return sys.platform != "win32" and threading.current_thread() is threading.main_thread()
+
+
+async def _end_input_on_sigint(reader: _DaemonLines) -> None:
+    """The first SIGINT ends the input, as a client closing stdin would; a second interrupts.
+
+    Claude Code stops its server with SIGINT while stdin is open: the listen
+    streams then end with their result (``on_eof``), not ``-32000``.
+    """
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _ in signals:
+            log.info("SIGINT: ending the stdio connection")
+            reader.end()
+            break
+
+
 @asynccontextmanager
 async def stdio_transport(
     *, max_line: int = MAX_LINE, on_eof: Callable[[], None] | None = None
@@ -167,9 +235,10 @@ async def stdio_transport(
     The drop-in for ``mcp.server.stdio.stdio_server()``; a line longer than
     ``max_line`` characters is refused (see the module docstring). Raises
     ``RuntimeError`` when another ``stdio_transport()`` in this process is
-    serving. ``on_eof`` runs on the reading thread when stdin ends, before the
-    server hears of it (``PresetServer.end_listen_streams`` ends listen streams
-    gracefully there).
+    serving. ``on_eof`` runs on a worker thread when stdin ends, or when the
+    first SIGINT ends the input (in the main thread), before the server hears
+    of it (``PresetServer.end_listen_streams`` ends listen streams gracefully
+    there).
     """
     if max_line < 1:
         raise ValueError(f"max_line must be at least 1 character, got {max_line}")
@@ -178,12 +247,15 @@ async def stdio_transport(
         _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
     ):
         out = _LineWriter(wire_out)
-        lines = _CheckedLines(wire_in, out, max_line, on_eof)
-        async with stdio_server(stdin=anyio.wrap_file(lines), stdout=anyio.wrap_file(out)) as (
-            read_stream,
-            write_stream,
+        reader = _DaemonLines(_CheckedLines(wire_in, out, max_line), on_eof)
+        async with (
+            stdio_server(stdin=reader, stdout=anyio.wrap_file(out)) as (read_stream, write_stream),
+            anyio.create_task_group() as tg,
         ):
+            if _sigint_ends_input():
+                tg.start_soon(_end_input_on_sigint, reader)
             yield read_stream, write_stream
+            tg.cancel_scope.cancel()
 
 
 def _open_stdin_diversion() -> int:

@@ -161,7 +161,7 @@ async def _serve_stdio(
     from agent_presets.server.mcp.probe import serve_stdio_connection
     from agent_presets.server.mcp.stdio import stdio_transport
 
-    def on_eof() -> None:  # on the reading thread: the loop ends the listen streams
+    def on_eof() -> None:  # on a worker thread: the loop ends the listen streams
         anyio.from_thread.run(server.end_listen_streams)
 
     async with (
