@@ -113,6 +113,8 @@ class PendingRequest:
     """For a call: its arguments, in full, as they will run."""
     digest: str | None = None
     """For a call: ``call_digest(tool, arguments)``."""
+    principal: str | None = None
+    """Who asked (a token's name, ``local``); None: not said, the server's own."""
     outcome: Future[Outcome] = field(default_factory=Future, repr=False)
 
     @property
@@ -129,6 +131,8 @@ class PendingRequest:
             data["state"] = self.state
         else:
             data.update(tool=self.tool, arguments=dict(self.arguments or {}), digest=self.digest)
+        if self.principal is not None:
+            data["principal"] = self.principal
         data.update(
             reason=self.reason, created=iso_utc(self.created), expires=iso_utc(self.expires)
         )
@@ -222,6 +226,7 @@ class RequestStore:
         tool: str | None = None,
         arguments: Mapping[str, Any] | None = None,
         ttl: float | None = None,
+        principal: str | None = None,
     ) -> tuple[PendingRequest, bool]:
         """File a request, or merge it into the waiting one for the same change.
 
@@ -231,7 +236,9 @@ class RequestStore:
         now = self._clock()
         expires = now + (self.ttl if ttl is None else ttl)
         reason = reason[:MAX_REASON]
-        probe = PendingRequest("", kind, reason, now, expires, preset, state, tool)
+        probe = PendingRequest(
+            "", kind, reason, now, expires, preset, state, tool, principal=principal
+        )
         if kind == "call":
             probe.arguments = dict(arguments or {})
             probe.digest = call_digest(tool or "", probe.arguments)

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
     from agent_presets.server.store.redislog import RedisEventLog
+    from agent_presets.server.store.redisrequests import SharedRequestStore
     from agent_presets.server.store.redistokens import RedisTokenStore, RedisTokenTable
 
 T = TypeVar("T")
@@ -255,6 +256,15 @@ class RedisStore:
         from agent_presets.server.store.redistokens import RedisTokenTable
 
         return RedisTokenTable(self)
+
+    def request_store(
+        self, emit: Callable[[Any], None] | None = None, ttl: float | None = None
+    ) -> SharedRequestStore:
+        """A server's pending requests, shared with every replica, hearing their decisions."""
+        from agent_presets.server.requests import DEFAULT_TTL
+        from agent_presets.server.store.redisrequests import SharedRequestStore
+
+        return SharedRequestStore(self, ttl=ttl or DEFAULT_TTL, emit=emit).listen()
 
     # -- principal state ---------------------------------------------------------
 
