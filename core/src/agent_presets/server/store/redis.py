@@ -382,10 +382,24 @@ class RedisStore:
     ) -> str | None:
         if not counters:
             return None
+        hash_key = self.key("counters")
+        if all(limit is None for _key, limit in counters):
+            # Nothing can refuse the call: it need not wait for Redis. The counts go out
+            # behind it (``counts`` waits for them), so a call without budgets costs no
+            # round trip on its way.
+            if count:
+
+                async def bump(r: aioredis.Redis) -> Any:
+                    async with r.pipeline(transaction=True) as pipe:
+                        for key, _limit in counters:
+                            pipe.hincrby(hash_key, key, 1)
+                        return await pipe.execute()
+
+                self.submit(bump)
+            return None
         args: list[str] = ["1" if count else "0"]
         for key, limit in counters:
             args += [key, "" if limit is None else str(limit)]
-        hash_key = self.key("counters")
         spent = self.run(lambda r: self._charge(keys=[hash_key], args=args, client=r))
         return None if spent is None else _text(spent)
 
