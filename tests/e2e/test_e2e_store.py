@@ -531,3 +531,22 @@ def test_a_request_expired_by_another_replica_resolves_the_waiting_call(
     assert one.pending() == []
     for store in stores:
         store.close()
+
+
+def test_only_a_redis_store_imports_the_redis_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from agent_presets.cli import main\n"
+        "import agent_presets.cli.control, agent_presets.cli.tokens, agent_presets.cli.stats\n"
+        "import agent_presets.cli.serve, agent_presets.server.policy\n"
+        "from agent_presets.server.store import open_store\n"
+        "open_store(None).close()\n"
+        "assert 'redis' not in sys.modules, 'redis imported'\n"
+        "open_store('redis://127.0.0.1:1/0').close()\n"
+        "assert 'redis' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
