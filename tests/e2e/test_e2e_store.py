@@ -188,12 +188,12 @@ def test_redis_stopped_gives_a_clear_error_in_time_then_recovers_losing_nothing(
     store.subscribe(heard)
     store.save_principal("alice", PrincipalState(context={"surface": "canvas"}))
     for _ in range(5):
-        assert store.charge([("calls", None)]) is None
+        assert store.charge([("calls", 100)]) is None
     redis_server.kill()  # a crash: only what AOF fsynced may survive (appendfsync always)
 
     for operation in (
         lambda: store.load_principal("alice"),
-        lambda: store.charge([("calls", None)]),
+        lambda: store.charge([("calls", 100)]),
         lambda: store.publish("principal", {"name": "alice"}),
         lambda: store.save_principal("bob", PrincipalState()),
     ):
@@ -204,6 +204,10 @@ def test_redis_stopped_gives_a_clear_error_in_time_then_recovers_losing_nothing(
         message = str(caught.value)
         assert redis_server.url in message and "Redis is running" in message
 
+    # A call no budget limits does not wait for Redis (its count is lost, and logged).
+    started = time.monotonic()
+    assert store.charge([("calls", None)]) is None
+    assert time.monotonic() - started < 0.1
     redis_server.start()  # same port, same folder: the AOF is read back
     deadline = time.monotonic() + 10
     while True:
@@ -464,3 +468,85 @@ def test_two_writers_of_the_token_table_never_lose_each_others_tokens(
     assert len(writers[0].list()) == 40
     for writer in writers:
         writer.store.close()
+
+
+def test_requests_shared_by_two_replicas_merge_decide_once_and_reach_the_waiting_call(
+    redis_server: RedisServer,
+) -> None:
+    from agent_presets.server.requests import RequestLimitError, UnknownRequestError
+
+    stores = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
+    one, two = (store.request_store(ttl=60) for store in stores)
+    first, merged = one.file("override", preset="p", state="on", reason="a", principal="alice")
+    again, merged_again = two.file("override", preset="p", state="on", reason="b")
+    assert (merged, merged_again, again.id) == (False, True, first.id)
+    # A call's arguments come back as they run: {} stays {}, a big integer stays whole.
+    arguments = {"opts": {}, "n": 12345678901234567, "s": "x\u00e9"}
+    call, _ = one.file("call", tool="t", preset="p", reason="t()", arguments=arguments)
+    assert two.get(call.id).arguments == arguments
+    assert [r.id for r in two.pending()] == [first.id, call.id]
+    assert two.get(first.id).reason == "b" and two.get(first.id).principal == "alice"
+
+    # Two replicas decide at once: one of them does, the other is told it is gone.
+    outcomes: list[str] = []
+
+    def decide(requests: Any, outcome: Any) -> None:
+        try:
+            requests.decide(call.id, outcome, by="cli")
+            outcomes.append(outcome)
+        except UnknownRequestError:
+            outcomes.append("gone")
+
+    threads = [
+        threading.Thread(target=decide, args=(one, "denied")),
+        threading.Thread(target=decide, args=(two, "approved")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes)[-1] == "gone" and outcomes.count("gone") == 1
+    decided = next(o for o in outcomes if o != "gone")
+    assert call.outcome.result(5) == decided  # the call waiting on replica one hears it
+
+    # The bound counts every replica's requests.
+    small = stores[1].request_store(ttl=60)
+    small.max_pending = 2
+    small.file("call", tool="t", reason="t()", arguments={})
+    with pytest.raises(RequestLimitError, match="2 requests already wait"):
+        small.file("call", tool="t", reason="t()", arguments={})
+    for store in stores:
+        store.close()
+
+
+def test_a_request_expired_by_another_replica_resolves_the_waiting_call(
+    redis_server: RedisServer,
+) -> None:
+    stores = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
+    one, two = (store.request_store(ttl=0.2) for store in stores)
+    call, _ = one.file("call", tool="t", reason="t()", arguments={})
+    time.sleep(0.3)
+    assert [r.id for r in two.expire()] == [call.id]
+    assert call.outcome.result(5) == "expired"
+    assert one.pending() == []
+    for store in stores:
+        store.close()
+
+
+def test_only_a_redis_store_imports_the_redis_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from agent_presets.cli import main\n"
+        "import agent_presets.cli.control, agent_presets.cli.tokens, agent_presets.cli.stats\n"
+        "import agent_presets.cli.serve, agent_presets.server.policy\n"
+        "from agent_presets.server.store import open_store\n"
+        "open_store(None).close()\n"
+        "assert 'redis' not in sys.modules, 'redis imported'\n"
+        "open_store('redis://127.0.0.1:1/0').close()\n"
+        "assert 'redis' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 import click
 
-from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
+from agent_presets.cli.options import (
+    default_state_dir,
+    emit_json,
+    state_dir_option,
+    store_option,
+    table,
+)
 from agent_presets.safetext import shown
 from agent_presets.server.control import ControlError, NoServerError, control_request
 from agent_presets.server.requests import MIN_DIGEST, shown_request
@@ -32,6 +38,12 @@ class NeedsConfirmation(click.ClickException):
 
 
 _STATE_DIR = state_dir_option("The state folder of the server to act on (as given to serve).")
+_STORE = store_option("Act on the requests in this store, not one server's (as given to serve):")
+
+
+def _shared(store_url: str | None) -> bool:
+    """Whether ``--store`` names a shared store (its requests are decided there, docs/store.md)."""
+    return store_url is not None and store_url != "embedded"
 
 
 def yes_option(func: F) -> F:
@@ -203,7 +215,14 @@ def status(state_dir: Path | None, principal: str | None, as_json: bool) -> None
 )
 @principal_option("List the requests")
 @json_option
-def requests(state_dir: Path | None, full: bool, principal: str | None, as_json: bool) -> None:
+@_STORE
+def requests(
+    state_dir: Path | None,
+    full: bool,
+    principal: str | None,
+    as_json: bool,
+    store_url: str | None,
+) -> None:
     """List what the agent asked for that waits for you (approve or deny each by ID).
 
     \b
@@ -211,8 +230,15 @@ def requests(state_dir: Path | None, full: bool, principal: str | None, as_json:
     will run, with the digest that `presets approve ID --digest D` checks.
     --json prints every request with its full arguments and digest.
     """
-    where = state_dir or default_state_dir()
-    result = control_request(where, _with_principal({"op": "requests"}, principal))
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        result = shared.pending(str(store_url))
+        if principal is not None:
+            result = [r for r in result if r.get("principal") == principal]
+    else:
+        where = state_dir or default_state_dir()
+        result = control_request(where, _with_principal({"op": "requests"}, principal))
     if as_json:
         # ASCII only: a terminal never receives an agent's raw control character.
         click.echo(json.dumps(result, indent=2, ensure_ascii=True))
@@ -274,21 +300,33 @@ def _show_full(r: dict[str, Any]) -> None:
 )
 @_STATE_DIR
 @yes_option
-def approve(request_id: str, digest: str | None, state_dir: Path | None, yes: bool) -> None:
+@_STORE
+def approve(
+    request_id: str, digest: str | None, state_dir: Path | None, yes: bool, store_url: str | None
+) -> None:
     """Approve the pending request ID (`presets requests` lists them).
 
     An approved call runs once, as `presets requests --full` shows it, and
     only if every gate still lets it (its preset on, its token valid, budgets
     left). --digest binds the approval to the call you read.
     """
-    where = state_dir or default_state_dir()
-    message: dict[str, Any] = {"op": "approve", "id": request_id, "by": "cli"}
-    if digest is not None:
-        message["digest"] = digest
-    result = _confirmed(where, message, yes)
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        result = shared.approve(request_id, digest, yes, str(store_url))
+    else:
+        message: dict[str, Any] = {"op": "approve", "id": request_id, "by": "cli"}
+        if digest is not None:
+            message["digest"] = digest
+        result = _confirmed(state_dir or default_state_dir(), message, yes)
     change = result.get("change")
     rid = shown(request_id)
-    if change is not None:
+    if change is not None and "principal" in change:  # decided in the store: every replica
+        click.echo(
+            f"approved {rid}: {change['preset']} {change['state']} for "
+            f"{shown(change['principal'])}, on every replica"
+        )
+    elif change is not None:
         click.echo(
             f"approved {rid}: {change['preset']} {change['state']}, "
             f"{'active' if change['active'] else 'inactive'} now"
@@ -305,9 +343,16 @@ def approve(request_id: str, digest: str | None, state_dir: Path | None, yes: bo
 @click.command()
 @click.argument("request_id", metavar="ID")
 @_STATE_DIR
-def deny(request_id: str, state_dir: Path | None) -> None:
+@_STORE
+def deny(request_id: str, state_dir: Path | None, store_url: str | None) -> None:
     """Deny the pending request ID: nothing changes, and the agent is not told why."""
-    control_request(state_dir or default_state_dir(), {"op": "deny", "id": request_id, "by": "cli"})
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        shared.deny(request_id, str(store_url))
+    else:
+        message = {"op": "deny", "id": request_id, "by": "cli"}
+        control_request(state_dir or default_state_dir(), message)
     click.echo(f"denied {shown(request_id)}")
 
 

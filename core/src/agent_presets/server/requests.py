@@ -137,6 +137,8 @@ class PendingRequest:
             data["state"] = self.state
         else:
             data.update(tool=self.tool, arguments=dict(self.arguments or {}), digest=self.digest)
+        if self.principal is not None:
+            data["principal"] = self.principal
         data.update(
             reason=self.reason, created=iso_utc(self.created), expires=iso_utc(self.expires)
         )

@@ -36,7 +36,7 @@ from agent_presets.server.config import (
     ServeConfig,
     config_from,
 )
-from agent_presets.server.control import Controller
+from agent_presets.server.control import Controller, request_ttl_from_env
 from agent_presets.server.mcp.auth import token_of
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.server.mcp.catalog import ServedMembers
@@ -146,8 +146,17 @@ class PresetServer(Server[Any]):
         if self.policy.own_store:  # its budgets count in the server's store (every replica's)
             self.policy.store = self.store
         # Live control (the CLI, the console) and the agent's presets_request tool.
+        shared = getattr(self.store, "request_store", None)  # one queue for every replica
         self.control = (
-            control if control is not None else Controller(presets.manager, emit=self.policy.emit)
+            control
+            if control is not None
+            else Controller(
+                presets.manager,
+                emit=self.policy.emit,
+                requests=shared(self.policy.emit, request_ttl_from_env())
+                if shared is not None
+                else None,
+            )
         )
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
     from agent_presets.server.store.redislog import RedisEventLog
+    from agent_presets.server.store.redisrequests import SharedRequestStore
     from agent_presets.server.store.redistokens import RedisTokenStore, RedisTokenTable
 
 T = TypeVar("T")
@@ -68,6 +69,9 @@ log = logging.getLogger("agent_presets.server.store")
 DEFAULT_TIMEOUT: Final = 2.0
 """Seconds an operation waits for Redis before it raises ``StoreUnavailableError``."""
 DEFAULT_PREFIX: Final = "presets:"
+LINGER: Final = 0.005
+"""Seconds what goes out behind a call (counts, log lines) waits for others to join it: under
+load, one round trip carries many calls' writes."""
 RESUBSCRIBE_SECONDS: Final = 0.25
 """How long the bus waits between attempts to subscribe again while Redis is away."""
 RECONNECTED: Final = "store.reconnected"
@@ -156,7 +160,11 @@ class RedisStore:
         self._listen_lock = threading.Lock()
         self._inbox: queue.SimpleQueue[tuple[str, Mapping[str, Any]] | None] = queue.SimpleQueue()
         self._dispatcher: threading.Thread | None = None
-        self._background: set[concurrent.futures.Future[Any]] = set()
+        # Counts of calls no budget limits, gathered between round trips (``charge``).
+        self._sent = threading.Condition()
+        self._unsent: dict[str, int] = {}
+        self._sending = 0
+        self._count_woken = False
         self._ids = itertools.count(1)
 
     def key(self, *parts: str) -> str:
@@ -188,31 +196,36 @@ class RedisStore:
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise self.unavailable(str(exc) or type(exc).__name__) from exc
 
-    def submit(self, operation: Callable[[aioredis.Redis], Awaitable[Any]]) -> None:
-        """Run ``operation(client)`` on the store's loop without waiting for it.
-
-        Its failure is logged. ``flush`` waits for what was submitted.
-        """
-        if self._closed:
-            raise StoreUnavailableError(f"the store {self.url} is closed (the server is stopping)")
-
-        async def bounded() -> Any:
-            return await asyncio.wait_for(operation(self.client), self.timeout)
-
-        future = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
-        self._background.add(future)
-        future.add_done_callback(self._done)
-
-    def _done(self, future: concurrent.futures.Future[Any]) -> None:
-        self._background.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            log.warning("the store %s lost a write: %s", self.url, future.exception())
-
     def flush(self) -> None:
-        """Wait (at most ``timeout``) for every operation ``submit`` started."""
-        pending = list(self._background)
-        if pending:
-            concurrent.futures.wait(pending, self.timeout + 1.0)
+        """Wait (at most ``timeout``) until the counts of unlimited calls are in Redis."""
+        with self._sent:
+            if self._unsent and not self._count_woken:
+                self._count_woken = True
+                self._loop.call_soon_threadsafe(self._send_counts_soon)
+            self._sent.wait_for(lambda: not self._unsent and not self._sending, self.timeout)
+
+    def _send_counts_soon(self) -> None:
+        self._loop.create_task(self._send_counts())
+
+    async def _send_counts(self) -> None:
+        """Send the counts gathered since the last batch, in one round trip."""
+        await asyncio.sleep(LINGER)  # let the calls meanwhile join the batch
+        with self._sent:
+            batch, self._unsent = self._unsent, {}
+            self._count_woken = False
+            self._sending = len(batch)
+        hash_key = self.key("counters")
+        try:
+            async with self.client.pipeline(transaction=True) as pipe:
+                for key, n in batch.items():
+                    pipe.hincrby(hash_key, key, n)
+                await asyncio.wait_for(pipe.execute(), self.timeout)
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.warning("the store %s lost %d call counts: %s", self.url, sum(batch.values()), exc)
+        finally:
+            with self._sent:
+                self._sending = 0
+                self._sent.notify_all()
 
     def unavailable(self, why: str) -> StoreUnavailableError:
         return StoreUnavailableError(
@@ -255,6 +268,15 @@ class RedisStore:
         from agent_presets.server.store.redistokens import RedisTokenTable
 
         return RedisTokenTable(self)
+
+    def request_store(
+        self, emit: Callable[[Any], None] | None = None, ttl: float | None = None
+    ) -> SharedRequestStore:
+        """A server's pending requests, shared with every replica, hearing their decisions."""
+        from agent_presets.server.requests import DEFAULT_TTL
+        from agent_presets.server.store.redisrequests import SharedRequestStore
+
+        return SharedRequestStore(self, ttl=ttl or DEFAULT_TTL, emit=emit).listen()
 
     # -- principal state ---------------------------------------------------------
 
@@ -372,10 +394,23 @@ class RedisStore:
     ) -> str | None:
         if not counters:
             return None
+        hash_key = self.key("counters")
+        if all(limit is None for _key, limit in counters):
+            # Nothing can refuse the call: it need not wait for Redis. Its counts go out
+            # behind it, gathered with other calls' into one round trip (``counts`` waits
+            # for them), so a call without budgets costs no round trip on its way.
+            if count:
+                with self._sent:
+                    for key, _limit in counters:
+                        self._unsent[key] = self._unsent.get(key, 0) + 1
+                    wake = not self._count_woken
+                    self._count_woken = True
+                if wake:
+                    self._loop.call_soon_threadsafe(self._send_counts_soon)
+            return None
         args: list[str] = ["1" if count else "0"]
         for key, limit in counters:
             args += [key, "" if limit is None else str(limit)]
-        hash_key = self.key("counters")
         spent = self.run(lambda r: self._charge(keys=[hash_key], args=args, client=r))
         return None if spent is None else _text(spent)
 

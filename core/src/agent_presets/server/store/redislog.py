@@ -35,6 +35,7 @@ from agent_presets.server.eventlog import (
     encode,
     line_hash,
 )
+from agent_presets.server.store.redis import LINGER
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
@@ -130,6 +131,7 @@ class RedisEventLog:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            await asyncio.sleep(LINGER)  # let the lines meanwhile join the batch
             with self._lock:
                 self._woken = False
             while True:
