@@ -104,7 +104,16 @@ def test_the_json_of_a_request_has_the_documented_fields() -> None:
     override, _ = requests.file("override", preset="p", state="on", reason="why")
     call, _ = requests.file("call", preset="p", tool="space_run", reason="")
     data = override.to_json()
-    assert list(data) == ["id", "kind", "preset", "state", "reason", "created", "expires"]
+    assert list(data) == [
+        "id",
+        "kind",
+        "principal",
+        "preset",
+        "state",
+        "reason",
+        "created",
+        "expires",
+    ]
     assert (data["kind"], data["state"], data["reason"]) == ("override", "on", "why")
     assert ISO_UTC.match(data["created"]) and ISO_UTC.match(data["expires"])
     assert data["expires"] > data["created"]

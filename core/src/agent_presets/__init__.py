@@ -59,6 +59,7 @@ _EXPORTS = {
     "RowTable": "rows",
     "write_atomic": "atomicfile",
     "svg_safe": "safetext",
+    "current_principal": "principal",
     # Serving MCP from a host app. These import mcp (about a second), on first use only.
     "PresetServer": "server",
     "build_server": "server",
@@ -97,6 +98,7 @@ __all__ = [
     "UnsupportedByClientError",
     "Upstream",
     "__version__",
+    "current_principal",
     "hookimpl",
     "hookspec",
     "object_schema",
@@ -189,6 +191,7 @@ if TYPE_CHECKING:
     from agent_presets.plugins import (
         load_plugins as load_plugins,
     )
+    from agent_presets.principal import current_principal
     from agent_presets.registry import (
         PresetRegistry as PresetRegistry,
     )

@@ -172,6 +172,41 @@ class PresetManager:
             "registry": self.registry.status(),
         }
 
+    # -- another context: a principal's ------------------------------------
+
+    def check_context(self, context: Mapping[str, Any]) -> Context:
+        """``context`` checked as ``set_context`` checks it, without making it current."""
+        checked = validate_context(context)
+        self.vocabulary.check_context(checked)
+        return checked
+
+    def check_override(self, name: str, state: str) -> None:
+        """Refuse what ``set_override(name, state)`` would refuse, changing nothing."""
+        if state not in OVERRIDE_STATES:
+            raise PresetValidationError(
+                f"override state {state!r} for {name!r} is not one of: on, off, auto"
+            )
+        if name not in self.registry:
+            raise UnknownPresetError(self.registry.unknown_message(name))
+        if state == "on":
+            self._check_ready(name)
+
+    def resolve_for(
+        self, context: Mapping[str, Any], overrides: Mapping[str, str]
+    ) -> tuple[Resolution, tuple[ToolDef, ...]]:
+        """The resolution and tool defs of another context and overrides, left uncurrent.
+
+        What a server serves a principal with a context of its own: the same
+        rules, memo and tool defs as the current resolution, so two principals
+        in one context share one resolution. An override of a preset that is
+        no longer registered is left out (it was checked when it was set).
+        """
+        ctx = validate_context(context)
+        with self._lock:
+            kept = {k: v for k, v in overrides.items() if k in self.registry and v != "auto"}
+            resolution = self._compute(ctx, kept)
+            return resolution, self._tool_defs_for(resolution)
+
     # -- listeners ---------------------------------------------------------
 
     def add_on_change(self, callback: ChangeListener) -> None:

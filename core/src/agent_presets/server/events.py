@@ -351,6 +351,8 @@ class Request(_Checked, Event):
     preset: str | None = None
     state: State | None = None
     tool: str | None = None
+    principal: str | None = None
+    """Who asked: the token's name, or ``local``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -377,6 +379,8 @@ class Change(_Checked, Event):
     previous: State | None = None
     by: str
     """Who changed it: ``cli``, ``console``, ``agent``, ``approval`` ..."""
+    principal: str | None = None
+    """Whose state it is: the token's name, ``local``; null for a server-wide change."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -388,6 +392,8 @@ class ContextChange(Event):
     """The fields that changed, with their new values (declared values: no free text)."""
     by: str
     """Who changed it: ``cli`` (``presets context set``), ``console`` ..."""
+    principal: str | None = None
+    """Whose state it is: the token's name, ``local``; null for a server-wide change."""
 
 
 _FIELD_NAMES: dict[type[Event], tuple[str, ...]] = {}

@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.principal import LOCAL as LOCAL
 from agent_presets.schema import quote
 from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.suggest import did_you_mean
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 SUMMARY_SECONDS = 60.0
 """How often counted refusals of a spent budget are written as one summary line."""
 
-LOCAL: Final = "local"
-"""The principal of a call without a token: stdio, or an unauthenticated loopback server."""
 
 Outcome = Literal["ok", "error", "bad-arguments", "refused", "cancelled"]
 """How a call ended: it ran and succeeded or failed (``error``), its arguments did not

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.listeners import Listeners
 from agent_presets.model import PresetError, ToolCallError
+from agent_presets.principal import LOCAL
 from agent_presets.safetext import shown, shown_arguments, shown_value
 from agent_presets.suggest import did_you_mean
 
@@ -113,18 +114,25 @@ class PendingRequest:
     """For a call: its arguments, in full, as they will run."""
     digest: str | None = None
     """For a call: ``call_digest(tool, arguments)``."""
+    principal: str = LOCAL
+    """Who asked; an approved override is set for this principal."""
     outcome: Future[Outcome] = field(default_factory=Future, repr=False)
 
     @property
     def merge_key(self) -> tuple[str, ...] | None:
         """Requests with one key are the same change; a call never merges with another."""
         if self.kind == "override":
-            return ("override", self.preset or "", self.state or "")
+            return ("override", self.principal, self.preset or "", self.state or "")
         return None
 
     def to_json(self) -> dict[str, Any]:
         """The object ``presets requests --json`` and the console show."""
-        data: dict[str, Any] = {"id": self.id, "kind": self.kind, "preset": self.preset}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "principal": self.principal,
+            "preset": self.preset,
+        }
         if self.kind == "override":
             data["state"] = self.state
         else:
@@ -222,6 +230,7 @@ class RequestStore:
         tool: str | None = None,
         arguments: Mapping[str, Any] | None = None,
         ttl: float | None = None,
+        principal: str = LOCAL,
     ) -> tuple[PendingRequest, bool]:
         """File a request, or merge it into the waiting one for the same change.
 
@@ -231,7 +240,9 @@ class RequestStore:
         now = self._clock()
         expires = now + (self.ttl if ttl is None else ttl)
         reason = reason[:MAX_REASON]
-        probe = PendingRequest("", kind, reason, now, expires, preset, state, tool)
+        probe = PendingRequest(
+            "", kind, reason, now, expires, preset, state, tool, principal=principal
+        )
         if kind == "call":
             probe.arguments = dict(arguments or {})
             probe.digest = call_digest(tool or "", probe.arguments)
@@ -262,7 +273,16 @@ class RequestStore:
         if not merged:
             from agent_presets.server.events import Request
 
-            self._write(Request(id=request.id, asks=kind, preset=preset, state=state, tool=tool))
+            self._write(
+                Request(
+                    id=request.id,
+                    asks=kind,
+                    preset=preset,
+                    state=state,
+                    tool=tool,
+                    principal=principal,
+                )
+            )
         self._listeners.notify()
         return request, merged
 

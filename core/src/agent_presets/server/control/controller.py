@@ -34,6 +34,8 @@ from agent_presets.model import (
     ToolDef,
     UnknownPresetError,
 )
+from agent_presets.principal import LOCAL, current_principal
+from agent_presets.server.principals import Principals, check_principal
 from agent_presets.server.requests import (
     DEFAULT_TTL,
     MAX_REASON,
@@ -117,8 +119,11 @@ class Controller:
         *,
         emit: Callable[[Event], None] | None = None,
         requests: RequestStore | None = None,
+        principals: Principals | None = None,
     ) -> None:
         self.manager = manager
+        self.principals = principals
+        """Each principal's own state (the server sets it); None: one principal, the server."""
         self._emit = emit
         # One change at a time, so each change line names the state it replaced.
         self._lock = threading.RLock()
@@ -130,11 +135,24 @@ class Controller:
 
     # -- reading -------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
-        """``{"server": pid, "context": {...}, "presets": [...]}`` (``docs/control.md``)."""
+    def status(self, principal: str | None = None) -> dict[str, Any]:
+        """``{"server": pid, "context": {...}, "presets": [...]}`` (``docs/control.md``).
+
+        With ``principal``, what that principal is served: its context and
+        overrides (the server's, with its own over them).
+        """
         manager = self.manager
-        overrides = manager.get_overrides()
-        active = {a.name: a for a in manager.get_active_presets()}
+        theirs = self._principals(principal)
+        if theirs is None:
+            overrides = manager.get_overrides()
+            context = manager.get_context()
+            resolution = manager.resolve()
+        else:
+            assert principal is not None
+            overrides = theirs.overrides(principal)
+            context = theirs.context(principal)
+            resolution = theirs.resolution(principal)
+        active = {a.name: a for a in resolution.active_presets}
         presets = []
         for preset in manager.registry.list():
             state = overrides.get(preset.name, "auto")
@@ -160,10 +178,28 @@ class Controller:
             )
         return {
             "server": os.getpid(),
-            "context": manager.get_context(),
+            "principal": principal if principal is not None else LOCAL,
+            "principals": self.principals.names() if self.principals is not None else [LOCAL],
+            "context": context,
             "presets": presets,
             "requests": len(self.requests),
         }
+
+    def _principals(self, principal: str | None) -> Principals | None:
+        """The principals to change ``principal``'s own state in; None: the server's state.
+
+        No principal, or ``local``, is the server's own state (the host's
+        context, the server-wide overrides). Another needs a server that
+        keeps principals, and a name a token could have.
+        """
+        if principal is None or principal == LOCAL:
+            return None
+        if self.principals is None:
+            raise PresetValidationError(
+                f"--principal {principal!r}: this server keeps no principals of its own"
+            )
+        check_principal(principal)
+        return self.principals
 
     def pending(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.requests.pending()]
@@ -171,13 +207,22 @@ class Controller:
     # -- a person's changes --------------------------------------------------
 
     def set_override(
-        self, name: str, state: str, *, by: str, confirmed: bool = False
+        self,
+        name: str,
+        state: str,
+        *,
+        by: str,
+        confirmed: bool = False,
+        principal: str | None = None,
     ) -> dict[str, Any]:
-        """Set ``name`` to ``state`` (on/off/auto) for this session; log who did it.
+        """Set ``name`` to ``state`` (on/off/auto); log who did it.
 
-        Raises ``ConfirmationRequired`` for a risky preset turned on without
-        ``confirmed``, before anything changes.
+        Without ``principal`` (or with ``local``) the override is the
+        server's, for every principal; with one, it is that principal's own
+        and wins over the server's. Raises ``ConfirmationRequired`` for a
+        risky preset turned on without ``confirmed``, before anything changes.
         """
+        theirs = self._principals(principal)
         _check_by(by)
         if state not in OVERRIDE_STATES:
             raise PresetValidationError(f"state {state!r} is not one of: on, off, auto")
@@ -185,10 +230,21 @@ class Controller:
         if preset is None:
             raise UnknownPresetError(self.manager.registry.unknown_message(name))
         with self._lock:
-            previous = self.manager.get_overrides().get(name, "auto")
+            if theirs is None:
+                previous = self.manager.get_overrides().get(name, "auto")
+            else:
+                assert principal is not None
+                own = theirs.own(principal)
+                previous = own.overrides.get(name, "auto") if own is not None else "auto"
             if state == "on" and previous != "on" and preset.dangerous and not confirmed:
                 raise ConfirmationRequired(name, preset.risk)
-            self.manager.set_override(name, state)
+            if theirs is None:
+                self.manager.set_override(name, state)
+                if self.principals is not None:
+                    self.principals.share_server_overrides()
+            else:
+                assert principal is not None
+                theirs.set_override(principal, name, state)
             changed = previous != state
             if changed:
                 # The event classes load with the first line written, not with the server.
@@ -200,17 +256,23 @@ class Controller:
                         state=cast("State", state),
                         previous=cast("State", previous),
                         by=by,
+                        principal=None if theirs is None else principal,
                     )
                 )
+        resolution = (
+            self.manager.resolve() if theirs is None else theirs.resolution(principal or LOCAL)
+        )
         return {
             "preset": name,
             "state": state,
             "previous": previous,
             "changed": changed,
-            "active": name in self.manager.resolve().active_names,
+            "active": name in resolution.active_names,
         }
 
-    def set_context(self, changes: Mapping[str, Any], *, by: str) -> dict[str, Any]:
+    def set_context(
+        self, changes: Mapping[str, Any], *, by: str, principal: str | None = None
+    ) -> dict[str, Any]:
         """Change fields of the host's context, as the host app would; log who did it.
 
         Every key must be a declared field and every value one it allows
@@ -225,25 +287,39 @@ class Controller:
         if not changes:
             raise PresetValidationError("give at least one field to set, as KEY=VALUE")
         manager = self.manager
+        theirs = self._principals(principal)
         with self._lock:
             manager.vocabulary.check_change(changes)
-            previous = manager.get_context()
-            update = getattr(manager.app, "update_context", None)
-            if callable(update):
-                update(dict(changes))
+            if theirs is not None:
+                assert principal is not None
+                previous = theirs.context(principal)
+                now = theirs.set_context(principal, changes)
+                resolution = theirs.resolution(principal)
             else:
-                manager.set_context({**previous, **changes})
-            now = manager.get_context()
+                previous = manager.get_context()
+                update = getattr(manager.app, "update_context", None)
+                if callable(update):
+                    update(dict(changes))
+                else:
+                    manager.set_context({**previous, **changes})
+                now = manager.get_context()
+                resolution = manager.resolve()
             changed = sorted(k for k in {*previous, *now} if previous.get(k) != now.get(k))
             if changed:
                 from agent_presets.server.events import ContextChange
 
-                self._write(ContextChange(fields={k: now.get(k) for k in changed}, by=by))
+                self._write(
+                    ContextChange(
+                        fields={k: now.get(k) for k in changed},
+                        by=by,
+                        principal=None if theirs is None else principal,
+                    )
+                )
         return {
             "context": now,
             "previous": previous,
             "changed": changed,
-            "active": list(manager.resolve().active_names),
+            "active": list(resolution.active_names),
         }
 
     def approve(
@@ -269,7 +345,11 @@ class Controller:
                     raise ConfirmationRequired(request.preset, preset.risk)
                 # Set first: a preset that cannot be turned on leaves the request pending.
                 result["change"] = self.set_override(
-                    request.preset, request.state, by="approval", confirmed=True
+                    request.preset,
+                    request.state,
+                    by="approval",
+                    confirmed=True,
+                    principal=request.principal,
                 )
             self.requests.decide(request.id, "approved", by=by)
         return result
@@ -293,18 +373,29 @@ class Controller:
         if found is None:
             raise ToolCallError(registry.unknown_message(preset))
         with self._lock:
-            return self._ask(preset, state, reason)
+            return self._ask(preset, state, reason, current_principal())
 
-    def _ask(self, preset: str, state: str, reason: str) -> dict[str, Any]:
-        overrides = self.manager.get_overrides()
-        active = preset in self.manager.resolve().active_names
+    def _ask(self, preset: str, state: str, reason: str, principal: str) -> dict[str, Any]:
+        theirs = self._principals(principal)
+        if theirs is None:
+            overrides = self.manager.get_overrides()
+            active = preset in self.manager.resolve().active_names
+        else:
+            overrides = theirs.overrides(principal)
+            active = preset in theirs.resolution(principal).active_names
         if state == "off":
             if overrides.get(preset) == "off":
                 return {"status": "unchanged", "message": f"Preset {preset!r} is off already."}
             for waiting in self.requests.pending():
-                if waiting.kind == "override" and waiting.preset == preset:
+                if (
+                    waiting.kind == "override"
+                    and waiting.preset == preset
+                    and waiting.principal == principal
+                ):
                     self.requests.decide(waiting.id, "withdrawn", by="agent")
-            self.set_override(preset, "off", by="agent")
+            self.set_override(
+                preset, "off", by="agent", principal=None if theirs is None else principal
+            )
             return {
                 "status": "applied",
                 "preset": preset,
@@ -319,7 +410,9 @@ class Controller:
                 "message": f"Preset {preset!r} is active already; its tools are in the list.",
             }
         # RequestLimitError (a ToolCallError) tells the agent to stop asking.
-        request, merged = self.requests.file("override", preset=preset, state="on", reason=reason)
+        request, merged = self.requests.file(
+            "override", preset=preset, state="on", reason=reason, principal=principal
+        )
         again = " (you asked before; the reason is updated)" if merged else ""
         return {
             "status": "pending",

@@ -31,6 +31,7 @@ long the tool's calls take.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 import time
@@ -187,7 +188,8 @@ class ToolCalls:
             finally:
                 self._release(turn)
         try:
-            future = self._pool().submit(run, arguments)
+            # In the call's context: the handler reads current_principal() there too.
+            future = self._pool().submit(contextvars.copy_context().run, run, arguments)
         except BaseException:
             self._release(turn)
             raise

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -44,6 +44,8 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
@@ -52,6 +54,10 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agent_presets.principal import LOCAL
+from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.principals import EVERYONE, Audience
 
 log = logging.getLogger("agent_presets.server")
 
@@ -80,6 +86,8 @@ class _Peer:
     session: ServerSession
     session_id: str | None = None
     """The streamable HTTP session's id; ``None`` for a stdio or in-memory connection."""
+    principal: str = LOCAL
+    """Who opened the session; it hears only the changes of what that principal is served."""
     ready: bool = False
     busy: int = 0
     """Requests of this HTTP session in flight: their response streams carry what changes."""
@@ -88,15 +96,21 @@ class _Peer:
 
 
 class ChangeFanout:
-    """Records changes from any thread; delivers them from the server's event loop."""
+    """Records changes from any thread; delivers them from the server's event loop.
 
-    def __init__(self, bus: SubscriptionBus, resource_uris: Iterable[str]) -> None:
-        self._bus = bus
+    Each change has an audience (``Audience``): the principals whose served
+    lists it may have changed. A legacy connection hears it when the
+    principal that opened it is in the audience; a listen stream, when its
+    principal's (each principal's streams share one subscription bus).
+    """
+
+    def __init__(self, resource_uris: Iterable[str]) -> None:
+        self._buses: dict[str, tuple[SubscriptionBus, ListenHandler]] = {}
         self._resource_uris = tuple(resource_uris)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_users = 0
-        self._pending: set[Kind] = set()
+        self._pending: dict[Kind, list[Audience]] = {}
         self._scheduled = False
         # Touched only on the loop thread:
         self._peers: dict[object, _Peer] = {}
@@ -107,6 +121,20 @@ class ChangeFanout:
         Until something does (``HttpSessions``), every HTTP session counts as listening."""
         self._waiters: list[asyncio.Future[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- listen streams, by principal ------------------------------------------
+
+    def listen_handler(self, principal: str) -> ListenHandler:
+        """The handler of ``principal``'s listen streams (made on first use)."""
+        held = self._buses.get(principal)
+        if held is None:
+            bus = InMemorySubscriptionBus()
+            held = self._buses[principal] = (bus, ListenHandler(bus))
+        return held[1]
+
+    def close_listen_streams(self) -> None:
+        for _bus, handler in list(self._buses.values()):
+            handler.close()
 
     # -- the loop ----------------------------------------------------------
 
@@ -132,9 +160,9 @@ class ChangeFanout:
 
     # -- recording changes (any thread) --------------------------------------
 
-    def changed(self, kind: Kind) -> None:
+    def changed(self, kind: Kind, audience: Audience = EVERYONE) -> None:
         with self._lock:
-            self._pending.add(kind)
+            self._pending.setdefault(kind, []).append(audience)
             loop = self._loop
             if self._scheduled or loop is None:
                 return
@@ -161,7 +189,7 @@ class ChangeFanout:
         try:
             while True:
                 with self._lock:
-                    kinds, self._pending = self._pending, set()
+                    kinds, self._pending = self._pending, {}
                     if not kinds:
                         self._scheduled = False
                         drained = True
@@ -196,17 +224,12 @@ class ChangeFanout:
         with anyio.move_on_after(SETTLE_TIMEOUT):
             await waiter
 
-    async def _deliver(self, kinds: set[Kind]) -> None:
-        events: list[ServerEvent] = []
-        if "tools" in kinds:
-            events.append(ToolsListChanged())
-        if "context" in kinds:
-            events.append(PromptsListChanged())
-            events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
-        if "resources" in kinds:
-            events.append(ResourcesListChanged())
+    async def _deliver(self, pending: dict[Kind, list[Audience]]) -> None:
         ready = []
         for key, peer in list(self._peers.items()):
+            kinds = _kinds_for(pending, peer.principal)
+            if not kinds:
+                continue
             if not peer.ready:
                 peer.unheard |= kinds
                 continue
@@ -216,13 +239,25 @@ class ChangeFanout:
                 peer.unheard |= kinds
             # Sent even to an HTTP session that is not listening: the transport's event
             # store keeps it for a client that resumes its GET stream (Last-Event-ID).
-            ready.append((key, peer))
+            ready.append((key, peer, kinds))
         if ready:
             async with anyio.create_task_group() as tg:
-                for key, peer in ready:
+                for key, peer, kinds in ready:
                     tg.start_soon(self._notify_peer, key, peer, kinds)
-        for event in events:
-            await self._bus.publish(event)
+        for principal, (bus, _handler) in list(self._buses.items()):
+            for event in self._events(_kinds_for(pending, principal)):
+                await bus.publish(event)
+
+    def _events(self, kinds: set[Kind]) -> list[ServerEvent]:
+        events: list[ServerEvent] = []
+        if "tools" in kinds:
+            events.append(ToolsListChanged())
+        if "context" in kinds:
+            events.append(PromptsListChanged())
+            events.extend(ResourceUpdated(uri=uri) for uri in self._resource_uris)
+        if "resources" in kinds:
+            events.append(ResourcesListChanged())
+        return events
 
     def _hears(self, peer: _Peer) -> bool:
         """Whether ``peer`` hears its standalone channel now."""
@@ -281,7 +316,7 @@ class ChangeFanout:
         """Server middleware: follow each legacy connection from its handshake on."""
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
-        peer = self._add_peer(ctx.session)
+        peer = self._add_peer(ctx.session, ctx)
         if peer is None:
             return await call_next(ctx)
         if ctx.method == "initialize":
@@ -319,7 +354,7 @@ class ChangeFanout:
 
     def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str, on: bool) -> None:
         """``resources/subscribe`` / ``unsubscribe`` from a legacy connection."""
-        peer = self._add_peer(ctx.session)
+        peer = self._add_peer(ctx.session, ctx)
         if peer is not None:
             (peer.resources.add if on else peer.resources.discard)(uri)
 
@@ -334,7 +369,9 @@ class ChangeFanout:
         connection = getattr(session, "_connection", None)
         return connection if connection is not None else session
 
-    def _add_peer(self, session: ServerSession) -> _Peer | None:
+    def _add_peer(
+        self, session: ServerSession, ctx: ServerRequestContext[Any, Any] | None = None
+    ) -> _Peer | None:
         key = self._key(session)
         peer = self._peers.get(key)
         if peer is not None:
@@ -344,6 +381,14 @@ class ChangeFanout:
                 return None
             key.exit_stack.callback(self._peers.pop, key, None)
         session_id = key.session_id if isinstance(key, Connection) else None
-        peer = _Peer(session, session_id)
+        token = token_of(ctx.request) if ctx is not None else None
+        peer = _Peer(session, session_id, LOCAL if token is None else token)
         self._peers[key] = peer
         return peer
+
+
+def _kinds_for(pending: Mapping[Kind, list[Audience]], principal: str) -> set[Kind]:
+    """The kinds of change whose audience includes ``principal``."""
+    return {
+        kind for kind, audiences in pending.items() if any(a.includes(principal) for a in audiences)
+    }

@@ -84,7 +84,9 @@ class Served(Protocol):
 
     def unavailable_message(self, name: str) -> str: ...
 
-    def exposed_because(self, preset: str | None) -> Reason | None: ...
+    def exposed_because(self, preset: str | None, principal: str = ...) -> Reason | None: ...
+
+    def tool_for(self, name: str, principal: str) -> ToolDef | None: ...
 
     def does_io(self, tool: ToolDef) -> bool: ...
 
@@ -160,7 +162,7 @@ class Record:
             gate=call.gate,
             preset=preset,
             risk=tool.risk if tool is not None else None,
-            reason=server.exposed_because(preset),
+            reason=server.exposed_because(preset, call.principal),
             confirm=call.confirm,
             seconds=0.0 if refused else time.perf_counter() - call.started,
             arguments=None if refused else call.arguments,
@@ -181,7 +183,7 @@ class Resolve:
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
         server = self.server
-        call.tool = server.tool_registry.get(call.name)
+        call.tool = server.tool_for(call.name, call.principal)
         if call.tool is None and server.policy.allows(call.name, call.token):
             raise CallRefused("preset", server.unavailable_message(call.name))
         return await call_next(call)
@@ -270,7 +272,7 @@ class Confirm:
         if answer.refusal is not None:
             raise CallRefused("confirm", answer.refusal)
         approved = answer.request.id if answer.request is not None else "?"
-        served = server.tool_registry.get(call.name)
+        served = server.tool_for(call.name, call.principal)
         if served is None or served.managed_source != tool.managed_source:
             message = server.unavailable_message(call.name)
             raise CallRefused("preset", _approved_but(approved, call.name, message))

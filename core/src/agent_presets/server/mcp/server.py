@@ -21,12 +21,12 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
 from agent_presets.boot import host_defaults
 from agent_presets.model import PromptFragment, Resolution, ToolDef
+from agent_presets.principal import LOCAL, acting_as
 from agent_presets.schema import quote
 from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
@@ -65,6 +65,7 @@ from agent_presets.server.mcp.wire import (
     tool_entry,
 )
 from agent_presets.server.policy import ToolPolicy
+from agent_presets.server.principals import Audience, Principals
 from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.server.telemetry import Telemetry
 from agent_presets.suggest import did_you_mean
@@ -78,6 +79,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_presets.server")
 
 SERVER_NAME: Final = "agent-presets"
+
+PRINCIPAL_LISTS: Final = 256
+"""Tool lists of principals with a resolution of their own kept at once (one per resolution)."""
+
+
+def principal_of(ctx: ServerRequestContext[Any]) -> str:
+    """Who presented the request's authorization: its token's name, else ``local``."""
+    token = token_of(ctx.request)
+    return LOCAL if token is None else token
+
 
 INSTRUCTIONS: Final = (
     "The tools offered here follow the app's context: they change when it changes, and the "
@@ -126,8 +137,6 @@ class PresetServer(Server[Any]):
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
-        # What the server keeps, shared with its replicas when it is Redis.
-        self.store = store if store is not None else EmbeddedStore(state_dir)
         self.page_size = page_size
         self.tool_registry = presets.tool_registry
         self.policy = policy if policy is not None else ToolPolicy()
@@ -135,16 +144,21 @@ class PresetServer(Server[Any]):
         self.control = (
             control if control is not None else Controller(presets.manager, emit=self.policy.emit)
         )
+        # What the server keeps, shared with its replicas when it is Redis.
+        self.store = store if store is not None else EmbeddedStore(state_dir)
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.
         self.confirmation = CallConfirmation(
             self.control.requests, confirm, confirm_timeout, confirm_via
         )
-        self._bus = InMemorySubscriptionBus()
-        self.listen_handler = ListenHandler(self._bus)
         self._listen_streams = 0
         self._no_listen_streams: anyio.Event | None = None
-        self.fanout = ChangeFanout(self._bus, (PROMPT_URI, STATUS_URI))
+        self.fanout = ChangeFanout((PROMPT_URI, STATUS_URI))
+        # Each principal's context and overrides, over the server's (principals.py).
+        self.principals = Principals(presets.manager, self.store)
+        self.principals.add_on_change(self._principals_changed)
+        if self.control.principals is None:
+            self.control.principals = self.principals
         app = presets.manager.app
         if exclusive_runtimes is None:
             exclusive_runtimes = getattr(app, "exclusive_runtimes", None) or ()
@@ -155,6 +169,7 @@ class PresetServer(Server[Any]):
         self.pipeline = Pipeline(standard_stages(self, stages))
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
+        self._principal_lists: dict[int, tuple[Any, int, list[dict[str, Any]], int]] = {}
         # Upstream MCP servers, the app's `upstreams` runtime (None when none is declared).
         self.upstreams = UpstreamHub.attach(presets)
         # The tool budget, presets_search and presets_call (discovery.py).
@@ -211,7 +226,8 @@ class PresetServer(Server[Any]):
         if self.tool_registry.get(self._request_tool.name) is self._request_tool:
             self.tool_registry.unregister(self._request_tool.name)
         self.presets.manager.remove_on_change(self._context_changed)
-        self.listen_handler.close()
+        self.principals.close()
+        self.fanout.close_listen_streams()
         self.calls.close()
         self.policy.close()
         if self.upstreams is not None:
@@ -236,7 +252,8 @@ class PresetServer(Server[Any]):
     ) -> types.SubscriptionsListenResult:
         self._listen_streams += 1
         try:
-            return await self.listen_handler(ctx, params)
+            handler = self.fanout.listen_handler(principal_of(ctx))
+            return await handler(ctx, params)
         finally:
             self._listen_streams -= 1
             if self._listen_streams == 0 and self._no_listen_streams is not None:
@@ -252,7 +269,7 @@ class PresetServer(Server[Any]):
         if self._listen_streams == 0:
             return
         self._no_listen_streams = anyio.Event()
-        self.listen_handler.close()
+        self.fanout.close_listen_streams()
         with anyio.move_on_after(timeout):
             await self._no_listen_streams.wait()
 
@@ -260,6 +277,13 @@ class PresetServer(Server[Any]):
 
     def _tools_changed(self, _change: ToolRegistryChange) -> None:
         self.fanout.changed("tools")
+
+    def _principals_changed(self, audience: Audience) -> None:
+        """What some principals are served changed (their own state, or the server's)."""
+        if audience.only is not None:  # the server's own changes are told below
+            self.fanout.changed("tools", audience)
+            self.fanout.changed("context", audience)
+            self.fanout.changed("resources", audience)
 
     def _context_changed(self, resolution: Resolution) -> None:
         self.telemetry.context_switch(self._resolution, resolution)
@@ -286,12 +310,60 @@ class PresetServer(Server[Any]):
             self._tools_key = key
         return self._tools_cache
 
+    def entries_for(self, principal: str) -> tuple[list[dict[str, Any]], int]:
+        """``principal``'s ``tools/list`` entries and the list's version (for cursors).
+
+        A principal that follows the server gets ``tool_entries()`` itself;
+        one with its own context or overrides gets the registry's tools with
+        the preset tools replaced by its own, cached per resolution (two
+        principals in one context share one list).
+        """
+        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
+        if defs is None:
+            entries = self.tool_entries()
+            assert self._tools_key is not None
+            return entries, self._tools_key
+        version = self.tool_registry.version
+        cached = self._principal_lists.get(id(defs))
+        if cached is None or cached[0] is not defs or cached[1] != version:
+            entries = [
+                tool_entry(tool, annotations_for(tool))
+                for tool in self._tools_with(defs)
+                if self.policy.allows(tool.name)
+            ]
+            cached = (defs, version, entries, hash((version, tuple(e["name"] for e in entries))))
+            self._principal_lists[id(defs)] = cached
+            while len(self._principal_lists) > PRINCIPAL_LISTS:
+                self._principal_lists.pop(next(iter(self._principal_lists)))
+        return cached[2], cached[3] & 0x7FFFFFFF
+
+    def _tools_with(self, defs: Sequence[ToolDef]) -> list[ToolDef]:
+        """The registry's tools, its preset tools replaced by ``defs``, in name order."""
+        managed = self.presets.sync.managed()
+        tools = {t.name: t for t in self.tool_registry.list() if t.name not in managed}
+        tools.update((d.name, d) for d in defs)
+        return [tools[name] for name in sorted(tools)]
+
+    def tool_for(self, name: str, principal: str) -> ToolDef | None:
+        """The tool ``name`` as ``principal`` is served it now, or None."""
+        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
+        if defs is None:
+            return self.tool_registry.get(name)
+        for tool in defs:
+            if tool.name == name:
+                return tool
+        if name in self.presets.sync.managed():
+            return None  # a preset tool of the server's, not this principal's
+        return self.tool_registry.get(name)
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
         if self.upstreams is not None:
             await self.upstreams.ready()  # starts upstreams whose tools presets wait for
-        entries = self._visible(self.tool_entries(), token_of(ctx.request))
+        principal = principal_of(ctx)
+        listed, key = self.entries_for(principal)
+        entries = self._visible(listed, token_of(ctx.request))
         entries = self.discovery.listed(entries, ctx)
         size = self.page_size
         if params.cursor is None:
@@ -299,14 +371,13 @@ class PresetServer(Server[Any]):
                 return {"tools": entries, "resultType": "complete"}
             start = 0
         else:
-            start = self._page_start(params.cursor, len(entries))
+            start = self._page_start(params.cursor, len(entries), key)
         result: dict[str, Any] = {"tools": entries[start : start + size], "resultType": "complete"}
         if start + size < len(entries):
-            assert self._tools_key is not None  # tool_entries() has set it
-            result["nextCursor"] = page_cursor(start + size, self._tools_key)
+            result["nextCursor"] = page_cursor(start + size, key)
         return result
 
-    def _page_start(self, cursor: str, count: int) -> int:
+    def _page_start(self, cursor: str, count: int, key: int) -> int:
         """Where the page of ``cursor`` starts; ``-32602`` for a cursor that is not valid now.
 
         The cursor carries the tool list's version: after a change the pages
@@ -315,7 +386,7 @@ class PresetServer(Server[Any]):
         read = read_cursor(cursor)
         if read is None:
             problem = "not a cursor this server gave out"
-        elif read[1] != self._tools_key:
+        elif read[1] != key:
             problem = "the tool list has changed since this cursor was given out"
         elif not 0 < read[0] < count:
             problem = "not a cursor this server gave out"
@@ -360,14 +431,20 @@ class PresetServer(Server[Any]):
         a call without an MCP request (``call.request`` None) cannot ask the
         client anything, so a confirmation waits for ``presets approve``.
         """
-        with self.telemetry.tool_call(call.name, call.principal, call.token):
+        # acting_as: the handler reads current_principal() wherever it runs.
+        with (
+            self.telemetry.tool_call(call.name, call.principal, call.token),
+            acting_as(call.principal),
+        ):
             return await self.pipeline(call)
 
-    def exposed_because(self, preset: str | None) -> Reason | None:
+    def exposed_because(self, preset: str | None, principal: str = LOCAL) -> Reason | None:
         """Why ``preset``'s tools are served now: ``context`` or ``override`` (None: no preset)."""
         if preset is None:
             return None
-        resolution = self._resolution
+        resolution = (
+            self._resolution if principal == LOCAL else self.principals.resolution(principal)
+        )
         if resolution is None:
             return None
         for active in resolution.active_presets:

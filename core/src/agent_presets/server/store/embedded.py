@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_presets.listeners import Listeners
-from agent_presets.server.store import SERVER, PrincipalState, Subscriber
+from agent_presets.server.store.base import SERVER, PrincipalState, Subscriber
 
 
 class EmbeddedStore:
