@@ -78,12 +78,26 @@ def shape(n: int) -> dict[str, Any]:
     return {"shape": "rect", "x": n % 500, "y": n // 500, "width": 5, "height": 5}
 
 
-async def shape_ids(client: Client) -> list[str]:
+Shape = tuple[str, float, float]
+"""A shape's id and where it is: each write puts its shape somewhere no other write does."""
+
+
+def shape_of(obj: dict[str, Any]) -> Shape:
+    return (obj["id"], obj["x"], obj["y"])
+
+
+async def shapes(client: Client) -> list[Shape]:
     result = await client.call_tool(INSPECT_TOOL, {})
     assert not result.is_error, text(result)
     doc = result.structured_content
     assert doc is not None
-    return [obj["id"] for layer in doc["layers"] for obj in layer["objects"]]
+    return [shape_of(obj) for layer in doc["layers"] for obj in layer["objects"]]
+
+
+def acknowledged_shape(result: Any) -> Shape:
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    return shape_of(result.structured_content["object"])
 
 
 # -- the balancer's configuration ------------------------------------------------------------
@@ -319,16 +333,15 @@ async def test_a_call_budget_counts_every_replicas_calls_exactly(tmp_path: Path)
 
 async def test_two_replicas_writing_one_drawing_keep_every_shape(tmp_path: Path) -> None:
     with deployment(tmp_path, 2, *DRAWING) as running:
-        acknowledged: list[str] = []
+        acknowledged: list[Shape] = []
 
         async def writer(url: str, base: int) -> None:
             async with client_of(url) as client:
 
                 async def insert(n: int) -> None:
-                    result = await client.call_tool(SHAPE_TOOL, shape(n))
-                    assert not result.is_error, text(result)
-                    assert result.structured_content is not None
-                    acknowledged.append(result.structured_content["id"])
+                    acknowledged.append(
+                        acknowledged_shape(await client.call_tool(SHAPE_TOOL, shape(n)))
+                    )
 
                 async with anyio.create_task_group() as tg:
                     for n in range(base, base + 50):
@@ -337,10 +350,10 @@ async def test_two_replicas_writing_one_drawing_keep_every_shape(tmp_path: Path)
         async with anyio.create_task_group() as tg:
             for index, replica in enumerate(running.replicas):
                 tg.start_soon(writer, replica.url, index * 50)
-        assert len(set(acknowledged)) == 100
+        assert len({id_ for id_, _, _ in acknowledged}) == 100  # 100 shapes, 100 ids
         for replica in running.replicas:
             async with client_of(replica.url) as client:
-                assert sorted(await shape_ids(client)) == sorted(acknowledged)
+                assert sorted(await shapes(client)) == sorted(acknowledged)
         assert not running.tracebacks()
 
 
@@ -353,7 +366,7 @@ class Writers:
     def __init__(self, url: str, count: int = 4) -> None:
         self.url = url
         self.count = count
-        self.acknowledged: list[str] = []
+        self.acknowledged: list[Shape] = []
         self.failures: list[str] = []
         self.slowest = 0.0
         self.stopping = anyio.Event()
@@ -365,25 +378,31 @@ class Writers:
                 tg.start_soon(self._writer)
 
     async def _writer(self) -> None:
-        async with client_of(self.url) as client:
-            while not self.stopping.is_set():
-                self._n += 1
-                started = time.monotonic()
-                try:
-                    result = await client.call_tool(
-                        SHAPE_TOOL, shape(self._n), read_timeout_seconds=60
-                    )
-                except Exception as exc:  # the balancer's 503, a dropped connection
-                    self.failures.append(f"{type(exc).__name__}: {exc}")
-                    await anyio.sleep(0.05)
-                    continue
-                finally:
-                    self.slowest = max(self.slowest, time.monotonic() - started)
-                if result.is_error or result.structured_content is None:
-                    self.failures.append(text(result))
-                    await anyio.sleep(0.05)
-                else:
-                    self.acknowledged.append(result.structured_content["id"])
+        while not self.stopping.is_set():
+            try:
+                async with client_of(self.url) as client:
+                    await self._write(client)
+            except Exception as exc:  # a connection cut mid-answer ends the SDK client itself
+                self.failures.append(f"client ended: {exc!r}")
+                await anyio.sleep(0.05)
+
+    async def _write(self, client: Client) -> None:
+        while not self.stopping.is_set():
+            self._n += 1
+            started = time.monotonic()
+            try:
+                result = await client.call_tool(SHAPE_TOOL, shape(self._n), read_timeout_seconds=60)
+            except Exception as exc:  # the balancer's 503, a dropped connection
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+                await anyio.sleep(0.05)
+                continue
+            finally:
+                self.slowest = max(self.slowest, time.monotonic() - started)
+            if result.is_error or result.structured_content is None:
+                self.failures.append(text(result))
+                await anyio.sleep(0.05)
+            else:
+                self.acknowledged.append(shape_of(result.structured_content["object"]))
 
     async def wait_for(self, more: int, timeout: float = 60) -> None:
         """Until ``more`` further writes are acknowledged."""
@@ -409,7 +428,7 @@ async def test_a_replica_killed_mid_run_leaves_the_others_serving_and_loses_no_w
         # Only the calls in flight on the killed replica may fail.
         assert len(writers.failures) <= writers.count, writers.failures
         async with client_of(running.replicas[1].url) as client:
-            kept = set(await shape_ids(client))
+            kept = set(await shapes(client))
         assert set(writers.acknowledged) <= kept
         assert not running.replicas[1].tracebacks()
 
@@ -439,6 +458,6 @@ async def test_redis_restarted_mid_run_fails_calls_clearly_and_the_replicas_reco
             assert re.search(r"redis|store", failure, re.I), failure
         assert all(r.process.poll() is None for r in running.replicas)
         async with client_of(running.url) as client:
-            kept = set(await shape_ids(client))
+            kept = set(await shapes(client))
         assert set(writers.acknowledged) <= kept
         assert not running.tracebacks()
