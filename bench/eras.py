@@ -541,6 +541,16 @@ def _presets_server(event_log: bool = True) -> Any:
     return build_server(presets, ServeConfig(policy=ToolPolicy(event_log=log)))
 
 
+def _settled() -> None:
+    """Wait out the units plugin's racy window for the state folder just made.
+
+    ``space_unit_list`` trusts no stat taken within 2 s of its file's times
+    (``agent_presets_units.units.RACY_NS``), so right after the folder is made
+    it reads the folder afresh on every call; a user's units folder is older.
+    """
+    time.sleep(2.1)
+
+
 def parts(
     tool_name: str, arguments: dict[str, Any], rounds: int = 9, repeat: int = 1000
 ) -> list[tuple[str, float]]:
@@ -558,6 +568,7 @@ def parts(
     import mcp_types as types
 
     servers = {logged: _presets_server(logged) for logged in (True, False)}
+    _settled()
     tool = servers[False].presets.tool_registry.get(tool_name)
     if tool is None:
         raise SystemExit(f"{tool_name} is not active in the default context")
@@ -627,6 +638,7 @@ def stages(
     server = _presets_server(True)
     if server.presets.tool_registry.get(tool_name) is None:
         raise SystemExit(f"{tool_name} is not active in the default context")
+    _settled()
     params = types.CallToolRequestParams(name=tool_name, arguments=dict(arguments))
     clock = time.perf_counter
     spent: dict[str, float] = {}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.redisserver import redis_server  # noqa: F401 (a fixture for the store's tests)
 
 BANNER_TIMEOUT = 30.0
 

@@ -190,6 +190,7 @@ async def test_the_agent_asks_the_user_approves_or_denies(tmp_path: Path) -> Non
             {
                 "id": request_id,
                 "kind": "override",
+                "principal": "local",
                 "preset": THEME,
                 "state": "on",
                 "reason": SECRET,

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from e2e import test_e2e_otel as otel
 from mcp import Client
@@ -298,3 +299,113 @@ async def test_over_mcp_each_call_is_one_line_in_both_eras(tmp_path: Path, mode:
         ("refusal", None, "preset"),
     ]
     assert json.dumps(lines(tmp_path))  # plain JSON lines
+
+
+# ------------------------------------------------------------ where the Run stage runs a handler
+
+PROBE_PLUGIN = """
+import asyncio
+import threading
+
+from agent_presets import ToolAdapter, hookimpl
+
+SCHEMA = {"type": "object", "properties": {"seconds": {"type": "number"}}}
+
+
+async def awaited(app, arguments, call):
+    call.context.progress(1, 2, "half way")
+    await asyncio.sleep(arguments.get("seconds", 0))
+    return {"thread": threading.get_ident()}
+
+
+def inline(app, arguments):
+    return {"thread": threading.get_ident()}
+
+
+@hookimpl
+def presets_tool_adapters():
+    return [
+        ToolAdapter("probe.awaited", description="An async handler.", input_schema=SCHEMA,
+                    handler=awaited),
+        ToolAdapter("probe.edits", description="A sync handler.", input_schema=SCHEMA,
+                    handler=inline),
+        ToolAdapter("probe.reads", description="A sync handler that reads files.",
+                    input_schema=SCHEMA, handler=inline),
+    ]
+"""
+
+PROBE_PRESETS = """presets:
+  - name: probe-loop
+    default_state: auto
+    risk: normal
+    contexts: [{surface: any}]
+    tool_ids: [probe.awaited, probe.edits]
+  - name: probe-files
+    default_state: auto
+    risk: filesystem-read
+    contexts: [{surface: any}]
+    tool_ids: [probe.reads]
+"""
+
+
+@asynccontextmanager
+async def probe_served(tmp_path: Path) -> AsyncIterator[Client]:
+    from agent_presets.plugins import load_plugins
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "probe_tools.py").write_text(PROBE_PLUGIN)
+    (folder / "probe.yaml").write_text(PROBE_PRESETS)
+    with HeadlessHost(tmp_path / "state") as host:
+        presets = host.start(load_plugins([], plugins_dir=folder))
+        assert presets.problems == []
+        server = PresetServer(presets, policy=ToolPolicy(event_log=tmp_path / "events.jsonl"))
+        try:
+            async with Client(server, mode="legacy") as client:
+                yield client
+        finally:
+            server.close()
+
+
+async def test_an_async_handler_is_awaited_on_the_loop_and_a_file_reading_one_runs_off_it(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    progress: list[str | None] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    loop_thread = threading.get_ident()
+    async with probe_served(tmp_path) as client:
+        awaited = await client.call_tool(
+            "space_probe_awaited", {"seconds": 0.01}, progress_callback=on_progress
+        )
+        edits = await client.call_tool("space_probe_edits", {})
+        reads = await client.call_tool("space_probe_reads", {})
+    ran_on = {
+        name: result.structured_content["thread"]  # type: ignore[index]
+        for name, result in (("awaited", awaited), ("edits", edits), ("reads", reads))
+    }
+    assert ran_on["awaited"] == loop_thread  # no worker thread for an async handler
+    assert ran_on["edits"] == loop_thread  # a quick sync handler runs inline, as before
+    assert ran_on["reads"] != loop_thread  # a preset that reads files: the thread pool
+    assert progress == ["half way"]  # the async handler's notice reached the client
+    assert [(e["tool"], e["outcome"]) for e in lines(tmp_path)] == [
+        ("space_probe_awaited", "ok"),
+        ("space_probe_edits", "ok"),
+        ("space_probe_reads", "ok"),
+    ]
+    assert [s.attributes["presets.outcome"] for s in call_spans(spans)] == ["ok"] * 3
+
+
+async def test_a_cancelled_async_handler_is_one_cancelled_line(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    async with probe_served(tmp_path) as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("space_probe_awaited", {"seconds": 30})
+        with anyio.fail_after(10):
+            while not lines(tmp_path):
+                await anyio.sleep(0.02)
+    line, _ = one_line_one_span(tmp_path, spans)
+    assert (line["tool"], line["outcome"]) == ("space_probe_awaited", "cancelled")

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -278,6 +279,33 @@ async def test_a_camel_case_name_an_error_result_and_forwarded_log_messages(
         done = await client.call_tool("space_fake_slow", {"seconds": 0.2})
         assert done.content[0].text == "slow done"  # type: ignore[union-attr]
         assert any("[fake] working on step" in line for line in logged)
+
+
+async def test_a_forwarded_call_runs_on_the_servers_loop_with_its_progress_and_no_thread(
+    tmp_path: Path,
+) -> None:
+    progress: list[float] = []
+    before = {t.name for t in threading.enumerate()}
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async with served(tmp_path, fake(tmp_path), preset("fake-tools", FAKE_TOOLS)) as (
+        client,
+        _server,
+        _host,
+    ):
+        await client.list_tools()
+        done = await client.call_tool(
+            "space_fake_slow", {"seconds": 0.2}, progress_callback=on_progress
+        )
+        thing = await client.call_tool("space_fake_get_thing", {"key": "k"})
+        started = {t.name for t in threading.enumerate()} - before
+    assert done.content[0].text == "slow done"  # type: ignore[union-attr]
+    assert thing.content[0].text == "thing k"  # type: ignore[union-attr]
+    assert progress and progress == sorted(progress)  # every notice, in order, before the result
+    # No worker thread ran the forward, and the upstream's client lives on the server's loop.
+    assert not any(name.startswith(("presets-tool", "presets-upstreams")) for name in started)
 
 
 async def test_a_cancelled_call_is_cancelled_upstream(tmp_path: Path) -> None:

@@ -57,6 +57,9 @@ _EXPORTS = {
     "load_plugins": "plugins",
     "ContextField": "vocabulary",
     "RowTable": "rows",
+    "RowConflict": "rows",
+    "TableSync": "rows",
+    "synced": "rows",
     "write_atomic": "atomicfile",
     "svg_safe": "safetext",
     "current_principal": "principal",
@@ -87,7 +90,9 @@ __all__ = [
     "PluginHooks",
     "PresetError",
     "PresetValidationError",
+    "RowConflict",
     "RowTable",
+    "TableSync",
     "ToolAdapter",
     "ToolArgumentError",
     "ToolCall",
@@ -106,6 +111,7 @@ __all__ = [
     "result_schema",
     "runtime_handler",
     "svg_safe",
+    "synced",
     "write_atomic",
 ]
 """The plugin author's names. ``agent_presets.embed`` lists the embedder's."""
@@ -199,7 +205,10 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from agent_presets.rows import (
+        RowConflict,
         RowTable,
+        TableSync,
+        synced,
     )
     from agent_presets.safetext import (
         svg_safe,

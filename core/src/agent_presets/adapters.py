@@ -16,7 +16,7 @@ import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, overload
@@ -25,10 +25,12 @@ from agent_presets.callcontext import CallContext
 from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
     DEFAULT_NAMESPACE,
+    TASK_SUPPORT,
     TOOL_ID_RE,
     DuplicateToolError,
     MissingRuntimeError,
     PresetValidationError,
+    TaskSupport,
     ToolArgumentError,
     ToolCallError,
     ToolDef,
@@ -121,6 +123,11 @@ class ToolAdapter:
     line)`` of the code that made the adapter, so a problem with it (a name
     another tool has) is reported there.
 
+    ``task_support`` says the tool may run long enough to be worth running as
+    a task (the MCP tasks extension, ``docs/tasks.md``): ``"optional"`` on a
+    client that asks for tasks, ``"required"`` for a tool that only runs as
+    one. Left None, the tool always answers its call directly.
+
     The older positional form, ``ToolAdapter(id, mcp_name, description,
     input_schema, handler, ...)``, still works and warns
     (``DeprecationWarning``).
@@ -138,6 +145,7 @@ class ToolAdapter:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     defined_at: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+    task_support: TaskSupport | None = None
 
     @overload
     def __init__(
@@ -157,6 +165,7 @@ class ToolAdapter:
         source: str | None = None,
         mcp_name: str | None = None,
         defined_at: tuple[str, int] | None = None,
+        task_support: TaskSupport | None = None,
     ) -> None: ...
 
     @overload
@@ -194,6 +203,7 @@ class ToolAdapter:
         source: str | None = None,
         mcp_name: str | None = None,
         defined_at: tuple[str, int] | None = None,
+        task_support: TaskSupport | None = None,
     ) -> None:
         given: dict[str, Any] = {
             "description": description,
@@ -204,6 +214,7 @@ class ToolAdapter:
             "runtime": runtime,
             "name": name,
             "mcp_name": mcp_name,
+            "task_support": task_support,
         }
         if positional:
             _positional_fields(id, positional, given)
@@ -320,6 +331,7 @@ class ToolAdapter:
             "title": title,
             "output_schema": output_schema,
             "defined_at": defined_at,
+            "task_support": given.get("task_support"),
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -377,6 +389,13 @@ class ToolAdapter:
                     source=self.source,
                 )
             object.__setattr__(self, "output_schema", MappingProxyType(dict(self.output_schema)))
+        if self.task_support not in (None, *TASK_SUPPORT):
+            raise PresetValidationError(
+                f"{where}: task_support {self.task_support!r} must be one of "
+                f"{', '.join(map(repr, TASK_SUPPORT))}, or left out for a tool that never runs "
+                "as a task",
+                source=self.source,
+            )
         unknown = set(self.annotations or ()) - ANNOTATION_KEYS
         if unknown:
             raise PresetValidationError(
@@ -501,6 +520,7 @@ class AdapterKit:
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         source: str | None = None,
+        task_support: TaskSupport | None = None,
     ) -> ToolAdapter:
         """The adapter of tool ``id``: ``action(app.<runtime>, arguments)`` when it is called."""
         return ToolAdapter(
@@ -515,6 +535,7 @@ class AdapterKit:
             output_schema=output_schema,
             annotations=annotations,
             source=source,
+            task_support=task_support,
         )
 
 
@@ -683,6 +704,12 @@ class ToolAdapterRegistry:
                     validators.append(self._validator(adapter))
                 check_arguments(name, validators[0], args)
 
+        def check_result(result: Any) -> None:
+            if not outputs:
+                outputs.append(self._output_check(adapter))
+            if not outputs[0](result):
+                check_output(name, self._output_validator(adapter), result)
+
         def run(
             arguments: Mapping[str, Any] | None = None,
             *,
@@ -700,17 +727,42 @@ class ToolAdapterRegistry:
                     target, args, call if context is None else replace(call, context=context)
                 )
             if adapter.output_schema is not None:
-                if not outputs:
-                    outputs.append(self._output_check(adapter))
-                if not outputs[0](result):
-                    check_output(name, self._output_validator(adapter), result)
+                check_result(result)
             return result
 
+        async def run_async(
+            arguments: Mapping[str, Any] | None = None,
+            *,
+            context: Any = None,
+            checked: bool = False,
+        ) -> Any:
+            args = dict(arguments or {})
+            if not checked:
+                check(args)
+            if not with_call:
+                result = await handler(target, args)
+            else:
+                result = await handler(
+                    target, args, call if context is None else replace(call, context=context)
+                )
+            if adapter.output_schema is not None:
+                check_result(result)
+            return result
+
+        def run_awaited(
+            arguments: Mapping[str, Any] | None = None,
+            *,
+            context: Any = None,
+            checked: bool = False,
+        ) -> Any:
+            return run_to_end(name, run_async(arguments, context=context, checked=checked))
+
+        awaited = is_async_handler(handler)
         return ToolDef(
             name=name,
             description=self.description(adapter),
             input_schema=adapter.input_schema,
-            run=run,
+            run=run_awaited if awaited else run,
             annotations=adapter.annotations or MappingProxyType({}),
             managed_source=adapter.id,
             runtime=adapter.runtime,
@@ -718,6 +770,8 @@ class ToolAdapterRegistry:
             output_schema=adapter.output_schema,
             accepts_context=with_call and getattr(handler, "_action_takes_call", True),
             check=check,
+            run_async=run_async if awaited else None,
+            task_support=adapter.task_support,
         )
 
     def readiness_problem(self, tool_id: str, app: Any = None) -> str | None:
@@ -992,6 +1046,35 @@ def _number_problem(value: float | int) -> str:
         return f"an integer of about {size} is out of range; give a number between -1e308 and 1e308"
     spelt = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
     return f"{spelt} is not a number; give a finite number"
+
+
+def is_async_handler(handler: Callable[..., Any]) -> bool:
+    """Whether ``handler`` is async: an ``async def`` function, or an object whose call is one.
+
+    The server awaits such a handler on its own loop (``ToolDef.run_async``).
+    """
+    call = getattr(type(handler), "__call__", None)  # noqa: B004 (the class's, not the object's)
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+def run_to_end(name: str, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run an async handler's call to its end, for a caller of the sync ``ToolDef.run``.
+
+    Such a caller (a host's own thread, the test harness) has no loop of its
+    own; one that has must await ``run_async`` instead, since waiting here
+    would stop the very loop the handler needs.
+    """
+    import asyncio  # only async handlers need it, and only here
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise ToolCallError(
+        f"{name}: its handler is async and this thread runs an event loop; "
+        "await the tool's run_async instead of calling run"
+    )
 
 
 def takes_call(function: Callable[..., Any]) -> bool:

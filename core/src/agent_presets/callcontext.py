@@ -86,6 +86,12 @@ class CallContext(Protocol):
         """The protocol version the client speaks."""
         ...
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was cancelled (the client's ``notifications/cancelled`` or
+        ``tasks/cancel``): a handler that runs long checks it and stops its work."""
+        ...
+
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress (``notifications/progress``) if the client asked for it."""
         ...

@@ -7,7 +7,7 @@ object hides inside a definition.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -333,8 +333,15 @@ class Resolution:
 # ---------------------------------------------------------------------- tools
 
 ToolRun = Callable[[Mapping[str, Any]], Any]
+ToolRunAsync = Callable[..., Awaitable[Any]]
+"""``ToolDef.run``'s awaitable form: the same arguments and keywords."""
 ToolCheck = Callable[[Mapping[str, Any]], None]
 """Raises ``ToolArgumentError`` for arguments the tool's input schema refuses."""
+
+
+TaskSupport = Literal["optional", "required"]
+"""How a tool may run as a task (the MCP tasks extension): on request, or only so."""
+TASK_SUPPORT: tuple[TaskSupport, ...] = ("optional", "required")
 
 
 def effective_risk(risk: Risk, annotations: Mapping[str, Any] | None) -> Risk | None:
@@ -364,7 +371,10 @@ class ToolDef:
     ``check`` validates arguments against ``input_schema`` without running
     anything (the server's pipeline checks them before it asks anyone to
     confirm the call); a ``run`` that has a ``check`` accepts ``checked=True``
-    to skip checking again.
+    to skip checking again. ``run_async`` is set for a tool whose handler is
+    async (an upstream's forward): it is ``run`` to await, and the server
+    awaits it on its own loop, with no thread; ``run`` runs the same handler
+    to its end for a caller without a loop.
     """
 
     name: str
@@ -381,3 +391,6 @@ class ToolDef:
     output_schema: Mapping[str, Any] | None = None
     accepts_context: bool = False
     check: ToolCheck | None = field(default=None, compare=False)
+    run_async: ToolRunAsync | None = field(default=None, compare=False)
+    task_support: TaskSupport | None = None
+    """Whether the tool may run as a task (``ToolAdapter``'s ``task_support``)."""

@@ -3,12 +3,33 @@
 The headless host gives each per-world runtime a table of rows
 (``host.add_table_runtime``, ``agent_presets.host.Table``); a runtime types
 its table as this protocol, so it depends on the contract, not the host.
+
+A table may have other writers: two replicas of a server on one Redis share
+every world's tables. A runtime that keeps its rows in memory stays correct
+through ``TableSync``: before each operation it reloads what another writer
+changed, and a commit that lost the race reloads and runs the operation again.
+On the embedded table (one writer: the state directory's lock) nothing is
+ever stale and nothing conflicts, so there it only serialises the operations.
 """
 
 from __future__ import annotations
 
+import functools
+import random
+import threading
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar, runtime_checkable
+
+ATTEMPTS: Final = 30
+"""How many times ``TableSync.run`` runs an operation that keeps losing the race to commit."""
+BACKOFF_CAP: Final = 0.05
+"""The longest pause (seconds) between two attempts; each pause is random up to it."""
+
+
+class RowConflict(Exception):
+    """Another writer committed to the table since this one read it; nothing was written."""
 
 
 @runtime_checkable
@@ -40,5 +61,135 @@ class RowTable(Protocol):
         ...
 
     def transaction(self) -> AbstractContextManager[None]:
-        """``with table.transaction():`` the writes inside commit together, or none does."""
+        """``with table.transaction():`` the writes inside commit together, or none does.
+
+        After ``snapshot()``, a commit also requires that no other writer has
+        committed since that snapshot (or this table's own last commit): if
+        one has, it raises ``RowConflict`` and writes nothing.
+        """
         ...
+
+    def snapshot(self) -> list[tuple[str, Any]]:
+        """Every row, read at one instant: what a runtime loads into memory.
+
+        From then on the table knows which version of the rows its runtime
+        holds: ``stale()`` tells whether another writer moved past it, and
+        ``transaction()`` commits only on top of it.
+        """
+        ...
+
+    def stale(self) -> bool:
+        """Whether another writer committed since the last ``snapshot()`` or own commit."""
+        ...
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class TableSync:
+    """Runs a runtime's operations one at a time, on rows as the table holds them now.
+
+    ``load(rows)`` replaces the runtime's memory with ``rows`` (a whole
+    ``snapshot()``). ``run(operation)``, under the runtime's lock:
+
+    1. reloads when the table is stale (another writer committed) or when the
+       last operation failed for a reason other than a refusal, so memory never
+       keeps a change that did not commit;
+    2. runs ``operation``, which changes memory and commits its rows in one
+       ``table.transaction()``;
+    3. on ``RowConflict`` (another writer committed first), reloads and runs it
+       again, after a short random pause, up to ``attempts`` times; then raises
+       ``error`` saying so.
+
+    An operation must therefore write only inside its one transaction, and be
+    safe to run again from freshly loaded rows: allocate ids from a row written
+    in that same transaction (a counter), never from memory alone, so two
+    writers never hand out one id. Exceptions of type ``error`` are refusals
+    (nothing changed, by the runtime's own rule) and pass through untouched.
+
+    With no table (a runtime saved whole, or one in a test) ``run`` only takes
+    the lock. Calls nest: an operation that calls another runs it directly.
+    """
+
+    def __init__(
+        self,
+        table: RowTable | None,
+        load: Callable[[dict[str, Any]], None],
+        *,
+        error: type[Exception] = RuntimeError,
+        attempts: int = ATTEMPTS,
+    ) -> None:
+        self.table = table
+        self._load = load
+        self.error = error
+        self.attempts = attempts
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._stale = True
+
+    def load(self) -> None:
+        """Replace the runtime's memory with the table's rows as they are now."""
+        with self.lock:
+            if self.table is not None:
+                self._load(dict(self.table.snapshot()))
+            self._stale = False
+
+    def run(self, operation: Callable[[], R]) -> R:
+        """``operation()`` on current rows, run again after a lost race (see the class)."""
+        with self.lock:
+            if self._depth or self.table is None:
+                self._depth += 1
+                try:
+                    return operation()
+                finally:
+                    self._depth -= 1
+            return self._attempt(operation, self.table)
+
+    def _attempt(self, operation: Callable[[], R], table: RowTable) -> R:
+        for attempt in range(self.attempts):
+            if attempt:
+                # Random, so two writers that keep colliding fall out of step.
+                time.sleep(random.uniform(0, min(BACKOFF_CAP, 0.001 * 2**attempt)))
+            if self._stale or table.stale():
+                self.load()
+            self._depth += 1
+            try:
+                return operation()
+            except RowConflict:
+                self._stale = True
+            except self.error:
+                raise
+            except BaseException:
+                self._stale = True  # what memory holds may not be what committed
+                raise
+            finally:
+                self._depth -= 1
+        raise self.error(
+            f"other writers changed this state {self.attempts} times while this call was "
+            "being saved, so it was not saved; call it again"
+        )
+
+
+class Synced(Protocol):
+    """A runtime whose operations go through its ``table_sync`` (see ``synced``)."""
+
+    table_sync: TableSync
+
+
+S = TypeVar("S", bound=Synced)
+
+
+def synced(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Run a runtime's method through ``self.table_sync`` (``TableSync.run``).
+
+    Decorate every public method that reads or changes the rows' state: a
+    read then sees what other writers committed, and a change is retried on
+    fresh rows when it loses the race to commit.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.table_sync.run(lambda: method(self, *args, **kwargs))
+
+    return wrapper

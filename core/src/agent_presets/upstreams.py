@@ -384,19 +384,24 @@ def _plain(value: Any) -> Any:
 class UpstreamForwarder(Protocol):
     """The app's ``upstreams`` runtime: what an upstream tool's handler calls at call time."""
 
-    def call(self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall) -> Any: ...
+    async def call(
+        self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall
+    ) -> Any: ...
 
 
 @dataclass(frozen=True)
 class _Forward:
-    """The handler of one upstream tool: forwards the call to the app's ``upstreams`` runtime."""
+    """The handler of one upstream tool: forwards the call to the app's ``upstreams`` runtime.
+
+    Async, so the server awaits it on its loop and a forwarded call takes no thread.
+    """
 
     upstream: str
     tool: str
 
-    def __call__(self, app: Any, arguments: dict[str, Any], call: ToolCall) -> Any:
+    async def __call__(self, app: Any, arguments: dict[str, Any], call: ToolCall) -> Any:
         forwarder: UpstreamForwarder = require_runtime(app, RUNTIME, call.name)
-        return forwarder.call(self.upstream, self.tool, arguments, call)
+        return await forwarder.call(self.upstream, self.tool, arguments, call)
 
 
 def naming_problem(upstream: Upstream, tool_name: str) -> str | None:

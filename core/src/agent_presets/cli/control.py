@@ -44,6 +44,21 @@ def yes_option(func: F) -> F:
     )(func)
 
 
+def principal_option(what: str) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        return click.option(
+            "--principal",
+            metavar="NAME",
+            help=f"{what} of one principal (a token's name, or local) instead of the server's.",
+        )(func)
+
+    return decorate
+
+
+def _with_principal(message: dict[str, Any], principal: str | None) -> dict[str, Any]:
+    return message if principal is None else {**message, "principal": principal}
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
@@ -72,61 +87,80 @@ def _confirmed(state_dir: Path, message: dict[str, Any], yes: bool) -> Any:
     return control_request(state_dir, {**message, "confirmed": True})
 
 
-def _set(name: str, state: str, state_dir: Path | None, yes: bool = False) -> None:
+def _set(
+    name: str, state: str, state_dir: Path | None, principal: str | None, yes: bool = False
+) -> None:
     where = state_dir or default_state_dir()
-    message = {"op": "set", "preset": name, "state": state, "by": "cli"}
+    message = _with_principal({"op": "set", "preset": name, "state": state, "by": "cli"}, principal)
     result = _confirmed(where, message, yes)
+    whose = "" if principal is None else f" for {shown(principal)}"
     if not result["changed"]:
-        click.echo(f"{name}: {state} already ({'active' if result['active'] else 'inactive'})")
+        click.echo(
+            f"{name}: {state} already{whose} ({'active' if result['active'] else 'inactive'})"
+        )
         return
     click.echo(
-        f"{name}: {state} (was {result['previous']}); "
+        f"{name}: {state}{whose} (was {result['previous']}); "
         f"{'active' if result['active'] else 'inactive'} now"
     )
+
+
+_OVERRIDE_OF = principal_option("Set the override")
 
 
 @click.command("on")
 @click.argument("name")
 @_STATE_DIR
+@_OVERRIDE_OF
 @yes_option
-def turn_on(name: str, state_dir: Path | None, yes: bool) -> None:
-    """Force preset NAME on in the running server, for its session.
+def turn_on(name: str, state_dir: Path | None, principal: str | None, yes: bool) -> None:
+    """Force preset NAME on in the running server.
 
-    Every connected client hears of the new tools at once. A risky preset
-    (filesystem-write, destructive, shell) asks for confirmation first.
+    Without --principal the override is the server's, for every principal;
+    with it, that principal's own, which wins over the server's. Every
+    connected client that is served the change hears of the new tools at
+    once. A risky preset (filesystem-write, destructive, shell) asks for
+    confirmation first.
     """
-    _set(name, "on", state_dir, yes)
+    _set(name, "on", state_dir, principal, yes)
 
 
 @click.command("off")
 @click.argument("name")
 @_STATE_DIR
-def turn_off(name: str, state_dir: Path | None) -> None:
-    """Force preset NAME off in the running server, for its session."""
-    _set(name, "off", state_dir)
+@_OVERRIDE_OF
+def turn_off(name: str, state_dir: Path | None, principal: str | None) -> None:
+    """Force preset NAME off in the running server (--principal: for one principal)."""
+    _set(name, "off", state_dir, principal)
 
 
 @click.command("auto")
 @click.argument("name")
 @_STATE_DIR
-def turn_auto(name: str, state_dir: Path | None) -> None:
-    """Drop NAME's override: the context decides again whether it is active."""
-    _set(name, "auto", state_dir)
+@_OVERRIDE_OF
+def turn_auto(name: str, state_dir: Path | None, principal: str | None) -> None:
+    """Drop NAME's override: the context decides again whether it is active.
+
+    With --principal, drop that principal's own override: the server's applies again.
+    """
+    _set(name, "auto", state_dir, principal)
 
 
 @click.command()
 @_STATE_DIR
+@principal_option("Show the context and presets")
 @json_option
-def status(state_dir: Path | None, as_json: bool) -> None:
-    """Show the running server's context and every preset's state and why.
+def status(state_dir: Path | None, principal: str | None, as_json: bool) -> None:
+    """Show the running server's context, every preset's state and why, and its principals.
 
     \b
-    --json prints {"server": PID or null, "context": {...},
+    --json prints {"server": PID or null, "principal": NAME, "principals": [...],
+                   "context": {...},
                    "presets": [{name, group, state, active, reason, risk}, ...]}.
     """
     where = state_dir or default_state_dir()
     try:
-        result = control_request(where, {"op": "status"})
+        result = control_request(where, _with_principal({"op": "status"}, principal))
     except NoServerError as exc:
         if as_json:
             emit_json({"server": None, "context": None, "presets": []})
@@ -138,6 +172,10 @@ def status(state_dir: Path | None, as_json: bool) -> None:
         return
     context = " ".join(f"{k}={v}" for k, v in result["context"].items())
     click.echo(f"server PID {result['server']}, state dir {where}")
+    principals = result.get("principals") or []
+    click.echo(f"principals: {', '.join(shown(p) for p in principals)}")
+    if principal is not None:
+        click.echo(f"principal: {shown(principal)}")
     click.echo(f"context: {context}")
     table(
         None,
@@ -163,8 +201,9 @@ def status(state_dir: Path | None, as_json: bool) -> None:
 @click.option(
     "--full", is_flag=True, help="Show every argument of each waiting call in full, and its digest."
 )
+@principal_option("List the requests")
 @json_option
-def requests(state_dir: Path | None, full: bool, as_json: bool) -> None:
+def requests(state_dir: Path | None, full: bool, principal: str | None, as_json: bool) -> None:
     """List what the agent asked for that waits for you (approve or deny each by ID).
 
     \b
@@ -173,7 +212,7 @@ def requests(state_dir: Path | None, full: bool, as_json: bool) -> None:
     --json prints every request with its full arguments and digest.
     """
     where = state_dir or default_state_dir()
-    result = control_request(where, {"op": "requests"})
+    result = control_request(where, _with_principal({"op": "requests"}, principal))
     if as_json:
         # ASCII only: a terminal never receives an agent's raw control character.
         click.echo(json.dumps(result, indent=2, ensure_ascii=True))
@@ -280,9 +319,16 @@ def context() -> None:
 @context.command("set")
 @click.argument("assignments", metavar="KEY=VALUE...", nargs=-1, required=True)
 @_STATE_DIR
+@principal_option("Set the context")
 @json_option
-def context_set(assignments: tuple[str, ...], state_dir: Path | None, as_json: bool) -> None:
+def context_set(
+    assignments: tuple[str, ...], state_dir: Path | None, principal: str | None, as_json: bool
+) -> None:
     """Set context fields of the running server, e.g. surface=canvas activity=drawing.
+
+    Without --principal it is the host's context, which every principal
+    without a context of its own follows; with it, that principal's own
+    (from then on it no longer follows the host's).
 
     Each KEY must be a declared context field and each VALUE one it allows
     (true/false for a boolean, null for none); a bad one is refused with the
@@ -301,7 +347,8 @@ def context_set(assignments: tuple[str, ...], state_dir: Path | None, as_json: b
             )
         changes[key.strip()] = parse_value(value)
     where = state_dir or default_state_dir()
-    result = control_request(where, {"op": "context", "set": changes, "by": "cli"})
+    message = _with_principal({"op": "context", "set": changes, "by": "cli"}, principal)
+    result = control_request(where, message)
     if as_json:
         emit_json(result)
         return

@@ -45,6 +45,38 @@ def state_dir_option(what: str) -> Callable[[F], F]:
     )
 
 
+def store_option(what: str) -> Callable[[F], F]:
+    """``--store URL``: the store a server keeps its state in (docs/store.md)."""
+    return click.option(
+        "--store",
+        "store_url",
+        metavar="URL",
+        envvar="PRESETS_STORE",
+        help=f"{what} embedded (the default: the state folder) or redis://HOST:PORT/DB, "
+        "shared by replicas (needs agent-presets[redis]; docs/store.md). [env: PRESETS_STORE]",
+    )
+
+
+def open_store_or_fail(url: str | None, state_dir: Path | None) -> Any:
+    """The store ``--store`` names, checked to answer now; a clear usage error if not."""
+    from agent_presets.server.store import StoreUnavailableError, open_store
+
+    try:
+        store = open_store(url, state_dir)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--store'") from None
+    except StoreUnavailableError as exc:
+        raise click.ClickException(str(exc)) from None
+    ping = getattr(store, "ping", None)
+    if ping is not None:
+        try:
+            ping()
+        except StoreUnavailableError as exc:
+            store.close()
+            raise click.ClickException(str(exc)) from None
+    return store
+
+
 def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 

@@ -20,10 +20,12 @@ from agent_presets.cli.options import (
     emit_json,
     installed_plugins,
     load_installed,
+    open_store_or_fail,
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
     state_dir_option,
+    store_option,
     warn,
 )
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
@@ -275,6 +277,7 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
 )
 @state_dir_option("Where the headless host keeps its state.")
+@store_option("What the server keeps (principals, budgets, tokens, requests, the event log):")
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -397,6 +400,7 @@ def serve(
     host: str,
     port: int,
     state_dir: Path | None,
+    store_url: str | None,
     root: Path | None,
     allow: tuple[str, ...],
     max_calls: int | None,
@@ -452,19 +456,30 @@ def serve(
             "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
             "out, and --discovery list serves neither; use --discovery auto or search"
         )
+    store = open_store_or_fail(store_url, state_dir or default_state_dir())
+    # The runtimes' tables (the drawing, the graph ...) are shared on the same Redis.
     app, presets = _start_host(
-        state_dir, root, namespace, overrides_from_flags(force_on, force_off)
+        state_dir, root, namespace, overrides_from_flags(force_on, force_off), store_url
     )
     presets.upstreams.start_at_once = upstreams_at_start
+    # On a shared store the log is its stream (every replica's lines, one chain), unless
+    # --event-log names a file.
+    shared_log = getattr(store, "event_log", None)
     policy = _policy(
         presets,
         allow,
         max_calls,
         max_calls_per_tool,
-        None if no_event_log else (event_log or app.state_dir / "events.jsonl"),
+        None
+        if no_event_log or (shared_log is not None and event_log is None)
+        else (event_log or app.state_dir / "events.jsonl"),
     )
+    if shared_log is not None and not no_event_log and event_log is None:
+        policy.events = shared_log()
+    policy.store = store
+    policy.own_store = False
     _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
-    tokens = _tokens(app) if auth == "tokens" else None
+    tokens = _tokens(app, store) if auth == "tokens" else None
     config = ServeConfig(
         transport=cast(Any, transport),
         host=host,
@@ -483,8 +498,12 @@ def serve(
         tool_budget=tool_budget,
         discovery=cast(Any, discovery),
         state_dir=app.state_dir,
+        store=store,
     )
-    run_server(presets, config)
+    try:
+        run_server(presets, config)
+    finally:
+        store.close()
 
 
 def _check_flags(
@@ -553,7 +572,11 @@ def _check_replica(transport: str, replica: str) -> None:
 
 
 def _start_host(
-    state_dir: Path | None, root: Path | None, namespace: str, overrides: dict[str, str]
+    state_dir: Path | None,
+    root: Path | None,
+    namespace: str,
+    overrides: dict[str, str],
+    store: str | None = None,
 ) -> tuple[Any, Any]:
     """The headless host, started with the installed plugins (and the plugins folder)."""
     from agent_presets.host import HeadlessHost
@@ -567,6 +590,7 @@ def _start_host(
         root,
         plugin_dirs=[folder] if folder is not None else [],
         serve_options=ctx.meta.get(BUILT_KEY, ()),
+        tables=store,
     )
     plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
     for problem in plugin_set.problems:  # loaded as the command line was read: said now
@@ -624,14 +648,16 @@ def _set_context(app: Any, presets: Any, **flags: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-def _tokens(app: Any) -> Any:
+def _tokens(app: Any, store: Any) -> Any:
     from agent_presets.server.tokens import TokenTable  # only where tokens are used
 
-    tokens = TokenTable(app.state_dir)
+    shared = getattr(store, "token_table", None)
+    tokens = shared() if shared is not None else TokenTable(app.state_dir)
     if not tokens.names():
+        how = f" --store {store.url}" if shared is not None else ""
         warn(
-            f"no tokens in {tokens.path} yet: every request is refused until one is made "
-            "with `presets tokens create NAME`"
+            f"no tokens in {tokens.where} yet: every request is refused until one is made "
+            f"with `presets tokens create NAME{how}`"
         )
     return tokens
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 
-from agent_presets.cli.options import default_state_dir, emit_json, state_dir_option, table
+from agent_presets.cli.options import (
+    default_state_dir,
+    emit_json,
+    open_store_or_fail,
+    state_dir_option,
+    store_option,
+    table,
+)
 from agent_presets.model import PresetError
 from agent_presets.server.events import rotated_paths, verify_log
 from agent_presets.server.stats import stats_of_log
@@ -22,7 +29,8 @@ def _ms(value: float | None) -> str:
 
 
 def _log_options(command: Any) -> Any:
-    """``--state-dir`` and ``--event-log``: which log a reading command reads."""
+    """``--state-dir``, ``--event-log`` and ``--store``: which log a reading command reads."""
+    command = store_option("Read the event log of this store (as given to serve):")(command)
     command = click.option(
         "--event-log",
         type=click.Path(dir_okay=False, path_type=Path),
@@ -43,15 +51,39 @@ def _log_path(state_dir: Path | None, event_log: Path | None) -> Path:
     return path
 
 
+def _shared_store(store_url: str | None, event_log: Path | None) -> Any:
+    """The shared store whose stream to read, or None to read a file."""
+    if store_url is None or store_url == "embedded":
+        return None
+    if event_log is not None:
+        raise click.UsageError("--event-log and --store name two logs; give one of them")
+    return open_store_or_fail(store_url, None)
+
+
 @click.command()
 @_log_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def stats(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
+def stats(
+    state_dir: Path | None, event_log: Path | None, store_url: str | None, as_json: bool
+) -> None:
     """Calls by tool, refusals by gate, latency p50/p95 and the approval rate.
 
-    Counted from the event log, rotated files included (docs/events.md).
+    Counted from the event log, rotated files included (docs/events.md); with
+    --store redis://..., from the store's stream, every replica's lines.
     """
-    numbers = stats_of_log(_log_path(state_dir, event_log))
+    store = _shared_store(store_url, event_log)
+    if store is not None:
+        from agent_presets.server.stats import compute
+        from agent_presets.server.store.redislog import read_stream
+
+        try:
+            numbers = compute(read_stream(store))
+            # The budgets' counters as every replica counted them (the log counts calls).
+            numbers["counters"] = store.counts()
+        finally:
+            store.close()
+    else:
+        numbers = stats_of_log(_log_path(state_dir, event_log))
     if as_json:
         emit_json(numbers)
         return
@@ -91,6 +123,8 @@ def _print(numbers: dict[str, Any]) -> None:
         table("Refusals by gate", ["gate", "refusals"], numbers["refusals_by_gate"].items())
     if numbers["calls_by_token"]:
         table("Calls by token", ["token", "calls"], numbers["calls_by_token"].items())
+    if numbers.get("counters"):
+        table("Budget counters (the store's)", ["counter", "calls"], numbers["counters"].items())
 
 
 @click.group()
@@ -101,7 +135,9 @@ def events() -> None:
 @events.command()
 @_log_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def verify(state_dir: Path | None, event_log: Path | None, as_json: bool) -> None:
+def verify(
+    state_dir: Path | None, event_log: Path | None, store_url: str | None, as_json: bool
+) -> None:
     """Follow the log's hash chain, rotated files included: `ok N lines`, or the first break.
 
     Every line carries the hash of the line before it (docs/events.md), so a
@@ -112,8 +148,18 @@ def verify(state_dir: Path | None, event_log: Path | None, as_json: bool) -> Non
     Examples:
       presets events verify
       presets events verify --event-log /var/log/presets/events.jsonl --json
+      presets events verify --store redis://127.0.0.1:6379/0
     """
-    found = verify_log(_log_path(state_dir, event_log))
+    store = _shared_store(store_url, event_log)
+    if store is not None:
+        from agent_presets.server.store.redislog import verify_stream
+
+        try:
+            found = verify_stream(store)
+        finally:
+            store.close()
+    else:
+        found = verify_log(_log_path(state_dir, event_log))
     broken = found.broken
     if as_json:
         emit_json(

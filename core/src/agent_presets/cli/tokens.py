@@ -8,9 +8,12 @@ its next request.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,12 +21,30 @@ from agent_presets.cli.options import (
     default_state_dir,
     emit_json,
     installed_presets,
+    open_store_or_fail,
     state_dir_option,
+    store_option,
     table,
 )
 from agent_presets.model import PresetValidationError
 
 _STATE_DIR = state_dir_option("The server's state folder.")
+_STORE = store_option("The token table of this store (as given to serve):")
+
+
+@contextlib.contextmanager
+def _token_store(state_dir: Path | None, store_url: str | None) -> Iterator[Any]:
+    """The token table ``--store`` names: the state folder's file, or the shared store's."""
+    from agent_presets.server.tokens import TokenStore
+
+    if store_url is None or store_url == "embedded":
+        yield TokenStore(state_dir or default_state_dir())
+        return
+    store = open_store_or_fail(store_url, state_dir)
+    try:
+        yield store.token_store()
+    finally:
+        store.close()
 
 
 @click.group()
@@ -55,6 +76,7 @@ def tokens() -> None:
 @click.option("--expires", metavar="DURATION", help="Lifetime such as 90m, 12h or 30d.")
 @click.option("--replace", is_flag=True, help="Replace an existing token of this name.")
 @_STATE_DIR
+@_STORE
 def create(
     name: str,
     allow: tuple[str, ...],
@@ -63,13 +85,14 @@ def create(
     expires: str | None,
     replace: bool,
     state_dir: Path | None,
+    store_url: str | None,
 ) -> None:
     """Create a token and print it, alone, on stdout (it is shown only this once).
 
     The state folder keeps only the token's SHA-256.
     """
     from agent_presets.server.policy import ToolPolicy
-    from agent_presets.server.tokens import TokenError, TokenStore, check_name, parse_duration
+    from agent_presets.server.tokens import TokenError, check_name, parse_duration
 
     try:
         check_name(name)
@@ -81,19 +104,19 @@ def create(
             ToolPolicy.allow_list(installed_presets(), allow)
         except PresetValidationError as exc:
             raise click.BadParameter(exc.message, param_hint="'--allow'") from None
-    store = TokenStore(state_dir or default_state_dir())
-    token, record = store.create(
-        name,
-        allow=allow or None,
-        max_calls=max_calls,
-        max_calls_per_tool=max_calls_per_tool,
-        expires_in=lifetime,
-        replace=replace,
-    )
+    with _token_store(state_dir, store_url) as store:
+        token, record = store.create(
+            name,
+            allow=allow or None,
+            max_calls=max_calls,
+            max_calls_per_tool=max_calls_per_tool,
+            expires_in=lifetime,
+            replace=replace,
+        )
     click.echo(token)
     until = f", expires {_when(record.expires)}" if record.expires is not None else ""
     click.echo(
-        f"created token {name!r}{until}; stored its SHA-256 in {store.path}. "
+        f"created token {name!r}{until}; stored its SHA-256 in {store.where}. "
         "Keep the token: it cannot be shown again.",
         err=True,
     )
@@ -102,11 +125,11 @@ def create(
 @tokens.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_STATE_DIR
-def list_tokens(as_json: bool, state_dir: Path | None) -> None:
+@_STORE
+def list_tokens(as_json: bool, state_dir: Path | None, store_url: str | None) -> None:
     """List the tokens: name, allow-list, budgets, created, expires (never the secret)."""
-    from agent_presets.server.tokens import TokenStore
-
-    records = TokenStore(state_dir or default_state_dir()).list()
+    with _token_store(state_dir, store_url) as store:
+        records = store.list()
     if as_json:
         emit_json([r.public() for r in records])
         return
@@ -133,11 +156,11 @@ def list_tokens(as_json: bool, state_dir: Path | None) -> None:
 @tokens.command()
 @click.argument("name")
 @_STATE_DIR
-def revoke(name: str, state_dir: Path | None) -> None:
+@_STORE
+def revoke(name: str, state_dir: Path | None, store_url: str | None) -> None:
     """Revoke a token; a running server refuses it from its next request on."""
-    from agent_presets.server.tokens import TokenStore
-
-    TokenStore(state_dir or default_state_dir()).revoke(name)
+    with _token_store(state_dir, store_url) as store:
+        store.revoke(name)
     click.echo(f"revoked token {name!r}", err=True)
 
 

@@ -4,8 +4,9 @@ It holds the shell state a real host reports (surface, activity, canvas
 visibility, theme, current world), a sandboxed file root, and slots that
 plugins fill with reference runtimes through ``presets_headless_runtime``.
 Shell changes feed ``PresetManager.set_context``; every change is persisted
-in the state directory (runtimes in its SQLite database, ``statedb``), so a
-restart resumes where it stopped. One host at a time writes a state directory
+in the state directory (runtimes in its SQLite database, ``statedb``, or on
+Redis with ``presets serve --store redis://...``, ``redisrows``, shared by every
+replica on it), so a restart resumes where it stopped. One host at a time writes a state directory
 (``StateLock``), and the file root may not overlap it (``check_root``).
 """
 

@@ -10,10 +10,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, cast
 
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.host.lock import StateLock
+from agent_presets.host.redisrows import RedisRows, RedisTable
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
@@ -24,6 +25,8 @@ from agent_presets.model import (
     PresetValidationError,
     ToolCallError,
 )
+from agent_presets.principal import LOCAL, current_principal
+from agent_presets.rows import RowTable
 
 if TYPE_CHECKING:
     from agent_presets.boot import HostDefaults, Presets
@@ -39,14 +42,14 @@ one row. Simple, but each change costs the size of the state: a runtime whose
 state grows uses ``TableRuntimeFactory`` instead.
 """
 
-TableRuntimeFactory = Callable[[Table], Any]
+TableRuntimeFactory = Callable[[RowTable], Any]
 """``factory(table) -> runtime``: a runtime that persists what changed.
 
 It reads its rows from ``table`` when it starts and, on each change, puts and
 deletes the rows it touched inside ``with table.transaction():``.
 """
 
-TableMigration = Callable[[dict[str, Any], Table], None]
+TableMigration = Callable[[dict[str, Any], RowTable], None]
 """``migrate(saved_state, table)``: write a state saved whole (a JSON file of an
 earlier version) into ``table`` as rows."""
 
@@ -258,6 +261,59 @@ class Shell:
         self.world, self.worlds = state["world"], list(state["worlds"])
 
 
+class PrincipalContexts(Protocol):
+    """What a host needs of a server's principals (``agent_presets.server.principals``)."""
+
+    def context(self, principal: str) -> Mapping[str, Any]: ...
+
+    def set_context(self, principal: str, changes: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+class PrincipalShell(Shell):
+    """One principal's view of the shell: its own context, the host's worlds and theme.
+
+    Made for each call from the principal's context (kept by the server's
+    principals, in its store), so it is never stale and costs nothing between
+    calls. A change is the principal's: the server checks and keeps it.
+    """
+
+    def __init__(self, host: HeadlessHost, principal: str, principals: PrincipalContexts) -> None:
+        shared = host._shell
+        context = principals.context(principal)
+        super().__init__(
+            host,
+            {
+                **shared.state(),
+                "surface": context.get("surface", shared.surface),
+                "activity": context.get("activity", shared.activity),
+                "canvas_visible": context.get("canvas_visible", shared.canvas_visible),
+                "world": context.get("world_id", shared.world),
+            },
+        )
+        self.worlds = shared.worlds  # one list: a world made by anyone is everyone's
+        self.principal = principal
+        self._principals = principals
+
+    def set_theme(self, theme: str) -> dict[str, Any]:
+        """The theme is the app's, not a principal's."""
+        return self._host._shell.set_theme(theme)
+
+    def _commit(self) -> dict[str, Any]:
+        # The principal's context first: a change the server refuses changes nothing.
+        self._principals.set_context(
+            self.principal,
+            {
+                "surface": self.surface,
+                "activity": self.activity,
+                "canvas_visible": self.canvas_visible,
+                "world_id": self.world,
+            },
+        )
+        self._host._save_shell()  # the worlds are shared, and may have changed
+        self._saved = self.state()
+        return self._saved
+
+
 class HeadlessHost:
     """An app with no window: shell state, a file root, and plugin runtimes.
 
@@ -279,8 +335,15 @@ class HeadlessHost:
         *,
         plugin_dirs: Iterable[str | Path] = (),
         serve_options: Iterable[object] = (),
+        tables: str | None = None,
     ) -> None:
-        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``)."""
+        """``serve_options``: what ``presets serve`` parsed for plugins (``serve_options()``).
+
+        ``tables``: where the runtimes' tables are kept. None (or ``embedded``):
+        the state directory's database; ``redis://HOST:PORT/DB`` (``presets serve
+        --store``): that Redis, shared with every replica on it, so the worlds'
+        drawings, graphs and scenes are one for all of them (``host.redisrows``).
+        """
         self.state_dir = Path(state_dir).resolve()
         self.root = (
             Path(root) if root is not None else self.state_dir / DEFAULT_ROOT_NAME
@@ -300,8 +363,13 @@ class HeadlessHost:
             self.presets: Presets | None = None
             self._serve_options = tuple(serve_options)
             _remove_debris(self.state_dir)
-            self.store = _open_store(self.state_dir / DB_FILE)
-            self.shell = Shell(self, self._load_shell())
+            self.store: StateStore | RedisRows = (
+                _open_store(self.state_dir / DB_FILE)
+                if tables is None or tables == "embedded"
+                else RedisRows(tables)
+            )
+            self._shell = Shell(self, self._load_shell())
+            self._principals: PrincipalContexts | None = None
         except BaseException:
             self.close()
             raise
@@ -392,7 +460,7 @@ class HeadlessHost:
         if name in self._attached:
             return self._attached[name]
         if name in self._world_factories or name in self._table_factories:
-            return self._world_runtime(self.shell.world, name)
+            return self._world_runtime(self.shell.world, name)  # the caller's world
         raise MissingRuntimeError(
             f"the headless host has no runtime {name!r}; installed runtimes: "
             f"{', '.join(self.runtime_names()) or 'none'}"
@@ -413,7 +481,7 @@ class HeadlessHost:
 
     def world_runtime(self, world: str, name: str) -> Any:
         """The runtime ``name`` of a given world (for tests and tools that compare worlds)."""
-        self.shell._require_world(world)
+        self._shell._require_world(world)
         return self._world_runtime(world, name)
 
     def __getattr__(self, name: str) -> Any:
@@ -425,15 +493,35 @@ class HeadlessHost:
         except MissingRuntimeError:
             raise AttributeError(name) from None
 
+    # -- principals ----------------------------------------------------------
+
+    @property
+    def shell(self) -> Shell:
+        """The shell of the principal the running call acts for (the host's own outside one).
+
+        A server with principals (``attach_principals``) gives each its own
+        context: its agent's surface, activity and world switches change only
+        its own, and the per-world runtimes it reaches are its world's. The
+        worlds, the theme and the app's data are shared.
+        """
+        principal = current_principal()
+        if principal == LOCAL or self._principals is None:
+            return self._shell
+        return PrincipalShell(self, principal, self._principals)
+
+    def attach_principals(self, principals: PrincipalContexts) -> None:
+        """Called by the server that keeps principals (``agent_presets.server.principals``)."""
+        self._principals = principals
+
     # -- context -----------------------------------------------------------
 
     def context(self) -> dict[str, Any]:
         """The context snapshot the preset manager resolves against."""
         return {
-            "surface": self.shell.surface,
-            "activity": self.shell.activity,
-            "canvas_visible": self.shell.canvas_visible,
-            "world_id": self.shell.world,
+            "surface": self._shell.surface,
+            "activity": self._shell.activity,
+            "canvas_visible": self._shell.canvas_visible,
+            "world_id": self._shell.world,
         }
 
     def update_context(self, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -442,7 +530,7 @@ class HeadlessHost:
         Goes through the shell, so the change is saved and reported like any
         other; a change the manager refuses changes nothing.
         """
-        self.shell.update(changes)
+        self._shell.update(changes)
         return self.context()
 
     def add_context_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
@@ -508,10 +596,10 @@ class HeadlessHost:
                 self._world_runtimes[key] = runtime
             return runtime
 
-    def _whole_state_runtime(self, world: str, name: str, table: Table) -> Any:
+    def _whole_state_runtime(self, world: str, name: str, table: Table | RedisTable) -> Any:
         """A ``WorldRuntimeFactory`` runtime: its whole state is the row ``state``."""
 
-        def migrate(saved: dict[str, Any], table: Table) -> None:
+        def migrate(saved: dict[str, Any], table: RowTable) -> None:
             table.put("state", saved)
 
         self._migrate(world, name, table, migrate)
@@ -519,14 +607,20 @@ class HeadlessHost:
 
         def changed() -> None:
             with self._lock:
-                if world in self.shell.worlds:
+                if world in self._shell.worlds:
                     table.put("state", holder[0].to_state())
 
         runtime = self._world_factories[name](table.get("state"), changed)
         holder.append(runtime)
         return runtime
 
-    def _migrate(self, world: str, name: str, table: Table, migrate: TableMigration | None) -> None:
+    def _migrate(
+        self,
+        world: str,
+        name: str,
+        table: Table | RedisTable,
+        migrate: TableMigration | None,
+    ) -> None:
         """Move a state saved as a JSON file by an earlier version into ``table``, once.
 
         The rows commit before the file is moved aside; a crash in between
@@ -564,7 +658,7 @@ class HeadlessHost:
         return saved  # type: ignore[no-any-return]
 
     def _save_shell(self) -> None:
-        write_json_atomic(self.state_dir / SHELL_FILE, self.shell.state())
+        write_json_atomic(self.state_dir / SHELL_FILE, self._shell.state())
 
     def _drop_world(self, world: str) -> None:
         for key in [k for k in self._world_runtimes if k[0] == world]:

@@ -223,6 +223,13 @@ class Table:
         with self.store.transaction():
             yield
 
+    def snapshot(self) -> list[tuple[str, Any]]:
+        return self.items()
+
+    def stale(self) -> bool:
+        """Never: the state directory has one writer (its lock), so nothing moves under it."""
+        return False
+
 
 def _text(value: Any) -> str:
     """A stored name for a message: decoded whatever its bytes, quoted, short."""

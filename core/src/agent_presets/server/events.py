@@ -273,6 +273,8 @@ class Event:
                 add(key + int.__repr__(value))
             elif kind is float and -_INF < value < _INF:  # not NaN, not infinite
                 add(key + float.__repr__(value))
+            elif kind is dict and not value:  # a call without arguments: no encoder call
+                add(key + "{}")
             else:
                 add(key + json_text(_plain(value)))
         add("}")

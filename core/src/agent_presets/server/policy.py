@@ -21,22 +21,30 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from agent_presets.model import PresetValidationError, ToolCallError
 from agent_presets.principal import LOCAL as LOCAL
 from agent_presets.schema import quote
 from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
+from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.server.events import Event, Reason, Refusal
     from agent_presets.server.events import Outcome as Decided
+    from agent_presets.server.store import Store
 
 SUMMARY_SECONDS = 60.0
 """How often counted refusals of a spent budget are written as one summary line."""
 
+
+# The budgets' counters in the store: the server's calls, a tool's, a token's, and a
+# token's calls of a tool (token names have no ':', so no two keys collide).
+CALLS: Final = "calls"
+TOOL: Final = "tool:"
+TOKEN: Final = "token:"
 
 Outcome = Literal["ok", "error", "bad-arguments", "refused", "cancelled"]
 """How a call ended: it ran and succeeded or failed (``error``), its arguments did not
@@ -117,14 +125,16 @@ class Profile:
     max_calls_per_tool: int | None = None
 
 
+class EventSink(Protocol):
+    """Where the log's lines go: ``EventLog`` (a file), or the Redis store's stream."""
+
+    def write(self, event: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
 ProfileSource = Callable[[str], "Profile | None"]
 """Token name -> its profile now, or None once the token is gone (revoked)."""
-
-
-@dataclass
-class _Counts:
-    calls: int = 0
-    by_tool: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -150,6 +160,8 @@ class ToolPolicy:
         event_log_backups: int = DEFAULT_BACKUPS,
         summary_seconds: float = SUMMARY_SECONDS,
         profiles: ProfileSource | None = None,
+        store: Store | None = None,
+        events: EventSink | None = None,
     ) -> None:
         for label, value in (("max_calls", max_calls), ("max_calls_per_tool", max_calls_per_tool)):
             if value is not None and value < 1:
@@ -158,18 +170,21 @@ class ToolPolicy:
         self.max_calls = max_calls
         self.max_calls_per_tool = max_calls_per_tool
         self.event_log = Path(event_log) if event_log is not None else None
-        self.events = (
-            EventLog(event_log, max_bytes=event_log_max_bytes, backups=event_log_backups)
+        self.events: EventSink | None = (
+            events
+            if events is not None
+            else EventLog(event_log, max_bytes=event_log_max_bytes, backups=event_log_backups)
             if event_log is not None
             else None
         )
         self.summary_seconds = summary_seconds
         self._lock = threading.Lock()
-        self.calls = 0
-        self.calls_by_tool: dict[str, int] = {}
         self._tallies: dict[str, _Tally] = {}
         self.profiles = profiles
-        self._token_counts: dict[str, _Counts] = {}
+        # The budgets' counters: this process's own unless the server shares its store.
+        self.store: Store = store if store is not None else EmbeddedStore()
+        self.own_store = store is None
+        """Whether the counters are the policy's own (a server gives it its store then)."""
 
     @staticmethod
     def allow_list(presets: Presets, names: Iterable[str]) -> Allowed:
@@ -255,53 +270,64 @@ class ToolPolicy:
     def charge(self, tool: str, token: str | None = None, *, count: bool = True) -> None:
         """Count a call to ``tool`` against every budget, or raise the spent one's ``GateError``.
 
-        Atomic: a call is counted against all of its budgets or none of them.
+        Atomic: a call is counted against all of its budgets or none of them,
+        in one ``store.charge`` (on Redis, one round trip shared by every
+        replica, so ``--max-calls 10`` admits ten calls across them all).
         ``count=False`` only checks: a call that waits for a person is charged
         when it may run, so a denied or expired call costs no budget.
         """
         profile = self.profile(token) if token is not None else None
-        with self._lock:
-            if self.max_calls is not None and self.calls >= self.max_calls:
-                raise GateError(
-                    "budget",
-                    f"The call budget of this server ({self.max_calls} tool calls) is used up. "
-                    "Tell the user; a restart with a larger --max-calls resets it.",
-                )
-            used = self.calls_by_tool.get(tool, 0)
-            if self.max_calls_per_tool is not None and used >= self.max_calls_per_tool:
-                raise GateError(
-                    "budget",
-                    f"Tool {tool!r} has used its budget of {self.max_calls_per_tool} calls on "
-                    "this server. Use other tools, or tell the user.",
-                )
-            counts = None
-            if profile is not None:
-                counts = self._token_counts.setdefault(profile.name, _Counts())
-                if profile.max_calls is not None and counts.calls >= profile.max_calls:
-                    raise GateError(
-                        "budget",
-                        f"The call budget of the token {profile.name!r} ({profile.max_calls} "
-                        "tool calls) is used up for this server's run. Tell the user.",
-                    )
-                token_used = counts.by_tool.get(tool, 0)
-                if (
-                    profile.max_calls_per_tool is not None
-                    and token_used >= profile.max_calls_per_tool
-                ):
-                    raise GateError(
-                        "budget",
-                        f"Tool {tool!r} has used the token {profile.name!r}'s budget of "
-                        f"{profile.max_calls_per_tool} calls. Use other tools, or tell the user.",
-                    )
-            if not count:
-                return
-            if not count:
-                return
-            self.calls += 1
-            self.calls_by_tool[tool] = used + 1
-            if counts is not None:
-                counts.calls += 1
-                counts.by_tool[tool] = counts.by_tool.get(tool, 0) + 1
+        counters: list[tuple[str, int | None]] = [
+            (CALLS, self.max_calls),
+            (TOOL + tool, self.max_calls_per_tool),
+        ]
+        if profile is not None:
+            mine = TOKEN + profile.name
+            counters += [
+                (mine, profile.max_calls),
+                (f"{mine}:{TOOL}{tool}", profile.max_calls_per_tool),
+            ]
+        spent = self.store.charge(counters, count=count)
+        if spent is None:
+            return
+        if spent == CALLS:
+            raise GateError(
+                "budget",
+                f"The call budget of this server ({self.max_calls} tool calls) is used up. "
+                "Tell the user; a restart with a larger --max-calls resets it.",
+            )
+        if spent == TOOL + tool:
+            raise GateError(
+                "budget",
+                f"Tool {tool!r} has used its budget of {self.max_calls_per_tool} calls on "
+                "this server. Use other tools, or tell the user.",
+            )
+        assert profile is not None
+        if spent == TOKEN + profile.name:
+            raise GateError(
+                "budget",
+                f"The call budget of the token {profile.name!r} ({profile.max_calls} "
+                "tool calls) is used up for this server's run. Tell the user.",
+            )
+        raise GateError(
+            "budget",
+            f"Tool {tool!r} has used the token {profile.name!r}'s budget of "
+            f"{profile.max_calls_per_tool} calls. Use other tools, or tell the user.",
+        )
+
+    @property
+    def calls(self) -> int:
+        """Tool calls counted so far (every replica's, on a shared store)."""
+        return self.store.counts(CALLS).get(CALLS, 0)
+
+    @property
+    def calls_by_tool(self) -> dict[str, int]:
+        return {k.removeprefix(TOOL): v for k, v in self.store.counts(TOOL).items()}
+
+    def token_calls(self, token: str) -> int:
+        """Tool calls counted so far for the token named ``token``."""
+        key = TOKEN + token
+        return self.store.counts(key).get(key, 0)
 
     # -- event log -----------------------------------------------------------
 
@@ -442,12 +468,10 @@ class ToolPolicy:
             token_spent = False
             if not server_spent and refusal.token is not None:
                 profile = self.profile(refusal.token)
-                counts = self._token_counts.get(refusal.token)
                 token_spent = (
                     profile is not None
                     and profile.max_calls is not None
-                    and counts is not None
-                    and counts.calls >= profile.max_calls
+                    and self.token_calls(refusal.token) >= profile.max_calls
                 )
             # Only a tool that exists has a budget, so a budget refusal names its tool.
             key = "*" if server_spent or token_spent else str(refusal.tool)
@@ -505,9 +529,7 @@ class ToolPolicy:
         """
         if token is not None:
             profile = self.profile(token)
-            with self._lock:
-                counts = self._token_counts.get(token)
-                calls = counts.calls if counts is not None else 0
+            calls = self.token_calls(token)
             return {
                 "token": token,
                 "allow": list(profile.allow.names) if profile and profile.allow else None,

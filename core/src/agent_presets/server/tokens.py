@@ -36,13 +36,15 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from agent_presets.atomicfile import write_atomic
 from agent_presets.model import PresetError
+
+T = TypeVar("T")
 
 TOKENS_FILE: Final = "tokens.json"
 TOKENS_LOCK: Final = "tokens.lock"
@@ -109,7 +111,7 @@ class TokenRecord:
         return shown
 
     @classmethod
-    def from_json(cls, data: Any, source: Path) -> TokenRecord:
+    def from_json(cls, data: Any, source: Path | str) -> TokenRecord:
         try:
             allow = data["allow"]
             record = cls(
@@ -151,7 +153,7 @@ def read_tokens(path: Path) -> dict[str, TokenRecord]:
     return parse_tokens(text, path)
 
 
-def parse_tokens(text: str, path: Path) -> dict[str, TokenRecord]:
+def parse_tokens(text: str, path: Path | str) -> dict[str, TokenRecord]:
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -174,6 +176,8 @@ class TokenStore:
         self.state_dir = Path(state_dir)
         self.path = self.state_dir / TOKENS_FILE
         self.lock_path = self.state_dir / TOKENS_LOCK
+        self.where = str(self.path)
+        """Where the tokens are kept, for messages."""
 
     def list(self) -> list[TokenRecord]:
         return sorted(read_tokens(self.path).values(), key=lambda r: r.name)
@@ -204,24 +208,35 @@ class TokenStore:
             created=now,
             expires=now + expires_in if expires_in is not None else None,
         )
-        with self._writing() as records:
+
+        def add(records: dict[str, TokenRecord]) -> None:
             if name in records and not replace:
                 raise TokenError(
                     f"a token named {name!r} exists already; revoke it first, or pass --replace "
                     "to replace it (its old secret stops working)"
                 )
             records[name] = record
+
+        self._modify(add)
         return token, record
 
     def revoke(self, name: str) -> TokenRecord:
-        with self._writing() as records:
+        def remove(records: dict[str, TokenRecord]) -> TokenRecord:
             record = records.pop(name, None)
             if record is None:
                 from agent_presets.suggest import did_you_mean
 
                 hint = did_you_mean(name, records, "`presets tokens list` shows the names")
                 raise TokenError(f"no token named {name!r}{hint}")
-        return record
+            return record
+
+        return self._modify(remove)
+
+    def _modify(self, change: Callable[[dict[str, TokenRecord]], T]) -> T:
+        """Apply ``change`` to the records as one read-modify-write; nothing is written if
+        it raises."""
+        with self._writing() as records:
+            return change(records)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[dict[str, TokenRecord]]:
@@ -270,6 +285,7 @@ class TokenTable:
     def __init__(self, state_dir: str | Path, *, reload: float = RELOAD_SECONDS) -> None:
         self.path = Path(state_dir) / TOKENS_FILE
         self.reload = reload
+        self.where = str(self.path)
         self._lock = threading.Lock()
         self._identity: tuple[int, int, int] | None = None
         self._text: str | None = None
@@ -296,17 +312,21 @@ class TokenTable:
                 text = None
             self._identity = identity
             self._read_at = now
-            if text == self._text and self.version:
-                return
-            try:
-                records = parse_tokens(text, self.path) if text is not None else {}
-            except TokenError:
-                # A broken file refuses every token rather than keeping stale ones.
-                records = {}
-            self._text = text
-            self._records = tuple(records.values())
-            self._by_name = dict(records)
-            self.version += 1
+            self._take(text)
+
+    def _take(self, text: str | None) -> None:
+        """Hold the records of ``text`` (the file's, None: no file). Hold ``_lock``."""
+        if text == self._text and self.version:
+            return
+        try:
+            records = parse_tokens(text, self.where) if text is not None else {}
+        except TokenError:
+            # A broken file refuses every token rather than keeping stale ones.
+            records = {}
+        self._text = text
+        self._records = tuple(records.values())
+        self._by_name = dict(records)
+        self.version += 1
 
     def names(self) -> list[str]:
         self.refresh()

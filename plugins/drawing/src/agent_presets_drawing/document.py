@@ -17,22 +17,26 @@ the objects, with the layer order), ``layer/<id>`` (name and object order),
 ``undo/<seq>`` / ``redo/<seq>`` (the steps). Opened on a host table
 (``Drawing.from_table``), a change writes its changed rows and its step, so a call
 costs what it changed, not the size of the drawing or of its history.
+
+The table may have other writers (replicas on one Redis): every public method
+runs through ``agent_presets.TableSync``, which reloads the rows another
+writer committed and runs a change again when its commit lost the race. The
+id counters are the ``next`` row, written in the change's own transaction, so
+two writers never hand out one id; history is the document's, whoever wrote.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import math
 import re
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Concatenate, Final, ParamSpec, TypeVar
+from typing import Any, Final
 
-from agent_presets import RowTable
+from agent_presets import RowTable, TableSync, synced
 from agent_presets_drawing import geometry
 from agent_presets_drawing.geometry import Box, Point
 from agent_presets_drawing.terms import MATCH_MODES as MATCH_MODES
@@ -92,21 +96,6 @@ def _point_list(points: object, field: str, minimum: int) -> list[list[float]]:
     if len(out) < minimum:
         raise DrawingError(f"{field} needs at least {minimum} points, got {len(out)}")
     return out
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _locked(method: Callable[Concatenate[Drawing, P], R]) -> Callable[Concatenate[Drawing, P], R]:
-    """Run the whole method under the drawing's lock: check and change happen as one."""
-
-    @functools.wraps(method)
-    def wrapper(self: Drawing, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 def _snapshot(doc: dict[str, Any]) -> str:
@@ -253,13 +242,12 @@ class Drawing:
     ) -> None:
         self._changed = changed or (lambda: None)
         self._table = table
-        # Tool calls may arrive on several server threads at once.
-        self._lock = threading.RLock()
+        # Tool calls may arrive on several server threads at once, and other writers
+        # may share the table: each method runs alone, on the rows as they are now.
+        self.table_sync = TableSync(table, self._load_table, error=DrawingError)
         self._touched: dict[str, Any] | None = None
         if table is not None:
-            rows = dict(table.items())
-            self._load_rows(rows)
-            self._unsaved = not rows  # a fresh drawing writes all its rows with its first change
+            self.table_sync.load()
         elif state is None:
             self._load_rows({})
             self._unsaved = False
@@ -285,7 +273,7 @@ class Drawing:
 
     # -- state ---------------------------------------------------------------
 
-    @_locked
+    @synced
     def to_state(self) -> dict[str, Any]:
         """The whole drawing, history included, as one JSON-ready mapping."""
         rows = rows_of(self._doc)
@@ -299,6 +287,10 @@ class Drawing:
             self._load_rows(state["rows"])
         else:
             self._load_rows(migrate_whole_state(state))
+
+    def _load_table(self, rows: dict[str, Any]) -> None:
+        self._load_rows(rows)
+        self._unsaved = not rows  # a fresh drawing writes all its rows with its first change
 
     def _load_rows(self, rows: Mapping[str, Any]) -> None:
         if "doc" not in rows:
@@ -327,7 +319,7 @@ class Drawing:
         self._redo: list[Step] = steps["redo"][::-1]  # the lowest number is redone first
         self._seq = max((st.seq for st in [*self._undo, *self._redo]), default=0)
 
-    @_locked
+    @synced
     def document(self) -> dict[str, Any]:
         """A copy of the document: what undo and redo restore."""
         result: dict[str, Any] = json.loads(_snapshot(self._doc))
@@ -343,7 +335,7 @@ class Drawing:
 
     # -- reading -------------------------------------------------------------
 
-    @_locked
+    @synced
     def inspect(self) -> dict[str, Any]:
         """The document as JSON, each object with its bounding box, plus history depths."""
         doc = self.document()
@@ -389,7 +381,7 @@ class Drawing:
     def selected(self) -> list[dict[str, Any]]:
         return [self.find(oid)[1] for oid in self._doc["selection"]]
 
-    @_locked
+    @synced
     def sample_color(self, x: float, y: float) -> dict[str, Any]:
         """The colour painted at ``(x, y)``: the topmost object part covering it."""
         point = (_number(x, "x"), _number(y, "y"))
@@ -409,7 +401,7 @@ class Drawing:
             "layer": None,
         }
 
-    @_locked
+    @synced
     def to_svg(self) -> str:
         from agent_presets_drawing.svg import render
 
@@ -555,7 +547,7 @@ class Drawing:
         self._changed()
         return step
 
-    @_locked
+    @synced
     def undo(self) -> dict[str, Any]:
         if not self._undo:
             raise DrawingError(
@@ -565,7 +557,7 @@ class Drawing:
         step = self._move_step(self._undo, self._redo, 0)
         return {"undone": step.label, **self._depths()}
 
-    @_locked
+    @synced
     def redo(self) -> dict[str, Any]:
         if not self._redo:
             raise DrawingError(
@@ -580,7 +572,7 @@ class Drawing:
 
     # -- tool and defaults ---------------------------------------------------
 
-    @_locked
+    @synced
     def set_tool(self, tool: str) -> dict[str, Any]:
         if tool not in TOOLS:
             raise DrawingError(f"unknown tool {tool!r}; use one of: {', '.join(TOOLS)}")
@@ -589,7 +581,7 @@ class Drawing:
             self._doc["tool"] = tool
         return {"tool": tool, "previous": previous}
 
-    @_locked
+    @synced
     def set_defaults(
         self,
         fill: str | None = None,
@@ -668,7 +660,7 @@ class Drawing:
     def _index(self, layer: dict[str, Any]) -> int:
         return next(i for i, lay in enumerate(self._doc["layers"]) if lay is layer)
 
-    @_locked
+    @synced
     def add_layer(self, name: str | None = None) -> dict[str, Any]:
         """A new empty layer just above the active one; it becomes active."""
         with self._transaction("add layer") as step:
@@ -682,7 +674,7 @@ class Drawing:
             step["label"] = f"add layer {layer_id} ({layer['name']})"
         return {"layer": copy.deepcopy(layer), "position": above}
 
-    @_locked
+    @synced
     def duplicate_layer(self, ref: str | None = None, name: str | None = None) -> dict[str, Any]:
         """Copy a layer (default: the active one) with new object ids, just above it."""
         source = self.layer(ref if ref is not None else self._doc["active_layer"])
@@ -704,7 +696,7 @@ class Drawing:
             step["label"] = f"duplicate layer {source['id']} as {layer_id}"
         return {"layer": copy.deepcopy(layer), "position": position, "source": source["id"]}
 
-    @_locked
+    @synced
     def rename_layer(self, ref: str, name: str) -> dict[str, Any]:
         layer = self.layer(ref)
         name = self._check_layer_name(name, ignore=layer)
@@ -712,14 +704,14 @@ class Drawing:
             layer["name"] = name
         return {"layer": {"id": layer["id"], "name": name}}
 
-    @_locked
+    @synced
     def set_active_layer(self, ref: str) -> dict[str, Any]:
         layer = self.layer(ref)
         with self._transaction(f"set active layer {layer['id']}"):
             self._doc["active_layer"] = layer["id"]
         return {"active_layer": layer["id"], "name": layer["name"]}
 
-    @_locked
+    @synced
     def delete_layer(self, ref: str) -> dict[str, Any]:
         layer = self.layer(ref)
         layers = self._doc["layers"]
@@ -767,7 +759,7 @@ class Drawing:
             )
         return result
 
-    @_locked
+    @synced
     def insert_shape(
         self,
         shape: str,
@@ -816,7 +808,7 @@ class Drawing:
         obj["style"] = self._style_for(shape, style)
         return self._insert(obj, layer)
 
-    @_locked
+    @synced
     def insert_line(
         self,
         x1: float,
@@ -834,7 +826,7 @@ class Drawing:
             {"kind": "line", "points": points, "style": self._style_for("line", style)}, layer
         )
 
-    @_locked
+    @synced
     def insert_stroke(
         self,
         points: Sequence[Sequence[float]],
@@ -852,7 +844,7 @@ class Drawing:
 
     # -- selection -----------------------------------------------------------
 
-    @_locked
+    @synced
     def select(
         self,
         ids: Sequence[str] | None = None,
@@ -906,7 +898,7 @@ class Drawing:
             **({"bounds": self._selection_bounds().to_dict()} if selection else {}),
         }
 
-    @_locked
+    @synced
     def clear_selection(self) -> dict[str, Any]:
         previous = list(self._doc["selection"])
         with self._transaction("clear selection"):
@@ -924,7 +916,7 @@ class Drawing:
             )
         return self.selected()
 
-    @_locked
+    @synced
     def transform_selection(
         self,
         *,
@@ -975,7 +967,7 @@ class Drawing:
             "origin": {"x": geometry.tidy(origin[0]), "y": geometry.tidy(origin[1])},
         }
 
-    @_locked
+    @synced
     def update_selection_style(
         self,
         fill: str | None = None,
@@ -1010,7 +1002,7 @@ class Drawing:
             result["fill_skipped"] = skipped
         return result
 
-    @_locked
+    @synced
     def delete_selected(self) -> dict[str, Any]:
         objects = self._require_selection("delete")
         gone = {obj["id"] for obj in objects}

@@ -7,6 +7,7 @@ file root at any time.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Final
 
 from agent_presets import AdapterKit, ToolAdapter, ToolCall, object_schema, result_schema
@@ -84,6 +85,7 @@ BASH_OUTPUT: Final = {
         "stderr_truncated": {"type": "boolean"},
         "duration_seconds": {"type": "number"},
         "timeout_seconds": {"type": "number"},
+        "cancelled": {"type": "boolean"},
     },
     "required": ["exit_code", "timed_out", "stdout", "stderr"],
 }
@@ -110,8 +112,17 @@ def _write_file(files: Any, args: dict[str, Any], call: ToolCall) -> Any:
 
 
 def _run_bash(bash: Any, args: dict[str, Any], call: ToolCall) -> Any:
-    progress = call.context.progress if call.context is not None else None
-    return bash.run(args["command"], args.get("timeout_seconds"), progress=progress)
+    context = call.context
+    if context is None:
+        return bash.run(args["command"], args.get("timeout_seconds"))
+    extra: dict[str, Any] = {}
+    # A cancelled call (or task) kills the command at once, not when its time is up; a
+    # host's own runner written before `stop` existed still gets the call.
+    if "stop" in inspect.signature(bash.run).parameters:
+        extra["stop"] = lambda: context.cancelled
+    return bash.run(
+        args["command"], args.get("timeout_seconds"), progress=context.progress, **extra
+    )
 
 
 WORLD_NAME: Final = {
@@ -289,6 +300,7 @@ def tool_adapters() -> list[ToolAdapter]:
         BASH.adapter(
             "app.run-bash",
             _run_bash,
+            task_support="optional",
             title="Run a shell command",
             output_schema=BASH_OUTPUT,
             description=(

@@ -161,11 +161,15 @@ class BashRunner:
         timeout_seconds: float | None = None,
         *,
         progress: Progress | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> dict[str, Any]:
         """Run ``command``; ``progress(seconds, timeout, message)`` is called while it runs.
 
         Progress comes every ``PROGRESS_EVERY`` seconds, so a client that asked
         for it hears the call is alive and does not time out on a long command.
+        ``stop()`` is asked as often as the command is checked on: once it says
+        yes (the call was cancelled), the command is killed like one whose time
+        is up, and the run ends with ``cancelled`` true.
         """
         if self._refusal is not None:
             raise ToolCallError(
@@ -227,8 +231,9 @@ class BashRunner:
         # hold for it), only counting stops a fork loop: over the limit, the
         # whole sandbox is killed.
         watch = None if info is None or cgroup else _ProcessWatch(info, self.limits.processes)
+        checks = _within(watch, stop)
         try:
-            ended = _wait_unreaped(proc.pid, started + timeout, progress, timeout, watch)
+            ended = _wait_unreaped(proc.pid, started + timeout, progress, timeout, checks)
             timed_out = not ended
         finally:
             # The leader is still a zombie here, so its group id cannot have
@@ -247,6 +252,9 @@ class BashRunner:
         err.join(DRAIN_GRACE)
         duration = time.monotonic() - started
         stopped = "" if watch is None or watch.over is None else f"\n[{watch.over}]"
+        cancelled = stop is not None and stop()
+        if cancelled:
+            stopped += "\n[cancelled: the command was killed]"
         return {
             "exit_code": proc.returncode,
             "timed_out": timed_out,
@@ -256,7 +264,19 @@ class BashRunner:
             "stderr_truncated": err.dropped > 0,
             "duration_seconds": round(duration, 3),
             "timeout_seconds": timeout,
+            "cancelled": cancelled,
         }
+
+
+def _within(
+    watch: Callable[[], bool] | None, stop: Callable[[], bool] | None
+) -> Callable[[], bool] | None:
+    """One check for ``_wait_unreaped``: within the process limit, and not stopped."""
+    if stop is None:
+        return watch
+    if watch is None:
+        return lambda: not stop()
+    return lambda: watch() and not stop()
 
 
 class PipeCapture(threading.Thread):

@@ -5,6 +5,11 @@ Every refusal raises ``GraphError`` *before* anything changes, and every
 change calls ``changed()`` once. Opened on a host table (``Graph.from_table``), a
 change also writes the rows it touched: ``graph`` (view and counters),
 ``node/<id>`` and ``edge/<id>``, each with its place in insertion order.
+Other writers may share the table (replicas on one Redis): the public methods
+run through ``agent_presets.TableSync``, which reloads what another writer
+committed and runs a change again when its commit lost the race; the id and
+place counters are in the ``graph`` row, which every change that takes an id
+writes in its own transaction.
 
 Edges are directed. Adding an edge that already exists (same source, target
 and label) is idempotent: the existing edge comes back with ``created: False``
@@ -22,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent_presets import RowTable
+from agent_presets import RowTable, TableSync, synced
 from agent_presets_graph.terms import ID_PATTERN as ID_PATTERN
 from agent_presets_graph.terms import MAX_LABEL as MAX_LABEL
 from agent_presets_graph.terms import NODE_KINDS as NODE_KINDS
@@ -99,6 +104,7 @@ class Graph:
         # Node and edge ids may be chosen by the caller, so rows keep their order apart.
         self._places: dict[str, int] = {}
         self._next_place = 1
+        self.table_sync = TableSync(table, self._load_rows, error=GraphError)
 
     @classmethod
     def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Graph:
@@ -111,7 +117,12 @@ class Graph:
     def from_table(cls, table: RowTable) -> Graph:
         """The headless host's per-world runtime: rows in ``table``."""
         graph = cls(table=table)
-        rows = dict(table.items())
+        graph.table_sync.load()
+        return graph
+
+    def _load_rows(self, rows: dict[str, Any]) -> None:
+        """Replace the whole graph with the one ``rows`` hold."""
+        fresh = Graph()
         if rows:
             meta = rows.get("graph", {})
             ordered = sorted(
@@ -124,10 +135,12 @@ class Graph:
                 "view": meta.get("view", {}),
                 "next_id": meta.get("next_id", 1),
             }
-            graph._load(state)
-            graph._places = {k.split("/", 1)[1]: place for place, k, _ in ordered}
-            graph._next_place = meta.get("next_place", len(ordered) + 1)
-        return graph
+            fresh._load(state)
+            fresh._places = {k.split("/", 1)[1]: place for place, k, _ in ordered}
+            fresh._next_place = meta.get("next_place", len(ordered) + 1)
+        self.nodes, self.edges = fresh.nodes, fresh.edges
+        self.focused, self.open, self._next_id = fresh.focused, fresh.open, fresh._next_id
+        self._places, self._next_place = fresh._places, fresh._next_place
 
     @staticmethod
     def migrate(saved: dict[str, Any], table: RowTable) -> None:
@@ -183,6 +196,7 @@ class Graph:
 
     # -- nodes ---------------------------------------------------------------
 
+    @synced
     def add_node(
         self, label: str, data: Mapping[str, Any] | None = None, kind: NodeKind = "node"
     ) -> Node:
@@ -192,6 +206,7 @@ class Graph:
         self._save(f"node/{node.id}", "graph")
         return node
 
+    @synced
     def create_identity(self, name: str, data: Mapping[str, Any] | None = None) -> Node:
         """An identity node stands for one person or entity, so its name must be unique."""
         name = _label(name)
@@ -203,6 +218,7 @@ class Graph:
                 )
         return self.add_node(name, data, kind="identity")
 
+    @synced
     def load_node(
         self,
         node_id: str,
@@ -240,6 +256,7 @@ class Graph:
         self._save(f"node/{node_id}")
         return node, False
 
+    @synced
     def get_node(self, node_id: str) -> Node:
         node = self.nodes.get(node_id)
         if node is None:
@@ -248,6 +265,7 @@ class Graph:
             )
         return node
 
+    @synced
     def remove_nodes(self, ids: list[str]) -> tuple[list[str], list[str]]:
         """Remove nodes and every edge touching them; all ids must exist."""
         unknown = [i for i in ids if i not in self.nodes]
@@ -274,6 +292,7 @@ class Graph:
 
     # -- edges ---------------------------------------------------------------
 
+    @synced
     def add_edge(self, source: str, target: str, label: str | None = None) -> tuple[Edge, bool]:
         """Link two existing nodes; returns ``(edge, created)`` (see the module docstring)."""
         missing = [i for i in (source, target) if i not in self.nodes]
@@ -295,9 +314,11 @@ class Graph:
         self._save(f"edge/{edge.id}", "graph")
         return edge, True
 
+    @synced
     def edges_of(self, node_id: str) -> list[Edge]:
         return [e for e in self.edges.values() if node_id in (e.source, e.target)]
 
+    @synced
     def neighbourhood(self, node_id: str) -> dict[str, Any]:
         """A node with its edges and the labels of the nodes at their other ends."""
         node = self.get_node(node_id)
@@ -313,6 +334,7 @@ class Graph:
 
     # -- view ----------------------------------------------------------------
 
+    @synced
     def open_node(self, node_id: str) -> bool:
         """Add a node to the open list; returns whether it was newly opened."""
         self.get_node(node_id)
@@ -322,6 +344,7 @@ class Graph:
         self._save("graph")
         return True
 
+    @synced
     def focus_node(self, node_id: str) -> None:
         """Focus a node; a focused node is always open too."""
         self.get_node(node_id)
@@ -332,9 +355,11 @@ class Graph:
             self.open.append(node_id)
         self._save("graph")
 
+    @synced
     def view(self) -> dict[str, Any]:
         return {"focused": self.focused, "open": list(self.open)}
 
+    @synced
     def console_view(self) -> dict[str, Any]:
         """What the browser console draws for this world: a node-link picture."""
         from agent_presets_graph.picture import node_link_svg
@@ -344,6 +369,7 @@ class Graph:
 
     # -- search --------------------------------------------------------------
 
+    @synced
     def search(self, query: str, *, kind: NodeKind | None = None) -> list[SearchHit]:
         """Case-insensitive search: exact label, label prefix, label substring, then data.
 
@@ -373,6 +399,7 @@ class Graph:
 
     # -- state ---------------------------------------------------------------
 
+    @synced
     def to_state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
@@ -382,6 +409,7 @@ class Graph:
             "next_id": self._next_id,
         }
 
+    @synced
     def restore(self, state: Mapping[str, Any]) -> None:
         """Replace the whole graph with ``state``, or change nothing if it is invalid."""
         fresh = Graph()

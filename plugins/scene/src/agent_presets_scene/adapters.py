@@ -338,6 +338,7 @@ def tool_adapters() -> list[ToolAdapter]:
         KIT.adapter(
             "scene.add-terrain",
             add_terrain,
+            task_support="optional",
             title="Generate terrain",
             output_schema=TERRAIN_OUTPUT,
             description=(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
-from agent_presets import RowTable
+from agent_presets import RowTable, TableSync, synced
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.terms import BODY_KINDS as BODY_KINDS
@@ -166,7 +166,11 @@ class Scene:
     table, the scene is rows: ``scene`` (the order of objects and lights,
     selection, sky, background, id counter), ``object/<id>``, ``light/<id>``,
     ``terrain`` and ``camera``; a change writes the rows it changed, so a
-    camera move never rewrites the terrain.
+    camera move never rewrites the terrain. Other writers may share the table
+    (replicas on one Redis): the public methods run through
+    ``agent_presets.TableSync``, so each acts on the rows as committed now and
+    a change that lost the race to commit runs again; the id counter is in the
+    ``scene`` row, which every change that takes an id writes.
     """
 
     def __init__(
@@ -182,6 +186,7 @@ class Scene:
         self.background: str = DEFAULT_BACKGROUND
         self.camera = Camera()
         self._next_id = 1
+        self.table_sync = TableSync(table, self._load_rows, error=SceneError)
 
     @classmethod
     def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Scene:
@@ -194,7 +199,12 @@ class Scene:
     def from_table(cls, table: RowTable) -> Scene:
         """The headless host's per-world runtime: rows in ``table``."""
         scene = cls(table=table)
-        rows = dict(table.items())
+        scene.table_sync.load()
+        return scene
+
+    def _load_rows(self, rows: dict[str, Any]) -> None:
+        """Replace the whole scene with the one ``rows`` hold."""
+        fresh = Scene()
         if rows:
             meta = rows.get("scene", {})
             state = {k: v for k, v in meta.items() if k not in ("objects", "lights")}
@@ -202,8 +212,13 @@ class Scene:
             state["lights"] = [rows[f"light/{i}"] for i in meta.get("lights", [])]
             state["terrain"] = rows.get("terrain")
             state["camera"] = rows.get("camera")
-            scene._load(state)
-        return scene
+            fresh._load(state)
+        self._take(fresh)
+
+    def _take(self, fresh: Scene) -> None:
+        for attr in ("objects", "lights", "selected", "terrain", "skybox", "background"):
+            setattr(self, attr, getattr(fresh, attr))
+        self.camera, self._next_id = fresh.camera, fresh._next_id
 
     @staticmethod
     def migrate(saved: dict[str, Any], table: RowTable) -> None:
@@ -255,6 +270,7 @@ class Scene:
 
     # -- objects -------------------------------------------------------------
 
+    @synced
     def add_cuboid(
         self,
         position: Vec3,
@@ -276,6 +292,7 @@ class Scene:
         self._save("scene", f"object/{object_id}")
         return cuboid
 
+    @synced
     def add_physics_body(
         self, object_id: str, kind: BodyKind, mass: float | None = None
     ) -> tuple[Cuboid, bool]:
@@ -289,6 +306,7 @@ class Scene:
         self._save(f"object/{object_id}")
         return updated, cuboid.body is not None
 
+    @synced
     def select_object(self, object_id: str | None) -> None:
         if object_id is not None:
             self.get_object(object_id)
@@ -296,6 +314,7 @@ class Scene:
             self.selected = object_id
             self._save("scene")
 
+    @synced
     def get_object(self, object_id: str) -> Cuboid:
         cuboid = self.objects.get(object_id)
         if cuboid is None:
@@ -308,6 +327,7 @@ class Scene:
 
     # -- terrain -------------------------------------------------------------
 
+    @synced
     def add_terrain(self, terrain: Heightfield) -> Heightfield:
         if self.terrain is not None:
             raise SceneError(
@@ -319,17 +339,20 @@ class Scene:
         self._save("terrain")
         return terrain
 
+    @synced
     def remove_terrain(self) -> Heightfield:
         terrain = self.require_terrain()
         self.terrain = None
         self._save("terrain")
         return terrain
 
+    @synced
     def require_terrain(self) -> Heightfield:
         if self.terrain is None:
             raise SceneError("the scene has no terrain; add one with space_scene_add_terrain")
         return self.terrain
 
+    @synced
     def raycast_terrain(
         self, origin: Vec3, direction: Vec3, max_distance: float = math.inf
     ) -> RayHit | None:
@@ -338,6 +361,7 @@ class Scene:
 
     # -- lights, sky ---------------------------------------------------------
 
+    @synced
     def add_light(
         self,
         kind: LightKind,
@@ -365,6 +389,7 @@ class Scene:
         self._save("scene", f"light/{light_id}")
         return light
 
+    @synced
     def set_light_state(self, light_id: str, on: bool) -> Light:
         light = self.lights.get(light_id)
         if light is None:
@@ -379,33 +404,39 @@ class Scene:
             self._save(f"light/{light_id}")
         return light
 
+    @synced
     def set_skybox(self, name: str) -> None:
         if name not in SKYBOXES:
             raise SceneError(f"unknown skybox {name!r}; use one of: {', '.join(SKYBOXES)}")
         self.skybox = name
         self._save("scene")
 
+    @synced
     def set_background(self, color: str) -> None:
         self.background = hex_color(color)
         self._save("scene")
 
     # -- camera --------------------------------------------------------------
 
+    @synced
     def set_camera(self, position: Vec3, target: Vec3, fov: float | None = None) -> Camera:
         self.camera = Camera(position, target, self.camera.fov if fov is None else fov)
         self._save("camera")
         return self.camera
 
+    @synced
     def reset_camera(self) -> Camera:
         self.camera = Camera()
         self._save("camera")
         return self.camera
 
+    @synced
     def screen_ray(self, x: float, y: float, width: int, height: int) -> tuple[Vec3, Vec3]:
         return self.camera.screen_ray(x, y, width, height)
 
     # -- state ---------------------------------------------------------------
 
+    @synced
     def console_view(self) -> dict[str, Any]:
         """What the browser console draws for this world: the scene from above."""
         from agent_presets_scene.topdown import top_down_svg
@@ -413,6 +444,7 @@ class Scene:
         svg = top_down_svg(self.terrain, list(self.objects.values()), list(self.lights.values()))
         return {"kind": "svg", "svg": svg}
 
+    @synced
     def to_state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
@@ -426,13 +458,12 @@ class Scene:
             "next_id": self._next_id,
         }
 
+    @synced
     def restore(self, state: Mapping[str, Any]) -> None:
         """Replace the whole scene with ``state``, or change nothing if it is invalid."""
         fresh = Scene()
         fresh._load(state)
-        for attr in ("objects", "lights", "selected", "terrain", "skybox", "background"):
-            setattr(self, attr, getattr(fresh, attr))
-        self.camera, self._next_id = fresh.camera, fresh._next_id
+        self._take(fresh)
         self._save_all()
 
     def _load(self, state: Mapping[str, Any]) -> None:

@@ -211,6 +211,7 @@ def tool_adapters() -> list[ToolAdapter]:
         UNITS.adapter(
             "unit.reload",
             lambda u, a: u.reload(a["name"]),
+            task_support="optional",
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
             description=(

@@ -18,10 +18,14 @@ it stays running, and the server holds none of its objects.
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import keyword
+import os
 import re
+import stat as stat_mode
 import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +38,18 @@ from agent_presets_units.patch import PatchError, apply_patch
 
 UNIT_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_SOURCE_BYTES: Final = 1024 * 1024
+
+RACY_NS: Final = 2_000_000_000
+"""A stat whose mtime or ctime is this close to when it was taken is not cached.
+
+A file system stamps times from a coarse clock (to 2 s on FAT), so a change
+made in the same tick as the stat that was cached leaves every field of the
+stat as it was; only a stat older than that can vouch for the bytes read
+after it (git's "racy" entries, for the same reason)."""
+
+_StatKey = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
+_NOT_A_FILE: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+_now_ns = time.time_ns  # the clock file times are stamped from (a test moves it on)
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,10 @@ class UnitFolder:
         self.max_source_bytes = max_source_bytes
         self._lock = threading.RLock()
         self._status: dict[str, LoadStatus] = {}
+        # What list() read, keyed by stat, so a call on an unchanged folder reads no file:
+        # the folder's stat and the names it held; each unit's stat, size and sha256.
+        self._listed: tuple[_StatKey, tuple[str, ...]] | None = None
+        self._read: dict[str, tuple[_StatKey, int, str]] = {}
         self.loader = loader if loader is not None else UnitLoader(root, unsafe=unsafe)
 
     # -- reading -------------------------------------------------------------
@@ -94,17 +114,53 @@ class UnitFolder:
     def list(self) -> dict[str, Any]:
         with self._lock:
             units = []
-            for name in self.names():
-                data = self.path(name).read_bytes()
-                sha = _sha256(data)
-                units.append(
-                    {
-                        "name": name,
-                        "size": len(data),
-                        "status": self.status(name).to_dict(sha),
-                    }
-                )
+            for name in self._candidates():
+                unit = self._size_and_sha(name)
+                if unit is not None:
+                    size, sha = unit
+                    units.append(
+                        {"name": name, "size": size, "status": self.status(name).to_dict(sha)}
+                    )
             return {"units": units}
+
+    def _candidates(self) -> tuple[str, ...]:
+        """The valid names of ``*.py`` entries, files or not, sorted; rescanned on a change.
+
+        Adding, removing or renaming an entry (``write_atomic``'s rename too)
+        changes the folder's own stat; a change within the same tick of the
+        clock is caught by ``RACY_NS``.
+        """
+        key, fresh = _stat_key(os.stat(self.folder))
+        if self._listed is not None and self._listed[0] == key:
+            return self._listed[1]
+        names = tuple(sorted(p.stem for p in self.folder.glob("*.py") if _valid_name(p.stem)))
+        self._read = {name: read for name, read in self._read.items() if name in names}
+        self._listed = (key, names) if fresh else None
+        return names
+
+    def _size_and_sha(self, name: str) -> tuple[int, str] | None:
+        """A unit's size and sha256, read again only when its stat changed; None: no file."""
+        path = self.path(name)
+        try:
+            found = os.stat(path)
+        except OSError as exc:
+            if exc.errno in _NOT_A_FILE:  # what Path.is_file() reads as "not a file"
+                return None
+            raise
+        if not stat_mode.S_ISREG(found.st_mode):
+            return None
+        key, fresh = _stat_key(found)
+        cached = self._read.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        # Read after the stat: bytes changed since it carry a newer stat, seen next time.
+        data = path.read_bytes()
+        size, sha = len(data), _sha256(data)
+        if fresh:
+            self._read[name] = (key, size, sha)
+        else:
+            self._read.pop(name, None)
+        return size, sha
 
     def inspect(self, name: str) -> dict[str, Any]:
         with self._lock:
@@ -305,6 +361,12 @@ def _decode(data: bytes, name: str) -> str:
         raise ToolCallError(
             f"unit {name!r} is not UTF-8 text and cannot be patched; replace it with an edit"
         ) from None
+
+
+def _stat_key(found: os.stat_result) -> tuple[_StatKey, bool]:
+    """What identifies a file's bytes, and whether it is old enough to vouch for them."""
+    key = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    return key, _now_ns() - max(found.st_mtime_ns, found.st_ctime_ns) >= RACY_NS
 
 
 def _sha256(data: bytes) -> str:

@@ -201,8 +201,13 @@ class Controller:
         check_principal(principal)
         return self.principals
 
-    def pending(self) -> list[dict[str, Any]]:
-        return [r.to_json() for r in self.requests.pending()]
+    def pending(self, principal: str | None = None) -> list[dict[str, Any]]:
+        """The pending requests, oldest first; with ``principal``, only the ones it made."""
+        return [
+            r.to_json()
+            for r in self.requests.pending()
+            if principal is None or r.principal == principal
+        ]
 
     # -- a person's changes --------------------------------------------------
 

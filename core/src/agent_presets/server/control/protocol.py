@@ -95,13 +95,18 @@ def _dispatch(controller: Controller, message: dict[str, Any]) -> Any:
     op = message["op"]
     by = message.get("by", "cli")
     confirmed = message.get("confirmed") is True
+    principal = None if message.get("principal") is None else _text(message, "principal")
     if op == "status":
-        return controller.status()
+        return controller.status(principal)
     if op == "requests":
-        return controller.pending()
+        return controller.pending(principal)
     if op == "set":
         return controller.set_override(
-            _text(message, "preset"), _text(message, "state"), by=by, confirmed=confirmed
+            _text(message, "preset"),
+            _text(message, "state"),
+            by=by,
+            confirmed=confirmed,
+            principal=principal,
         )
     if op == "approve":
         digest = message.get("digest")
@@ -117,7 +122,7 @@ def _dispatch(controller: Controller, message: dict[str, Any]) -> Any:
         changes = message.get("set")
         if not isinstance(changes, dict) or not all(isinstance(k, str) for k in changes):
             raise PresetValidationError("'set' must be an object of field names to values")
-        return controller.set_context(changes, by=by)
+        return controller.set_context(changes, by=by, principal=principal)
     raise PresetValidationError(f"unknown op {op!r}; use one of: {', '.join(OPS)}")
 
 

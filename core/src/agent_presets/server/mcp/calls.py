@@ -25,7 +25,9 @@ row took longer than ``SLOW_CALL``; those run on a bounded thread pool, so the l
 other clients meanwhile. A tool's first call is not judged: it also does the
 work done once (its argument validator, ``jsonschema``'s import for the first
 call of all, a runtime loading its saved state), which says nothing of how
-long the tool's calls take.
+long the tool's calls take. An async handler (``ToolDef.run_async``, an
+upstream's forward) takes no thread at all: ``run_async`` awaits it on the
+loop, in its turn like any call.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class _Turn:
 class ToolCalls:
     """Runs ``ToolDef.run`` inline or on the pool, in turns (see the module docstring).
 
-    ``_turns`` holds every call that is running off the loop or waiting, in
+    ``_turns`` holds every call that is running off the loop, awaited, or waiting, in
     arrival order; only the loop appends, and a turn is removed when its call
     is over (on the pool thread that ran it, so a turn outlives a cancelled
     request until its thread is done). A call whose earlier turns hold no
@@ -115,7 +117,7 @@ class ToolCalls:
 
     @property
     def in_flight(self) -> int:
-        """Calls running off the loop or waiting for their turn."""
+        """Calls running off the loop, awaited (an async handler's), or waiting for their turn."""
         return len(self._turns)
 
     @property
@@ -155,6 +157,36 @@ class ToolCalls:
             # Asked on the loop for something it must wait for: the pool from now on.
             self.slow.add(tool.name)
             return await self._run(tool, _bound(tool, context, checked), arguments, True)
+
+    async def run_async(
+        self,
+        tool: ToolDef,
+        arguments: dict[str, Any],
+        *,
+        context: Any = None,
+        checked: bool = False,
+    ) -> Any:
+        """Await ``tool.run_async`` on this loop, in its turn: an async handler takes no thread.
+
+        It holds its turn while it is awaited, so writes to its runtime still
+        run one at a time and in arrival order (one upstream's, for one).
+        """
+        run_async = tool.run_async
+        assert run_async is not None
+        runtime, writes = call_scope(tool, self.exclusive)
+        turn = _Turn(runtime, writes)
+        with self._lock:
+            if any(turn.conflicts(other) for other in self._turns):
+                turn.started = False
+                turn.loop = asyncio.get_running_loop()
+                turn.ready = turn.loop.create_future()
+            self._turns.append(turn)
+        try:
+            if turn.ready is not None:
+                await turn.ready
+            return await run_async(arguments, context=context, checked=checked)
+        finally:
+            self._release(turn)
 
     async def _run(
         self,

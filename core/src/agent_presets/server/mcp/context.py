@@ -1,7 +1,7 @@
 """The MCP-backed ``CallContext``: progress, logging, elicitation and sampling for a handler.
 
 Where the handler runs decides how a method reaches the client. On a worker
-thread (where the server runs every handler that takes a context) it hands
+thread (where the server runs every sync handler that takes a context) it hands
 the coroutine to the server's loop and waits for it, so a notification is
 on its way before the handler goes on (and before the result). On the loop
 itself (only when ``ToolCalls.run`` is used directly without ``offload``) it
@@ -15,6 +15,11 @@ end the run with an ``input_required`` result and the client's retry runs the
 handler again (``rounds.py``), and one the client did not declare the
 capability for is refused with ``-32021`` rather than the legacy era's
 ``UnsupportedByClientError``.
+
+An async handler (``ToolDef.run_async``, an upstream's forward) is awaited
+on the loop: its ``progress`` and ``log`` go out at once, as tasks the
+server waits for before the result, and a legacy-era ``elicit`` or
+``sample``, which would have to block the loop, is a tool error.
 
 A context is built only for a handler that can receive it (``ToolDef``'s
 ``accepts_context``), and building one only stores references.
@@ -68,6 +73,7 @@ class McpCallContext:
 
     __slots__ = (
         "_asked",
+        "_awaited",
         "_cancelled",
         "_ctx",
         "_gathered",
@@ -75,6 +81,7 @@ class McpCallContext:
         "_loop_thread",
         "_queued",
         "_rounds",
+        "_sending",
         "_waiting",
         "tool",
     )
@@ -85,12 +92,17 @@ class McpCallContext:
         tool: str,
         params: types.CallToolRequestParams | None = None,
         rounds: Rounds | None = None,
+        *,
+        awaited: bool = False,
     ) -> None:
         self._ctx = ctx
         self.tool = tool
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._queued: list[Coroutine[Any, Any, Any]] = []
+        self._awaited = awaited
+        """The handler is async, awaited on the loop: a notice goes out while it runs."""
+        self._sending: list[asyncio.Task[Any]] = []
         self._waiting: set[concurrent.futures.Future[Any]] = set()
         self._cancelled = False
         self._asked = 0
@@ -289,6 +301,16 @@ class McpCallContext:
                 raise self._cancelled_error() from None
             finally:
                 self._waiting.discard(future)
+        if self._awaited:
+            if wait:  # it would stop the loop that carries the question and its answer
+                coro.close()
+                raise ToolCallError(
+                    f"{self.tool}: an async handler cannot wait for the client's answer "
+                    "through its call context; ask in a sync handler, which runs on a thread"
+                )
+            # Sent while the handler awaits; flush() waits for these before the result.
+            self._sending.append(self._loop.create_task(coro))
+            return None
         if wait:
             # This run is abandoned and runs again on a thread: what it queued would repeat.
             coro.close()
@@ -318,6 +340,9 @@ class McpCallContext:
         for queued in self._queued:
             queued.close()
         self._queued.clear()
+        for sending in self._sending:
+            sending.cancel()
+        self._sending.clear()
 
     def _cancelled_error(self) -> ToolCallError:
         return ToolCallError(f"{self.tool}: the call was cancelled; nothing more is sent")
@@ -327,6 +352,9 @@ class McpCallContext:
         queued, self._queued = self._queued, []
         for coro in queued:
             await coro
+        sending, self._sending = self._sending, []
+        for task in sending:
+            await task
 
 
 _RESULTS: Final[Mapping[str, Any]] = {

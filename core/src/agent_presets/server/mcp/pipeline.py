@@ -296,7 +296,11 @@ def _approved_but(request: str, name: str, refusal: str) -> str:
 
 
 class Run:
-    """The handler itself, on the loop or the pool (``ToolCalls``); the last stage."""
+    """The handler itself, on the loop or the pool (``ToolCalls``); the last stage.
+
+    An async handler (``ToolDef.run_async``, an upstream's forward) is awaited
+    right here on the loop: no thread, so the call crosses none.
+    """
 
     def __init__(self, server: Served) -> None:
         self.server = server
@@ -305,23 +309,29 @@ class Run:
         server = self.server
         tool = call.tool
         assert tool is not None
+        awaited = tool.run_async is not None
         # Built only for a handler that can receive it: other calls pay nothing.
         context = (
-            McpCallContext(call.request, call.name, rounds=rounds_of(call))
+            McpCallContext(call.request, call.name, rounds=rounds_of(call), awaited=awaited)
             if tool.accepts_context
             else None
         )
         try:
             try:
-                # A handler that takes the context runs on a thread: its notices go out
-                # while it runs, and its questions never make it run twice.
-                value = await server.calls.run(
-                    tool,
-                    call.arguments,
-                    offload=context is not None or server.does_io(tool),
-                    context=context,
-                    checked=tool.check is not None,
-                )
+                if awaited:
+                    value = await server.calls.run_async(
+                        tool, call.arguments, context=context, checked=tool.check is not None
+                    )
+                else:
+                    # A sync handler that takes the context runs on a thread: its notices go
+                    # out while it runs, and its questions never make it run twice.
+                    value = await server.calls.run(
+                        tool,
+                        call.arguments,
+                        offload=context is not None or server.does_io(tool),
+                        context=context,
+                        checked=tool.check is not None,
+                    )
             except asyncio.CancelledError:
                 if context is not None:  # free a handler waiting for the client's answer
                     context.cancel()

@@ -168,11 +168,17 @@ def caller(ctx: ServerRequestContext[Any, Any]) -> str:
     return token_of(ctx.request) or _LOCAL
 
 
-def state_boundary(state_dir: Path | None, audience: str) -> RequestStateBoundary:
-    """The server middleware that seals every ``requestState`` going out and checks every one in."""
-    security = RequestStateSecurity(
-        keys=request_keys(state_dir), ttl=STATE_TTL, bind_principal=caller
-    )
+def state_boundary(
+    state_dir: Path | None, audience: str, store: Any = None
+) -> RequestStateBoundary:
+    """The server middleware that seals every ``requestState`` going out and checks every one in.
+
+    On a shared store (Redis) the key is the store's, the same for every
+    replica, so a round trip begun on one replica continues on another.
+    """
+    shared = getattr(store, "shared_key", None)
+    keys = [shared(KEY_FILE)] if shared is not None else request_keys(state_dir)
+    security = RequestStateSecurity(keys=keys, ttl=STATE_TTL, bind_principal=caller)
     return RequestStateBoundary(security, default_audience=audience)
 
 

@@ -54,6 +54,7 @@ from agent_presets.server.mcp.pipeline import (
     standard_stages,
 )
 from agent_presets.server.mcp.rounds import state_boundary
+from agent_presets.server.mcp.tasks import Tasks
 from agent_presets.server.mcp.upstream import UpstreamHub
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
@@ -139,13 +140,15 @@ class PresetServer(Server[Any]):
         self.presets = presets
         self.page_size = page_size
         self.tool_registry = presets.tool_registry
+        # What the server keeps, shared with its replicas when it is Redis.
+        self.store: Store = store if store is not None else EmbeddedStore(state_dir)
         self.policy = policy if policy is not None else ToolPolicy()
+        if self.policy.own_store:  # its budgets count in the server's store (every replica's)
+            self.policy.store = self.store
         # Live control (the CLI, the console) and the agent's presets_request tool.
         self.control = (
             control if control is not None else Controller(presets.manager, emit=self.policy.emit)
         )
-        # What the server keeps, shared with its replicas when it is Redis.
-        self.store = store if store is not None else EmbeddedStore(state_dir)
         self._request_tool = self.control.request_tool(self.tool_registry.namespace_prefix)
         # Risky calls wait for a person (--confirm), as requests in the controller's store.
         self.confirmation = CallConfirmation(
@@ -159,6 +162,9 @@ class PresetServer(Server[Any]):
         self.principals.add_on_change(self._principals_changed)
         if self.control.principals is None:
             self.control.principals = self.principals
+        attach = getattr(presets.manager.app, "attach_principals", None)
+        if callable(attach):  # a host that keeps a context per principal (the headless one)
+            attach(self.principals)
         app = presets.manager.app
         if exclusive_runtimes is None:
             exclusive_runtimes = getattr(app, "exclusive_runtimes", None) or ()
@@ -174,6 +180,8 @@ class PresetServer(Server[Any]):
         self.upstreams = UpstreamHub.attach(presets)
         # The tool budget, presets_search and presets_call (discovery.py).
         self.discovery = Discovery(self, discovery, tool_budget)
+        # Long calls as tasks, for clients of the tasks extension (tasks.py).
+        self.tasks = Tasks(self)
         super().__init__(
             name,
             version=__version__,
@@ -204,13 +212,14 @@ class PresetServer(Server[Any]):
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         # Legacy-era clients set the floor for the call context's log messages.
         add("logging/setLevel", types.SetLevelRequestParams, set_level_handler())
+        self.tasks.register(add)
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
         self.middleware.append(self.discovery.track)
         # Multi-round calls (2026-07-28): every requestState sealed going out and checked
         # coming in, under the state directory's key (rounds.py).
-        self.middleware.append(state_boundary(state_dir, name))
+        self.middleware.append(state_boundary(state_dir, name, self.store))
         self.tool_registry.add_on_change(self._tools_changed)
         presets.manager.add_on_change(self._context_changed)
         held = self.tool_registry.get(self._request_tool.name)
@@ -223,6 +232,7 @@ class PresetServer(Server[Any]):
         """Stop following the registry and manager; end listen streams; stop the thread pool."""
         self.tool_registry.remove_on_change(self._tools_changed)
         self.discovery.close()
+        self.tasks.close()
         if self.tool_registry.get(self._request_tool.name) is self._request_tool:
             self.tool_registry.unregister(self._request_tool.name)
         self.presets.manager.remove_on_change(self._context_changed)
@@ -422,6 +432,8 @@ class PresetServer(Server[Any]):
         call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
         if params.name in self.discovery.names and self.discovery.enabled:
             return await self.discovery.call(call)
+        if self.tasks.takes(call):  # it runs through run_call too, as a task
+            return await self.tasks.call(call)
         return await self.run_call(call)
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]:

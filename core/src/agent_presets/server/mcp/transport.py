@@ -160,6 +160,7 @@ async def _serve_stdio(
     banner: Callable[[str], None] | None,
     extra: list[Task] | None = None,
 ) -> None:
+    from agent_presets.server.mcp.probe import serve_stdio_connection
     from agent_presets.server.mcp.stdio import stdio_transport
 
     def on_eof() -> None:  # on the reading thread: the loop ends the listen streams
@@ -173,7 +174,9 @@ async def _serve_stdio(
             tg.start_soon(task)
         if banner is not None:
             banner("serving MCP on stdio")
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        await serve_stdio_connection(
+            server, read_stream, write_stream, server.create_initialization_options()
+        )
         tg.cancel_scope.cancel()
 
 

@@ -6,12 +6,15 @@ at call time, so the calls pass the server's whole pipeline (allow-lists,
 tokens, budgets, ``--confirm``, the event log) before they get here, as any
 tool's do.
 
-The hub runs its upstream clients on an event loop of its own, in one
-thread: a forwarded call's handler runs on a worker thread of the server's
-pool, submits the call there and waits for what comes back (progress and
-log notices, which it passes to its own client through the call context,
-then the result). A cancelled call cancels its upstream request, which the
-SDK tells the upstream (``notifications/cancelled``).
+The hub runs its upstream clients on the server's event loop, which it
+adopts at the server's first list or call. A forwarded call's handler is
+async, and the server awaits it on that loop: the call, its progress and log
+notices (passed to the caller's client through the call context as they
+arrive) and its result cross no thread. A hub that had to start before the
+server's loop ran (``serve --upstreams-at-start``, ``presets upstreams
+snapshot``) runs them on a loop of its own thread instead, and a call
+crosses to it and back. A cancelled call cancels its upstream request,
+which the SDK tells the upstream (``notifications/cancelled``).
 
 An upstream starts lazily: on the first call of one of its tools, or on the
 first ``tools/list`` while presets wait for its tools (it has no current
@@ -31,13 +34,12 @@ import contextlib
 import json
 import logging
 import os
-import queue
 import sys
 import tempfile
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -72,8 +74,6 @@ GUARD_PREFIX: Final = "upstream_guard: "
 """How the guard's own stderr line starts (it says how the command ended)."""
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_MAX: Final = 30.0
-POLL: Final = 0.05
-"""Seconds between a waiting handler's looks at whether its call was cancelled."""
 STDERR_TAIL: Final = 300
 LOG_LEVEL: Final = "info"
 """The level an upstream with the logging capability is asked to log at (``logging/setLevel``)."""
@@ -147,7 +147,7 @@ class _WatchedStream:
 class Connection:
     """One upstream: its client while it runs, and how it failed when it does not.
 
-    Lives on the hub's loop; every method but ``describe_failure`` runs there.
+    Lives on the hub's loop; every method but ``rehome`` (the hub's, when it moves) runs there.
     """
 
     def __init__(self, hub: UpstreamHub, upstream: Upstream) -> None:
@@ -170,7 +170,20 @@ class Connection:
         self._ended = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._stderr: TextIO | None = None
-        self.listeners: set[queue.Queue[_Event]] = set()
+        self.listeners: set[Callable[[_Event], None]] = set()
+        """The calls in flight, each told the upstream's log messages (on this loop)."""
+
+    def rehome(self) -> None:
+        """Forget the client of a loop that is gone: the next need starts it on the hub's new one.
+
+        Its process ended with that loop (the SDK closes it, shielded, when
+        the loop cancels its task).
+        """
+        self.client = None
+        self._runner = None
+        self._start_lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._ended = asyncio.Event()
 
     # -- starting and stopping ------------------------------------------------
 
@@ -382,14 +395,15 @@ class Connection:
     # -- calls ----------------------------------------------------------------
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], events: queue.Queue[_Event]
+        self, tool: str, arguments: dict[str, Any], tell: Callable[[_Event], None]
     ) -> ToolResult:
+        """Call ``tool``; ``tell`` hears its progress and log notices as they arrive."""
         client = await self.ensure()
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
-            events.put(_Event("progress", (progress, total, message)))
+            tell(_Event("progress", (progress, total, message)))
 
-        self.listeners.add(events)
+        self.listeners.add(tell)
         try:
             result = await client.call_tool(
                 tool,
@@ -412,7 +426,7 @@ class Connection:
             await self._hung(tool)
             raise  # not reached: _hung raises
         finally:
-            self.listeners.discard(events)
+            self.listeners.discard(tell)
         self.failures = 0  # an answer: the next failure restarts at once again
         return _tool_result(result)
 
@@ -431,7 +445,7 @@ class Connection:
         if not self.listeners:
             log.info("upstream %r: %s", self.name, text)
         for listener in list(self.listeners):
-            listener.put(_Event("log", (params.level, text)))
+            listener(_Event("log", (params.level, text)))
 
     async def relist(self) -> None:
         client = self.client
@@ -512,6 +526,8 @@ class UpstreamHub:
         self._applied: set[str] = set()
         """Upstreams whose listed tools are adapters now: their waiting presets may register."""
         self._closed = False
+        self._stopping: asyncio.Task[None] | None = None
+        """The stop that ``close`` started on the server's loop (held so it is not collected)."""
         self.problems: list[str] = []
 
     @classmethod
@@ -550,7 +566,38 @@ class UpstreamHub:
                 self._thread.start()
                 ready.wait()
                 self._loop = loop
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+            home = self._loop
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, home)
+        except RuntimeError:  # the server's loop, which ran them, is closed
+            coro.close()
+            raise UpstreamUnavailable(
+                "the server that ran the upstreams has stopped; upstreams are not started"
+            ) from None
+
+    async def _on_loop(self, coro: Any) -> Any:
+        """Await ``coro`` on the hub's loop: right here when this is it, else across."""
+        if asyncio.get_running_loop() is self._loop:
+            return await coro
+        return await asyncio.wrap_future(self._submit(coro))
+
+    def _adopt(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Make the server's ``loop`` the hub's, unless the hub has a live loop already.
+
+        Then a forwarded call crosses no thread at all: the upstream's client
+        reads and writes on the loop the call arrived on. A hub that started
+        before the server's loop ran (``serve --upstreams-at-start``, a
+        snapshot) keeps the loop of its own thread.
+        """
+        with self._lock:
+            home = self._loop
+            if self._closed or self._thread is not None or home is loop:
+                return
+            if home is not None and not home.is_closed():
+                return
+            self._loop = loop
+            for connection in self._connections.values():
+                connection.rehome()
 
     def start_all(self) -> None:
         """Start every upstream now, without waiting (``serve --upstreams-at-start``)."""
@@ -572,6 +619,8 @@ class UpstreamHub:
         again at a later list, after its backoff.
         """
         self._server_loop = asyncio.get_running_loop()
+        if self._loop is not self._server_loop and self._thread is None:
+            self._adopt(self._server_loop)
         if not self._pending:
             return
         names = {
@@ -583,8 +632,7 @@ class UpstreamHub:
         connections = [self._connections[n] for n in sorted(names) if n in self._connections]
         due = [c for c in connections if c.client is None and c.retry_at <= time.monotonic()]
         if due:
-            future = self._submit(_start_each(due))
-            failures: list[str] = await asyncio.wrap_future(future)
+            failures: list[str] = await self._on_loop(_start_each(due))
             for failure in failures:
                 log.warning("%s", failure)
             for connection in due:
@@ -592,56 +640,63 @@ class UpstreamHub:
                     self._apply(connection, connection.tools)
         self._apply_pending()
 
-    def call(self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall) -> Any:
-        """Forward one call to ``upstream`` and wait for its result (a worker thread).
+    async def call(
+        self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall
+    ) -> Any:
+        """Forward one call to ``upstream`` and await its result (on the caller's loop).
 
         Progress and log notices reach the caller's client as they arrive; a
-        cancelled call cancels the upstream's request.
+        cancelled call cancels the upstream's request. On the hub's loop (the
+        server's, as a rule) the call is awaited right there; from any other
+        (a sync caller's, ``adapters.run_to_end``), it crosses to the hub's
+        loop and its notices and result cross back.
         """
         connection = self._connections.get(upstream)
         if connection is None:
             raise UpstreamUnavailable(f"{call.name}: upstream {upstream!r} is not declared here")
-        if self._loop is not None and threading.get_ident() == self._thread_ident():
-            raise RuntimeError("an upstream call cannot wait on the upstreams' own loop")
-        events: queue.Queue[_Event] = queue.Queue()
-        future = self._submit(_finished(connection.call(tool, arguments, events), events))
         context = call.context
-        while True:
-            try:
-                event = events.get(timeout=POLL)
-            except queue.Empty:
-                if context is not None and getattr(context, "cancelled", False):
-                    future.cancel()
-                    raise ToolCallError(f"{call.name}: the call was cancelled") from None
-                continue
-            if event.kind == "done":
-                break
+
+        def told(event: _Event) -> None:
             if context is None:
-                continue
+                return
             if event.kind == "progress":
                 done, total, message = event.value
                 context.progress(done, total, message)
             elif event.kind == "log":
                 level, text = event.value
                 context.log(level, f"[{upstream}] {text}")
+
+        loop = asyncio.get_running_loop()
         try:
-            return future.result()
+            if loop is self._loop:  # the server's loop, as a rule: no thread is crossed
+                return await connection.call(tool, arguments, told)
+
+            def tell(event: _Event) -> None:  # on the hub's loop: told on the caller's
+                loop.call_soon_threadsafe(told, event)
+
+            future = self._submit(connection.call(tool, arguments, tell))
+            return await asyncio.wrap_future(future)
         except UpstreamUnavailable as exc:
             raise UpstreamUnavailable(f"{call.name}: {exc}") from None
-        except ToolCallError:
-            raise
-        except concurrent.futures.CancelledError:
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this call was cancelled: the upstream's request is cancelled with it
+            # The hub's side was cancelled (the server is stopping), not this call.
             raise ToolCallError(f"{call.name}: the call was cancelled") from None
 
-    def _thread_ident(self) -> int | None:
-        return self._thread.ident if self._thread is not None else None
-
     def close(self) -> None:
-        """Stop every upstream (their process groups go too); wait a little for them."""
+        """Stop every upstream (their process groups go too); wait a little for them.
+
+        On the server's loop, which cannot wait for itself, the stop is
+        started and the loop finishes it; a loop that ends first cancels it,
+        and the SDK still closes each process (shielded), as it does for every
+        upstream when ``presets serve``'s loop ends.
+        """
         with self._lock:
             self._closed = True
-            loop = self._loop
-        if loop is None:
+            loop, thread = self._loop, self._thread
+        if loop is None or loop.is_closed():
             return
 
         async def stop_all() -> None:
@@ -649,12 +704,21 @@ class UpstreamHub:
                 *(c.stop() for c in self._connections.values()), return_exceptions=True
             )
 
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._stopping = loop.create_task(stop_all())
+            return
+        if thread is None and not loop.is_running():
+            return  # the server's loop stopped: its tasks, and the upstreams, ended with it
         future = asyncio.run_coroutine_threadsafe(stop_all(), loop)
         with contextlib.suppress(Exception):
             future.result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
         """Each upstream: running or not, how often it started, its last failure."""
@@ -810,11 +874,3 @@ async def _start_each(connections: Iterable[Connection]) -> list[str]:
 
     results = await asyncio.gather(*(one(c) for c in connections))
     return [r for r in results if r is not None]
-
-
-async def _finished(coro: Any, events: queue.Queue[_Event]) -> Any:
-    """Run a call, then tell the waiting handler it is over (whatever the outcome)."""
-    try:
-        return await coro
-    finally:
-        events.put(_Event("done"))

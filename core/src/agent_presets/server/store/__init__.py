@@ -33,6 +33,12 @@ def open_store(url: str | None, state_dir: Any = None) -> Store:
         from agent_presets.server.store.embedded import EmbeddedStore
 
         return EmbeddedStore(state_dir)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from agent_presets.server.store.redis import RedisStore
+        except ImportError as exc:
+            raise StoreUnavailableError(str(exc)) from None
+        return RedisStore(url)
     raise ValueError(
         f"--store {url!r} is not a store this server knows: use embedded (the default) "
         "or redis://HOST:PORT/DB"
