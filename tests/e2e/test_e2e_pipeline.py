@@ -29,6 +29,7 @@ from agent_presets.server.events import read_events
 from agent_presets.server.mcp.pipeline import CallRefused, Next, PendingCall, Result, Stage
 from agent_presets.server.mcp.server import PresetServer
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy
+from agent_presets.server.store import StoreUnavailableError
 
 pytestmark = pytest.mark.anyio
 
@@ -286,6 +287,24 @@ async def test_a_host_adds_its_own_rate_limiter_stage(
         "rate-limit",
         None,
     ]
+
+
+class StoreDown:
+    """A stage that reads the store, on a server whose Redis has gone away."""
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        raise StoreUnavailableError("the store at redis://127.0.0.1:1/0 is unavailable")
+
+
+async def test_a_store_down_under_a_stage_is_a_tool_error_in_words(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    # Redis down while the budget counts the call: the model reads why, not -32603.
+    async with served(tmp_path, stages=(StoreDown(),)) as server:
+        result = await run(server, THEME, {"theme": "dark"})
+    assert result["isError"] and "is unavailable" in result["content"][0]["text"]
+    line, _ = one_line_one_span(tmp_path, spans)
+    assert (line["kind"], line["outcome"], line["ok"]) == ("call", "error", False)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])

@@ -41,6 +41,7 @@ from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Ro
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import CallRecord, GateError
 from agent_presets.server.stage import CallRefused, Next, PendingCall, Result, Stage
+from agent_presets.server.store.base import StoreUnavailableError
 
 if TYPE_CHECKING:
     from agent_presets.server.events import Reason
@@ -137,6 +138,11 @@ class Record:
         except CallRefused as refused:
             call.outcome, call.gate = "refused", refused.gate
             result = error_result(refused.message)
+        except StoreUnavailableError as exc:
+            # Redis down under a stage (the budget's count, a principal's state): the
+            # call fails in words, as the handler's own store errors do, not as -32603.
+            call.outcome, call.error = "error", exc
+            result = error_result(str(exc))
         except asyncio.CancelledError:
             call.outcome = "cancelled"
             self._record(call)
