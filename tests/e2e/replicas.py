@@ -3,8 +3,9 @@
 Every process runs from the test's own directory on free loopback ports, and
 is stopped by its PID:
 
-- ``RedisServer``: ``redis-server`` with its append-only file fsynced on every
-  write (``appendfsync always``), so a restart keeps every acknowledged write;
+- ``RedisServer`` (tests/e2e/redisserver.py): ``redis-server`` with its
+  append-only file fsynced on every write (``appendfsync always``), so a
+  restart keeps every acknowledged write;
 - ``Replica``: ``presets serve --transport http --store redis://... --replica rN``,
   each with its own ``--state-dir``;
 - ``Balancer``: nginx, with the routing ``routing_config`` renders: the
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .conftest import BANNER_TIMEOUT, port_of, serve_command, server_env, spawn_http, terminate
+from .redisserver import RedisServer
 
 START_TIMEOUT = 30.0
 
@@ -65,56 +67,6 @@ def presets(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
         env=server_env(),
         timeout=timeout,
     )
-
-
-class RedisServer:
-    """``redis-server`` on a free loopback port, its data (the AOF) in ``directory``."""
-
-    def __init__(self, directory: Path) -> None:
-        if shutil.which("redis-server") is None:
-            raise RuntimeError("redis-server is missing: install the Debian package redis-server")
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        """Start (or start again, on the same port and data) and wait until it answers."""
-        command = [
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-            "--appendonly", "yes", "--appendfsync", "always",
-            "--dir", str(self.directory), "--save", "", "--protected-mode", "yes",
-        ]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        wait_listening(self.port, self.process, "redis-server")
-        deadline = time.monotonic() + START_TIMEOUT
-        while self.ping() != b"+PONG" and time.monotonic() < deadline:
-            time.sleep(0.05)  # listening, still loading the AOF
-
-    def ping(self) -> bytes:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), 1.0) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(64).strip()
-        except OSError:
-            return b""
-
-    def kill(self) -> None:
-        """``kill -9``: gone at once, without a last save (the AOF has every write already)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            terminate(self.process)
 
 
 class Replica:
@@ -280,10 +232,15 @@ class Deployment:
 
     def __init__(self, root: Path, count: int, *extra: str, store: bool = True) -> None:
         self.root = root
-        self.redis: RedisServer | None = RedisServer(root / "redis") if store else None
+        self.redis: RedisServer | None = None
         self.replicas: list[Replica] = []
         self.balancer: Balancer | None = None
         try:
+            if store:
+                if shutil.which("redis-server") is None:
+                    raise RuntimeError("redis-server is missing: install the package redis-server")
+                self.redis = RedisServer(root / "redis")
+                self.redis.start()
             for n in range(1, count + 1):
                 self.replicas.append(Replica(f"r{n}", root / f"state-r{n}", self.store_url, *extra))
             self.balancer = Balancer(root / "nginx", self.replicas)
