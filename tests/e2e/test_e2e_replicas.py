@@ -74,6 +74,14 @@ async def heard(sub: Any, kind: type, timeout: float = 30) -> bool:
     return False
 
 
+async def silent(sub: Any, seconds: float) -> bool:
+    """Whether ``sub`` hears nothing for ``seconds``."""
+    with anyio.move_on_after(seconds):
+        async for event in sub:
+            raise AssertionError(f"heard {event!r}")
+    return True
+
+
 def shape(n: int) -> dict[str, Any]:
     return {"shape": "rect", "x": n % 500, "y": n // 500, "width": 5, "height": 5}
 
@@ -208,19 +216,23 @@ async def test_alice_switches_context_on_one_replica_and_her_list_follows_on_ano
             client_of(two.url, alice) as alice_two,
             client_of(two.url, bob) as bob_two,
             client_of(running.url, alice) as alice_any,
+            # Alice listens on replica 2 before it ever served her a list.
+            alice_two.listen(tools_list_changed=True) as alice_hears,
+            bob_two.listen(tools_list_changed=True) as bob_hears,
         ):
             bob_before = await names(bob_two)
-            assert SHAPE_TOOL not in await names(alice_two)
             for tool, args in (
                 ("space_app_switch_surface", {"surface": "canvas"}),
                 ("space_app_set_activity", {"activity": "drawing"}),
             ):
                 result = await alice_one.call_tool(tool, args)
                 assert not result.is_error, text(result)
+            assert await heard(alice_hears, ToolsListChanged)
             assert SHAPE_TOOL in await names(alice_two)
             for _ in range(4):  # through the balancer, whichever replica answers
                 assert SHAPE_TOOL in await names(alice_any)
             assert await names(bob_two) == bob_before
+            assert await silent(bob_hears, seconds=1)  # alice's notice came; bob's would have
         assert not running.tracebacks()
 
 
