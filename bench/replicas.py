@@ -1,7 +1,8 @@
 """Replicas behind nginx: calls per second with 1 and with 2 replicas, and a change's way
 from one replica to a listener on another.
 
-Run: uv run python bench/replicas.py [--rounds N] [--seconds S] [--clients C] [--json]
+Run: uv run python bench/replicas.py [--rounds N] [--seconds S] [--clients C]
+     [--switches N] [--figures calls,notice] [--json]
 
 The deployment is the tests' (tests/e2e/replicas.py): a ``redis-server`` with its
 append-only file fsynced on every write, replicas ``presets serve --transport http
@@ -141,8 +142,9 @@ class Meter:
 class Connection:
     """One kept-alive HTTP/1.1 connection to nginx, one request at a time."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, token: str) -> None:
         self.port = port
+        self.token = token
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -154,6 +156,7 @@ class Connection:
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
             f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: {name}\r\n"
+            f"Authorization: Bearer {self.token}\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         self.writer.write(head + body)
@@ -214,7 +217,7 @@ def result_of(status: int, raw: bytes) -> dict[str, Any]:
     return dict(answer["result"])
 
 
-async def load(port: int, tool: str, clients: int, seconds: float) -> tuple[int, float]:
+async def load(port: int, token: str, tool: str, clients: int, seconds: float) -> tuple[int, float]:
     """Calls done by ``clients`` connections in ``seconds``; the wall time they took."""
     done = 0
     counter = iter(range(1, 1 << 62))
@@ -222,7 +225,7 @@ async def load(port: int, tool: str, clients: int, seconds: float) -> tuple[int,
 
     async def client() -> None:
         nonlocal done
-        connection = Connection(port)
+        connection = Connection(port, token)
         try:
             while time.monotonic() < deadline:
                 status, raw = await connection.post(
@@ -241,18 +244,31 @@ async def load(port: int, tool: str, clients: int, seconds: float) -> tuple[int,
 # ------------------------------------------------------------------ notice latency
 
 
-async def notice_latency(running: Deployment, switches: int) -> list[float]:
-    """Seconds from sending a switch to replica 1 until replica 2's listen stream hears it."""
+async def notice_latency(running: Deployment, token: str, switches: int) -> list[float]:
+    """Seconds from sending a switch to replica 1 until replica 2's listen stream hears it.
+
+    The principal is a token's (``bench``), whose context the store keeps: the
+    ``local`` principal's context is each replica's host's, its own.
+    """
+    import httpx2
     from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
     from mcp.server.subscriptions import ToolsListChanged
 
     one, two = running.replicas[:2]
     samples: list[float] = []
-    connection = Connection(one.port)
-    async with Client(two.url) as listener, listener.listen(tools_list_changed=True) as sub:
+    connection = Connection(one.port, token)
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)
+    )
+    async with (
+        http,
+        Client(streamable_http_client(two.url, http_client=http)) as listener,
+        listener.listen(tools_list_changed=True) as sub,
+    ):
         events = sub.__aiter__()
         for n in range(switches):
-            surface = "canvas" if n % 2 == 0 else "scene"
+            surface = "scene" if n % 2 == 0 else "canvas"  # it starts on the canvas
             body = json.dumps(
                 {
                     "jsonrpc": "2.0",
@@ -285,6 +301,16 @@ async def _next_of(events: Any, kind: type) -> None:
 # ------------------------------------------------------------------ the run
 
 
+def token_of(running: Deployment) -> str:
+    """The ``bench`` principal's token in the deployment's store (made on first use)."""
+    if not hasattr(running, "bench_token"):
+        done = running.presets("tokens", "create", "bench")
+        if done.returncode != 0:
+            raise RuntimeError(f"presets tokens create: {done.stderr}")
+        running.bench_token = done.stdout.strip()  # type: ignore[attr-defined]
+    return str(running.bench_token)  # type: ignore[attr-defined]
+
+
 def per_call(before: dict[str, float], after: dict[str, float], calls: int) -> dict[str, float]:
     return {k: (after[k] - before[k]) / calls for k in before} if calls else {}
 
@@ -298,16 +324,20 @@ async def throughput(
     deployments: dict[int, Deployment], tool: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     meters = {n: Meter(d) for n, d in deployments.items()}
+    tokens = {n: token_of(d) for n, d in deployments.items()}
     blocks: dict[int, list[dict[str, Any]]] = {n: [] for n in deployments}
-    for port in (d.balancer.port for d in deployments.values() if d.balancer):
-        await load(port, tool, args.clients, 0.5)  # warm: connections, imports, caches
+    for n, running in deployments.items():
+        assert running.balancer is not None  # warm: connections, imports, caches
+        await load(running.balancer.port, tokens[n], tool, args.clients, 0.5)
     for round_ in range(args.rounds):
         order = list(deployments) if round_ % 2 == 0 else list(reversed(deployments))
         for n in order:
             running = deployments[n]
             assert running.balancer is not None
             before = meters[n].mark()
-            calls, wall = await load(running.balancer.port, tool, args.clients, args.seconds)
+            calls, wall = await load(
+                running.balancer.port, tokens[n], tool, args.clients, args.seconds
+            )
             after = meters[n].mark()
             blocks[n].append(
                 {"calls_per_s": calls / wall, "calls": calls, **per_call(before, after, calls)}
@@ -327,23 +357,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         deployments: dict[int, Deployment] = {}
         for n in (1, 2):
-            running = Deployment(root / f"d{n}", n, *DRAWING)
+            running = Deployment(root / f"d{n}", n, "--auth", "tokens", *DRAWING)
             stack.callback(running.close)
             deployments[n] = running
-        for tool in (READ_TOOL, WRITE_TOOL):
-            out[tool] = asyncio.run(throughput(deployments, tool, args))
-        samples = asyncio.run(notice_latency(deployments[2], args.switches))
-        out["notice_ms"] = {
-            "median": statistics.median(samples) * 1e3,
-            "p95": percentile(samples, 0.95) * 1e3,
-            "samples": len(samples),
-        }
+        if "calls" in args.figures:
+            for tool in (READ_TOOL, WRITE_TOOL):
+                out[tool] = asyncio.run(throughput(deployments, tool, args))
+        if "notice" in args.figures:
+            samples = asyncio.run(
+                notice_latency(deployments[2], token_of(deployments[2]), args.switches)
+            )
+            out["notice_ms"] = {
+                "median": statistics.median(samples) * 1e3,
+                "p95": percentile(samples, 0.95) * 1e3,
+                "samples": len(samples),
+            }
     return out
 
 
 def show(out: dict[str, Any]) -> None:
     print(f"{out['cores']} cores, {out['clients']} client connections")
     for tool in (READ_TOOL, WRITE_TOOL):
+        if tool not in out:
+            continue
         print(f"\n{tool}")
         medians = out[tool]["median"]
         names = list(medians)
@@ -364,7 +400,9 @@ def show(out: dict[str, Any]) -> None:
                     cells.append(f"{value * 1e3:.2f} ms")
             label = col if col in ("calls_per_s", "commands", "round_trips") else f"CPU {col}/call"
             print("| " + " | ".join([label, *cells]) + " |")
-    notice = out["notice_ms"]
+    notice = out.get("notice_ms")
+    if notice is None:
+        return
     print(
         f"\nswitch on r1 -> listen on r2: median {notice['median']:.1f} ms, "
         f"p95 {notice['p95']:.1f} ms ({notice['samples']} switches)"
@@ -377,6 +415,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--switches", type=int, default=40)
+    parser.add_argument(
+        "--figures", type=lambda v: set(v.split(",")), default={"calls", "notice"},
+        help="calls,notice (default both)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     out = run(args)
