@@ -312,7 +312,25 @@ def token_of(running: Deployment) -> str:
 
 
 def per_call(before: dict[str, float], after: dict[str, float], calls: int) -> dict[str, float]:
-    return {k: (after[k] - before[k]) / calls for k in before} if calls else {}
+    """Each mark's growth per call; ``replicas``: all replicas' CPU together.
+
+    With the calls split evenly (round-robin), that sum is also what one replica
+    spends on each call it serves.
+    """
+    if not calls:
+        return {}
+    out = {k: (after[k] - before[k]) / calls for k in before}
+    out["replicas"] = sum(v for k, v in out.items() if re.fullmatch(r"r\d+", k))
+    return out
+
+
+async def idle_cpu(meter: Meter, seconds: float = 2.0) -> float:
+    """The share of a core one replica uses with nothing to serve (its timers, its bus)."""
+    before = meter.mark()
+    await asyncio.sleep(seconds)
+    after = meter.mark()
+    names = [k for k in before if re.fullmatch(r"r\d+", k)]
+    return sum(after[k] - before[k] for k in names) / len(names) / seconds
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -326,6 +344,7 @@ async def throughput(
     meters = {n: Meter(d) for n, d in deployments.items()}
     tokens = {n: token_of(d) for n, d in deployments.items()}
     blocks: dict[int, list[dict[str, Any]]] = {n: [] for n in deployments}
+    idle = {n: await idle_cpu(meters[n]) for n in deployments}
     for n, running in deployments.items():
         assert running.balancer is not None  # warm: connections, imports, caches
         await load(running.balancer.port, tokens[n], tool, args.clients, 0.5)
@@ -346,7 +365,8 @@ async def throughput(
     for n, rows in blocks.items():
         keys = rows[0].keys()
         figures[f"{n} replica{'s' if n > 1 else ''}"] = {
-            k: statistics.median(r[k] for r in rows) for k in keys
+            **{k: statistics.median(r[k] for r in rows) for k in keys},
+            "idle_core_share": idle[n],
         }
     return {"blocks": blocks, "median": figures}
 
@@ -383,7 +403,10 @@ def show(out: dict[str, Any]) -> None:
         print(f"\n{tool}")
         medians = out[tool]["median"]
         names = list(medians)
-        cols = ["calls_per_s", "r1", "r2", "nginx", "redis", "client", "commands", "round_trips"]
+        cols = [
+            "calls_per_s", "replicas", "r1", "r2", "nginx", "redis", "client",
+            "commands", "round_trips", "idle_core_share",
+        ]  # fmt: skip
         print("| " + " | ".join(["what", *names]) + " |")
         print("| " + " | ".join(["---"] * (len(names) + 1)) + " |")
         for col in cols:
@@ -396,9 +419,17 @@ def show(out: dict[str, Any]) -> None:
                     cells.append(f"{value:.0f}")
                 elif col in ("commands", "round_trips"):
                     cells.append(f"{value:.2f}")
+                elif col == "idle_core_share":
+                    cells.append(f"{value * 100:.1f} %")
                 else:
                     cells.append(f"{value * 1e3:.2f} ms")
-            label = col if col in ("calls_per_s", "commands", "round_trips") else f"CPU {col}/call"
+            label = {
+                "calls_per_s": "calls/s",
+                "commands": "Redis commands/call",
+                "round_trips": "Redis round trips/call",
+                "idle_core_share": "idle CPU of a replica (of a core)",
+                "replicas": "CPU of all replicas/call",
+            }.get(col, f"CPU {col}/call")
             print("| " + " | ".join([label, *cells]) + " |")
     notice = out.get("notice_ms")
     if notice is None:
