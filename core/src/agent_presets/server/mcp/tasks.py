@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import anyio
 import mcp_types as types
@@ -61,7 +61,18 @@ from agent_presets.server.mcp.rounds import Rounds, caller
 from agent_presets.server.stage import PendingCall
 
 if TYPE_CHECKING:
-    from agent_presets.server.mcp.server import PresetServer
+    from agent_presets.model import ToolDef
+
+
+class TaskServer(Protocol):
+    """What tasks need of ``PresetServer`` (a Protocol: no import cycle)."""
+
+    extensions: dict[str, Any]
+
+    def tool_for(self, name: str, principal: str) -> ToolDef | None: ...
+
+    async def run_call(self, call: PendingCall) -> dict[str, Any]: ...
+
 
 log = logging.getLogger("agent_presets.server")
 
@@ -220,7 +231,7 @@ class _TaskSession:
 class Tasks:
     """The server's tasks, and its ``tasks/*`` handlers (see the module docstring)."""
 
-    def __init__(self, server: PresetServer) -> None:
+    def __init__(self, server: TaskServer) -> None:
         self.server = server
         self._tasks: dict[str, Task] = {}
 
@@ -243,12 +254,12 @@ class Tasks:
 
     def takes(self, call: PendingCall) -> bool:
         """Whether ``call`` is this module's: a tool that may run as a task, on a modern request."""
-        tool = self.server.tool_registry.get(call.name)
+        tool = self.server.tool_for(call.name, call.principal)
         return tool is not None and tool.task_support is not None and modern(call.request)
 
     async def call(self, call: PendingCall) -> dict[str, Any]:
         """Answer a ``tools/call`` of a task-capable tool: a task, or the call's own result."""
-        tool = self.server.tool_registry.get(call.name)
+        tool = self.server.tool_for(call.name, call.principal)
         assert tool is not None and tool.task_support is not None
         ctx = call.request
         if not declared(ctx):
