@@ -364,6 +364,12 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     "session (of the client holding the most) instead of being refused. [default: 1000]",
 )
 @click.option(
+    "--replica",
+    metavar="NAME",
+    help="HTTP only: this replica's name behind a balancer; every legacy session id starts "
+    "with NAME. so the balancer can send a session back here (docs/replicas.md).",
+)
+@click.option(
     "--upstreams-at-start",
     is_flag=True,
     help="Start every upstream MCP server when the server starts, not on first need "
@@ -409,6 +415,7 @@ def serve(
     confirm_via: str,
     console_address: str | None,
     max_sessions: int | None,
+    replica: str | None,
     upstreams_at_start: bool,
     tool_budget: int | None,
     discovery: str,
@@ -442,6 +449,8 @@ def serve(
         max_sessions,
         facts,
     )
+    if replica is not None:
+        _check_replica(transport, replica)
     if tool_budget is not None and discovery == "list":
         raise click.UsageError(
             "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
@@ -485,6 +494,7 @@ def serve(
         confirm_via=cast(Any, confirm_via),
         console=None if console_at is None else _console_options(console_at, app),
         max_sessions=max_sessions,
+        replica=replica,
         tool_budget=tool_budget,
         discovery=cast(Any, discovery),
         state_dir=app.state_dir,
@@ -548,6 +558,17 @@ def _check_flags(
 
         check_exposure(host, auth=auth, insecure=insecure)
     return console_at
+
+
+def _check_replica(transport: str, replica: str) -> None:
+    from agent_presets.server.config import check_replica_name
+
+    if transport != "http":
+        raise click.UsageError("--replica needs --transport http: stdio has no sessions to route")
+    try:
+        check_replica_name(replica)
+    except PresetError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--replica'") from None
 
 
 def _start_host(

@@ -9,6 +9,7 @@ checking only, so a config costs nothing to build before the server starts.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ DiscoveryMode = Literal["auto", "list", "search"]
 DISCOVERY_MODES: Final = ("auto", "list", "search")
 
 DEFAULT_PORT: Final = 8765
+REPLICA_NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
+"""A replica's name: what starts its session ids, and a balancer's pattern matches unescaped."""
 TOOLS_PAGE_SIZE: Final = 100
 """Tools per ``tools/list`` page; a longer list carries a ``nextCursor``."""
 CONFIRM_TIMEOUT: Final = 50.0
@@ -59,7 +62,9 @@ class ServeConfig:
     - ``stages``: the host's own call-pipeline stages, run after the budgets
       (``docs/embedding.md``); ``telemetry``: tracer and meter providers.
     - ``page_size``: tools in one ``tools/list`` page; ``max_sessions``: legacy-era
-      HTTP sessions open at once.
+      HTTP sessions open at once; ``replica``: this replica's name, which starts
+      every legacy session id so a balancer can route a session back to it
+      (docs/replicas.md).
     - ``tool_budget``: the most tokens a caller's ``tools/list`` may take (the rest
       is reached through ``presets_search`` and ``presets_call``); ``discovery``:
       which clients get those two tools (``docs/budget.md``, "Serving under a budget").
@@ -83,6 +88,7 @@ class ServeConfig:
     max_sessions: int | None = None
     """HTTP sessions open at once (None: the server's default); at the limit an idle
     session makes way for a new one."""
+    replica: str | None = None
     state_dir: Path | None = None
     """Where the server keeps what outlives it: the key that seals 2026-07-28 request
     state, so a restarted server continues a round trip it started."""
@@ -109,6 +115,10 @@ class ServeConfig:
             raise PresetError(f"page_size must be at least 1, not {self.page_size}")
         if self.max_sessions is not None and self.max_sessions < 1:
             raise PresetError(f"max_sessions must be at least 1, not {self.max_sessions}")
+        if self.replica is not None:
+            if self.transport != "http":
+                raise PresetError("a replica name needs --transport http; stdio has no sessions")
+            check_replica_name(self.replica)
         if self.discovery not in DISCOVERY_MODES:
             raise PresetError(
                 f"discovery {self.discovery!r} is not one of: {', '.join(DISCOVERY_MODES)}"
@@ -129,6 +139,16 @@ class ServeConfig:
     def replace(self, **changes: Any) -> ServeConfig:
         """A copy with ``changes``, checked like a new one."""
         return dataclasses.replace(self, **changes)
+
+
+def check_replica_name(name: str) -> str:
+    """``name`` if it can start a session id; else ``PresetError`` saying what can."""
+    if not REPLICA_NAME_RE.match(name):
+        raise PresetError(
+            f"replica name {name!r} cannot start a session id: use 1 to 32 letters, digits, "
+            "'_' or '-', like r1"
+        )
+    return name
 
 
 FIELDS: Final = frozenset(f.name for f in dataclasses.fields(ServeConfig))

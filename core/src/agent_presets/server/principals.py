@@ -281,9 +281,9 @@ class Principals:
             return
         with self._lock:
             before = self._views.pop(name, _MISSING)
-            if before is _MISSING:
-                return  # not held here: the next look reads the store
-            after = self._view(name)
+            # Not looked up here, it may still listen here (a listen stream opened
+            # before any list): what it was served is unknown, so it is told.
+            after = None if before is _MISSING else self._view(name)
         if before is None or after is None or before.resolution != after.resolution:
             self._listeners.notify(Audience(only=frozenset({name})))
 

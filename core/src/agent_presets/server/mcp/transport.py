@@ -76,6 +76,7 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
                 extra,
                 config.tokens,
                 config.max_sessions,
+                config.replica,
             )
     except KeyboardInterrupt:
         pass
@@ -94,12 +95,13 @@ def _run(
     extra: list[Task],
     tokens: TokenTable | None = None,
     max_sessions: int | None = None,
+    replica: str | None = None,
 ) -> None:
     if transport == "stdio":
         anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions)
+        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions, replica)
 
 
 def _console_task(
@@ -206,6 +208,7 @@ async def _serve_http(
     extra: list[Task] | None = None,
     tokens: TokenTable | None = None,
     max_sessions: int | None = None,
+    replica: str | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -255,6 +258,11 @@ async def _serve_http(
     if tokens is not None:
         # Outermost: nothing, not even a body check, answers a caller without a token.
         app = TokenAuth(app, tokens)
+    if replica is not None:
+        from agent_presets.server.mcp.replica import ReplicaSessionIds
+
+        # At the wire's edge: a balancer routes a session by the name its id starts with.
+        app = ReplicaSessionIds(app, replica)
     from agent_presets.server.httptimeout import TimedH11
 
     config = uvicorn.Config(
