@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from agent_presets.cli.options import (
+    NeedsConfirmation,
     default_state_dir,
     emit_json,
     state_dir_option,
@@ -29,12 +30,6 @@ from agent_presets.server.control import ControlError, NoServerError, control_re
 from agent_presets.server.requests import MIN_DIGEST, shown_request
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class NeedsConfirmation(click.ClickException):
-    """A risky change asked for off a terminal without ``--yes``: a usage error."""
-
-    exit_code = 2
 
 
 _STATE_DIR = state_dir_option("The state folder of the server to act on (as given to serve).")
@@ -100,8 +95,21 @@ def _confirmed(state_dir: Path, message: dict[str, Any], yes: bool) -> Any:
 
 
 def _set(
-    name: str, state: str, state_dir: Path | None, principal: str | None, yes: bool = False
+    name: str,
+    state: str,
+    state_dir: Path | None,
+    principal: str | None,
+    store_url: str | None,
+    yes: bool = False,
 ) -> None:
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        result = shared.set_override(str(store_url), name, state, principal, yes)
+        whose = "server-wide" if principal is None else f"for {shown(principal)}"
+        was = f" (was {result['previous']})" if result["changed"] else " already"
+        click.echo(f"{name}: {state} {whose}{was}; every replica applies it")
+        return
     where = state_dir or default_state_dir()
     message = _with_principal({"op": "set", "preset": name, "state": state, "by": "cli"}, principal)
     result = _confirmed(where, message, yes)
@@ -118,14 +126,18 @@ def _set(
 
 
 _OVERRIDE_OF = principal_option("Set the override")
+_OVERRIDE_STORE = store_option("Keep the override in this store, for every replica:")
 
 
 @click.command("on")
 @click.argument("name")
 @_STATE_DIR
 @_OVERRIDE_OF
+@_OVERRIDE_STORE
 @yes_option
-def turn_on(name: str, state_dir: Path | None, principal: str | None, yes: bool) -> None:
+def turn_on(
+    name: str, state_dir: Path | None, principal: str | None, store_url: str | None, yes: bool
+) -> None:
     """Force preset NAME on in the running server.
 
     Without --principal the override is the server's, for every principal;
@@ -134,35 +146,44 @@ def turn_on(name: str, state_dir: Path | None, principal: str | None, yes: bool)
     once. A risky preset (filesystem-write, destructive, shell) asks for
     confirmation first.
     """
-    _set(name, "on", state_dir, principal, yes)
+    _set(name, "on", state_dir, principal, store_url, yes)
 
 
 @click.command("off")
 @click.argument("name")
 @_STATE_DIR
 @_OVERRIDE_OF
-def turn_off(name: str, state_dir: Path | None, principal: str | None) -> None:
+@_OVERRIDE_STORE
+def turn_off(
+    name: str, state_dir: Path | None, principal: str | None, store_url: str | None
+) -> None:
     """Force preset NAME off in the running server (--principal: for one principal)."""
-    _set(name, "off", state_dir, principal)
+    _set(name, "off", state_dir, principal, store_url)
 
 
 @click.command("auto")
 @click.argument("name")
 @_STATE_DIR
 @_OVERRIDE_OF
-def turn_auto(name: str, state_dir: Path | None, principal: str | None) -> None:
+@_OVERRIDE_STORE
+def turn_auto(
+    name: str, state_dir: Path | None, principal: str | None, store_url: str | None
+) -> None:
     """Drop NAME's override: the context decides again whether it is active.
 
     With --principal, drop that principal's own override: the server's applies again.
     """
-    _set(name, "auto", state_dir, principal)
+    _set(name, "auto", state_dir, principal, store_url)
 
 
 @click.command()
 @_STATE_DIR
 @principal_option("Show the context and presets")
+@store_option("Show the principals and overrides kept in this store:")
 @json_option
-def status(state_dir: Path | None, principal: str | None, as_json: bool) -> None:
+def status(
+    state_dir: Path | None, principal: str | None, store_url: str | None, as_json: bool
+) -> None:
     """Show the running server's context, every preset's state and why, and its principals.
 
     \b
@@ -170,6 +191,21 @@ def status(state_dir: Path | None, principal: str | None, as_json: bool) -> None
                    "context": {...},
                    "presets": [{name, group, state, active, reason, risk}, ...]}.
     """
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        kept = shared.status(str(store_url), principal)
+        if as_json:
+            emit_json(kept)
+            return
+        click.echo(f"store {kept['store']}")
+        click.echo(f"principals: {', '.join(shown(p) for p in kept['principals'])}")
+        server_wide = " ".join(f"{k}={v}" for k, v in kept["overrides"].items()) or "none"
+        click.echo(f"server-wide overrides: {server_wide}")
+        if principal is not None:
+            own = kept["own"]
+            click.echo(f"{shown(principal)}: {json.dumps(own) if own else 'follows the server'}")
+        return
     where = state_dir or default_state_dir()
     try:
         result = control_request(where, _with_principal({"op": "status"}, principal))
@@ -365,9 +401,14 @@ def context() -> None:
 @click.argument("assignments", metavar="KEY=VALUE...", nargs=-1, required=True)
 @_STATE_DIR
 @principal_option("Set the context")
+@store_option("Keep the principal's context in this store, for every replica:")
 @json_option
 def context_set(
-    assignments: tuple[str, ...], state_dir: Path | None, principal: str | None, as_json: bool
+    assignments: tuple[str, ...],
+    state_dir: Path | None,
+    principal: str | None,
+    store_url: str | None,
+    as_json: bool,
 ) -> None:
     """Set context fields of the running server, e.g. surface=canvas activity=drawing.
 
@@ -392,8 +433,13 @@ def context_set(
             )
         changes[key.strip()] = parse_value(value)
     where = state_dir or default_state_dir()
-    message = _with_principal({"op": "context", "set": changes, "by": "cli"}, principal)
-    result = control_request(where, message)
+    if _shared(store_url):
+        from agent_presets.cli import shared
+
+        result = shared.set_context(str(store_url), changes, principal)
+    else:
+        message = _with_principal({"op": "context", "set": changes, "by": "cli"}, principal)
+        result = control_request(where, message)
     if as_json:
         emit_json(result)
         return

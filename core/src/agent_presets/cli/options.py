@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class NeedsConfirmation(click.ClickException):
+    """A risky change asked for off a terminal without ``--yes``: a usage error."""
+
+    exit_code = 2
+
+
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 

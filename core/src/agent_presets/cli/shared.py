@@ -72,7 +72,7 @@ def _confirm_risky(preset: str | None, yes: bool) -> None:
     if found is None or not found.dangerous:
         return
     if not sys.stdin.isatty():
-        from agent_presets.cli.control import NeedsConfirmation
+        from agent_presets.cli.options import NeedsConfirmation
 
         raise NeedsConfirmation(
             f"preset {preset!r} has risk {found.risk!r}: turning it on needs confirmation; "
@@ -110,3 +110,122 @@ def _apply_override(requests: Any, request: Any) -> dict[str, Any]:
         "changed": previous != request.state,
         "principal": principal,
     }
+
+
+# ------------------------------------------------------ overrides and context in the store
+
+
+def set_override(
+    store_url: str, preset: str, state: str, principal: str | None, yes: bool
+) -> dict[str, Any]:
+    """``presets on|off|auto PRESET --store URL``: the override kept in the store, for every
+    replica (the server-wide one without ``--principal``, else the principal's own)."""
+    from agent_presets.cli.options import installed_presets
+    from agent_presets.model import PresetValidationError, UnknownPresetError
+    from agent_presets.server.events import Change
+    from agent_presets.server.principals import check_principal
+    from agent_presets.server.store import SERVER, PrincipalState
+
+    registry = installed_presets().registry
+    if registry.get(preset) is None:
+        raise UnknownPresetError(registry.unknown_message(preset))
+    if state not in ("on", "off", "auto"):
+        raise PresetValidationError(f"state {state!r} is not one of: on, off, auto")
+    if principal is not None:
+        check_principal(principal)
+    key = SERVER if principal in (None, LOCAL) else str(principal)
+    store = open_store_or_fail(store_url, None)
+    log = store.event_log()
+    try:
+        kept = store.load_principal(key) or PrincipalState()
+        previous: Any = kept.overrides.get(preset, "auto")
+        if state == "on" and previous != "on":
+            _confirm_risky(preset, yes)
+        overrides = {k: v for k, v in kept.overrides.items() if k != preset}
+        if state != "auto":
+            overrides[preset] = state
+        changed = previous != state
+        if changed:
+            empty = kept.context is None and not overrides
+            store.save_principal(key, None if empty else PrincipalState(kept.context, overrides))
+            store.publish("principal", {"name": key})
+            log.write(
+                Change(
+                    preset=preset,
+                    state=state,  # type: ignore[arg-type]
+                    previous=previous,
+                    by="cli",
+                    principal=None if key == SERVER else key,
+                )
+            )
+    finally:
+        log.close()
+        store.close()
+    return {"preset": preset, "state": state, "previous": previous, "changed": changed}
+
+
+def set_context(store_url: str, changes: dict[str, Any], principal: str | None) -> dict[str, Any]:
+    """``presets context set KEY=VALUE --principal NAME --store URL``: a principal's own
+    context, kept in the store and served the same by every replica."""
+    from agent_presets.cli.options import installed_presets
+    from agent_presets.model import PresetValidationError
+    from agent_presets.server.events import ContextChange
+    from agent_presets.server.principals import check_principal
+    from agent_presets.server.store import PrincipalState
+
+    if principal is None or principal == LOCAL:
+        raise PresetValidationError(
+            "with --store, give --principal NAME: the host's own context is each replica's "
+            "(change it on one server with --state-dir, or through its host)"
+        )
+    check_principal(principal)
+    manager = installed_presets().manager
+    manager.vocabulary.check_change(changes)
+    store = open_store_or_fail(store_url, None)
+    log = store.event_log()
+    try:
+        kept = store.load_principal(principal) or PrincipalState()
+        previous = dict(kept.context) if kept.context is not None else manager.get_context()
+        now = manager.check_context({**previous, **changes})
+        store.save_principal(principal, PrincipalState(now, dict(kept.overrides)))
+        store.publish("principal", {"name": principal})
+        changed = sorted(k for k in {*previous, *now} if previous.get(k) != now.get(k))
+        if changed:
+            log.write(
+                ContextChange(
+                    fields={k: now.get(k) for k in changed}, by="cli", principal=principal
+                )
+            )
+    finally:
+        log.close()
+        store.close()
+    return {"context": now, "previous": previous, "changed": changed}
+
+
+def status(store_url: str, principal: str | None) -> dict[str, Any]:
+    """``presets status --store URL``: the principals the store keeps and their own state.
+
+    What a principal that follows its replica's host is served depends on
+    that replica; the store holds only what principals set themselves and
+    the server-wide overrides.
+    """
+    from agent_presets.server.principals import check_principal
+    from agent_presets.server.store import SERVER
+
+    if principal is not None:
+        check_principal(principal)
+    store = open_store_or_fail(store_url, None)
+    try:
+        server = store.load_principal(SERVER)
+        result: dict[str, Any] = {
+            "store": store.url,
+            "principals": sorted({LOCAL, *store.principal_names()}),
+            "overrides": dict(server.overrides) if server is not None else {},
+        }
+        if principal is not None:
+            own = store.load_principal(principal)
+            result["principal"] = principal
+            result["own"] = own.to_json() if own is not None else None
+    finally:
+        store.close()
+    return result

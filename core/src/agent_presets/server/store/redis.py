@@ -41,6 +41,7 @@ from agent_presets.server.store.base import (
     StoreUnavailableError,
     Subscriber,
 )
+from agent_presets.server.store.redishandle import LINGER
 
 try:
     import redis.asyncio as aioredis
@@ -69,9 +70,6 @@ log = logging.getLogger("agent_presets.server.store")
 DEFAULT_TIMEOUT: Final = 2.0
 """Seconds an operation waits for Redis before it raises ``StoreUnavailableError``."""
 DEFAULT_PREFIX: Final = "presets:"
-LINGER: Final = 0.005
-"""Seconds what goes out behind a call (counts, log lines) waits for others to join it: under
-load, one round trip carries many calls' writes."""
 RESUBSCRIBE_SECONDS: Final = 0.25
 """How long the bus waits between attempts to subscribe again while Redis is away."""
 RECONNECTED: Final = "store.reconnected"

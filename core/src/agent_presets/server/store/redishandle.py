@@ -7,12 +7,16 @@ module that imports them (the core has no import cycles, typing ones included).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
 
 from agent_presets.server.store.base import Subscriber
 
 T = TypeVar("T")
+
+LINGER: Final = 0.005
+"""Seconds what goes out behind a call (counts, log lines) waits for others to join it: under
+load, one round trip carries many calls' writes."""
 
 
 class RedisHandle(Protocol):
@@ -26,3 +30,5 @@ class RedisHandle(Protocol):
     def run(self, operation: Callable[[Any], Awaitable[T]]) -> T: ...
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]: ...
+
+    def publish(self, topic: str, payload: Mapping[str, Any]) -> None: ...

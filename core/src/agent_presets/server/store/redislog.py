@@ -35,7 +35,7 @@ from agent_presets.server.eventlog import (
     encode,
     line_hash,
 )
-from agent_presets.server.store.redis import LINGER
+from agent_presets.server.store.redishandle import LINGER
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from agent_presets.server.events import Event, Outcome, State
-    from agent_presets.server.store.redis import RedisStore
+    from agent_presets.server.store.redishandle import RedisHandle
 
 TOPIC: Final = "request"
 """The bus topic of a filed or decided request: ``{"id", "outcome"}`` (None when filed)."""
@@ -148,7 +148,7 @@ class SharedRequestStore(RequestStore):
 
     def __init__(
         self,
-        store: RedisStore,
+        store: RedisHandle,
         *,
         ttl: float = DEFAULT_TTL,
         max_pending: int = MAX_PENDING,
