@@ -274,7 +274,7 @@ async def test_an_approval_from_the_store_applies_and_a_waiting_call_runs_once(
             assert asked.structured_content is not None
             request = asked.structured_content["request"]
             assert asked.structured_content["status"] == "pending"
-            await operator(running, "approve", request)
+            await operator(running, "approve", request, "--yes")  # a destructive preset
             assert DELETE_LAYER in await names(on_two)
 
             added = await on_two.call_tool("space_drawing_add_layer", {"name": "scratch"})
