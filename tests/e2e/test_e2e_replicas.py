@@ -236,6 +236,37 @@ async def test_alice_switches_context_on_one_replica_and_her_list_follows_on_ano
         assert not running.tracebacks()
 
 
+async def test_an_operators_principal_change_in_the_store_reaches_that_principal_everywhere(
+    tmp_path: Path,
+) -> None:
+    with deployment(tmp_path, 2, "--auth", "tokens") as running:
+        alice = (await operator(running, "tokens", "create", "alice")).stdout.strip()
+        bob = (await operator(running, "tokens", "create", "bob")).stdout.strip()
+        one, two = running.replicas
+        async with (
+            client_of(one.url, alice) as alice_one,
+            client_of(two.url, alice) as alice_two,
+            client_of(two.url, bob) as bob_two,
+        ):
+            assert THEME_TOOL in await names(alice_one)
+            await operator(running, "off", THEME, "--principal", "alice")
+            for client in (alice_one, alice_two):
+                assert THEME_TOOL not in await names(client)
+            assert THEME_TOOL in await names(bob_two)
+            await operator(
+                running, "context", "set", "surface=canvas", "activity=drawing",
+                "--principal", "bob",
+            )  # fmt: skip
+            assert SHAPE_TOOL in await names(bob_two)
+            assert SHAPE_TOOL not in await names(alice_two)
+            kept = await operator(running, "status", "--principal", "bob", "--json")
+            assert kept["principals"] == ["alice", "bob", "local"]
+            assert kept["own"]["context"]["surface"] == "canvas"
+            await operator(running, "auto", THEME, "--principal", "alice")
+            assert THEME_TOOL in await names(alice_two)
+        assert not running.tracebacks()
+
+
 async def test_presets_on_against_the_store_reaches_every_replica_and_its_listen_stream(
     tmp_path: Path,
 ) -> None:

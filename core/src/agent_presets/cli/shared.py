@@ -179,7 +179,10 @@ def set_context(store_url: str, changes: dict[str, Any], principal: str | None) 
             "(change it on one server with --state-dir, or through its host)"
         )
     check_principal(principal)
-    manager = installed_presets().manager
+    from agent_presets.host.defaults import HEADLESS_DEFAULTS
+
+    # A principal that follows its replica's host starts from the host's default context.
+    manager = installed_presets(context=dict(HEADLESS_DEFAULTS.context)).manager
     manager.vocabulary.check_change(changes)
     store = open_store_or_fail(store_url, None)
     log = store.event_log()
