@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -70,6 +71,14 @@ class PresetManager:
             if state == "on":
                 self._check_ready(name)
         self._memo: OrderedDict[tuple[Any, ...], Resolution] = OrderedDict()
+        # One object per distinct resolution, however many contexts (principals) give it,
+        # and its tool defs: 10,000 principals in two activities hold two of each.
+        self._interned: weakref.WeakValueDictionary[Resolution, Resolution] = (
+            weakref.WeakValueDictionary()
+        )
+        self._defs_of: weakref.WeakKeyDictionary[
+            Resolution, tuple[tuple[int, int], tuple[ToolDef, ...]]
+        ] = weakref.WeakKeyDictionary()
         self._resolution = self._compute(self._context, self._overrides)
         self._tool_defs: tuple[ToolDef, ...] | None = None
         self._tool_def_cache: dict[str, ToolDef] = {}
@@ -205,7 +214,12 @@ class PresetManager:
         with self._lock:
             kept = {k: v for k, v in overrides.items() if k in self.registry and v != "auto"}
             resolution = self._compute(ctx, kept)
-            return resolution, self._tool_defs_for(resolution)
+            versions = (self.registry.version, self.tool_adapters.version)
+            held = self._defs_of.get(resolution)
+            if held is None or held[0] != versions:
+                held = (versions, self._tool_defs_for(resolution))
+                self._defs_of[resolution] = held
+            return resolution, held[1]
 
     # -- listeners ---------------------------------------------------------
 
@@ -231,6 +245,7 @@ class PresetManager:
             self._memo.move_to_end(key)
             return cached
         resolution = self._fill_prompts(self.registry._resolve(context, overrides))
+        resolution = self._interned.setdefault(resolution, resolution)
         self._memo[key] = resolution
         if len(self._memo) > _MEMO_SIZE:
             self._memo.popitem(last=False)
