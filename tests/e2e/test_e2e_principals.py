@@ -179,3 +179,30 @@ def test_a_principal_no_token_could_have_is_refused(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
     finally:
         server.stop()
+
+
+async def test_a_call_waiting_for_confirmation_names_the_principal_that_made_it(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    alice_token = create(state, "alice")
+    server = HttpServer(state, "--auth", "tokens", "--confirm", "destructive")
+    try:
+        cli(state, "on", "general-world-tools", "--yes")
+        async with client_as(server.url, alice_token) as alice:
+            async with anyio.create_task_group() as tg:
+                answers: list[Any] = []
+
+                async def delete() -> None:
+                    answers.append(await alice.call_tool("space_app_delete_world", {"name": "x"}))
+
+                tg.start_soon(delete)
+                with anyio.fail_after(30):
+                    while not (waiting := cli(state, "requests", "--json")):
+                        await anyio.sleep(0.1)
+                assert [(r["kind"], r["principal"]) for r in waiting] == [("call", "alice")]
+                assert cli(state, "requests", "--principal", "bob", "--json") == []
+                cli(state, "deny", waiting[0]["id"])
+            assert answers[0].is_error  # denied: it never ran
+    finally:
+        server.stop()

@@ -52,6 +52,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets.model import DANGEROUS_RISKS, ToolDef
+from agent_presets.principal import current_principal
 from agent_presets.safetext import shown_arguments
 from agent_presets.server.config import CONFIRM_TIMEOUT, ConfirmMode, ConfirmVia
 from agent_presets.server.mcp.rounds import STATE_TTL, InputRequired, Rounds
@@ -157,6 +158,7 @@ class CallConfirmation:
                 reason=f"{tool.name}({summarize(arguments)})",
                 arguments=arguments,
                 ttl=self.timeout,
+                principal=current_principal(),  # the call's (run_call acts as it)
             )
         except RequestLimitError as exc:
             return ConfirmAnswer(
@@ -237,6 +239,7 @@ class CallConfirmation:
                 reason=f"{tool.name}({summarize(arguments)})",
                 arguments=arguments,
                 ttl=STATE_TTL,  # the person answers in the client, as long as the state lasts
+                principal=current_principal(),
             )
         except RequestLimitError as exc:
             return ConfirmAnswer(
