@@ -477,3 +477,46 @@ async def test_console_shows_an_agents_words_as_text_and_each_call_in_full(
             await item.get_by_role("button", name="Approve").click()  # sends the digest shown
         assert not results[0].is_error, text(results[0])
     assert (tmp_path / "root" / "p.txt").read_text() == padded
+
+
+@browser
+async def test_console_shows_principals_and_steers_one(tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    from e2e.test_e2e_principals import client_as
+    from e2e.test_e2e_tokens import create
+
+    state = tmp_path / "state"
+    tokens = {name: create(state, name) for name in ("alice", "bob")}
+    server = ConsoleServer(state, "--auth", "tokens")
+    try:
+        async with (
+            _open_page(server) as tab,
+            client_as(server.url, tokens["alice"]) as alice,
+            client_as(server.url, tokens["bob"]) as bob,
+        ):
+            await alice.call_tool("space_app_switch_surface", {"surface": "canvas"})
+            chooser = tab.get_by_label("principal", exact=True)
+            await expect(chooser.locator("option[value='alice']")).to_have_count(1)
+            await expect(tab.locator("#context")).to_contain_text('"scene"')  # the server's
+            await chooser.select_option("alice")
+            await expect(tab.locator("#principal-note")).to_contain_text("of its own")
+            await expect(tab.locator("#context")).to_contain_text('"canvas"')
+            await _shot(tab, "07-principal-alice")
+
+            # Turned off for alice from the page: bob keeps the tool.
+            await tab.get_by_label(THEME, exact=True).select_option("off")
+            with anyio.fail_after(30):
+                while THEME_TOOL in await names(alice):
+                    await anyio.sleep(0.2)
+            assert THEME_TOOL in await names(bob)
+            asked = await bob.call_tool(
+                ASK, {"preset": DESTRUCTIVE, "state": "on", "reason": "bob asks"}
+            )
+            bobs = json.loads(text(asked))["request"]
+            await expect(tab.locator(f"li[data-request='{bobs}']")).to_have_count(0)
+            await chooser.select_option("bob")
+            await expect(tab.locator(f"li[data-request='{bobs}']")).to_contain_text("by bob")
+            await _shot(tab, "08-principal-bob-request")
+    finally:
+        server.stop()

@@ -55,6 +55,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_presets.model import PresetError
+from agent_presets.principal import LOCAL
 from agent_presets.safetext import svg_safe
 from agent_presets.server.console import allowed_hosts, foreign_request
 from agent_presets.server.console.credential import HOST_PATH, HostCredential
@@ -79,6 +80,10 @@ TAIL: Final = 100
 
 def _static(name: str) -> str:
     return resources.files(__package__).joinpath("static", name).read_text("utf-8")
+
+
+MAX_PRINCIPALS_SHOWN: Final = 200
+"""Principals the page lists (and shows the state of); a larger deployment filters by CLI."""
 
 
 class Console:
@@ -109,6 +114,7 @@ class Console:
         self.token = token or secrets.token_urlsafe(24)
         self._version = 0
         self._version_lock = threading.Lock()
+        self._hears_principals = False
         self._log_lock = threading.Lock()
         self._log_cache: tuple[tuple[tuple[int, int, int], ...], dict[str, Any]] | None = None
         # What the log says so far: in all, by file (to take back a file that
@@ -123,6 +129,8 @@ class Console:
     def close(self) -> None:
         self.controller.manager.remove_on_change(self._bump)
         self.controller.requests.remove_on_change(self._bump)
+        if self._hears_principals and self.controller.principals is not None:
+            self.controller.principals.remove_on_change(self._bump)
         if self._follower is not None:
             with self._log_lock:
                 self._follower.close()
@@ -194,9 +202,23 @@ class Console:
 
     def control_snapshot(self) -> dict[str, Any]:
         status = self.controller.status()
+        principals = self.controller.principals
+        names: list[str] = status.get("principals", [LOCAL])
+        # Each principal with state of its own, as it is served (the rest follow the server).
+        own: dict[str, Any] = {}
+        if principals is not None:
+            if not self._hears_principals:
+                principals.add_on_change(self._bump)
+                self._hears_principals = True
+            for name in names[:MAX_PRINCIPALS_SHOWN]:
+                if name != LOCAL and not principals.follows_server(name):
+                    theirs = self.controller.status(name)
+                    own[name] = {"context": theirs["context"], "presets": theirs["presets"]}
         return {
             "context": status["context"],
             "presets": status["presets"],
+            "principals": names[:MAX_PRINCIPALS_SHOWN],
+            "by_principal": own,
             # "shown" is what the page puts on screen: every agent word as safe text.
             "pending": [{**r, "shown": shown_request(r)} for r in self.controller.pending()],
         }
@@ -374,6 +396,7 @@ class Console:
                 str(b["state"]),
                 by="console",
                 confirmed=b.get("confirmed") is True,
+                principal=None if b.get("principal") in (None, "") else str(b["principal"]),
             ),
         )
 

@@ -87,7 +87,9 @@
         const select = el("select", { "aria-label": p.name, "data-preset": p.name });
         for (const s of ["auto", "on", "off"]) select.append(el("option", { value: s, text: s }));
         select.addEventListener("change", async () => {
-          const ok = await act("/api/override", { preset: p.name, state: select.value });
+          const body = { preset: p.name, state: select.value };
+          if (chosen) body.principal = chosen;  // that principal's own override
+          const ok = await act("/api/override", body);
           if (!ok) select.value = select.dataset.state;  // the server's state, not the wish
         });
         body.append(el("tr", { "data-preset": p.name },
@@ -124,7 +126,8 @@
       deny.addEventListener("click", () => act("/api/deny", { id: r.id }));
       const item = el("li", { "data-request": r.id },
         el("span", { class: "rid", text: s.id }), el("span", { text: r.kind }),
-        el("span", { text: what }), el("span", { class: "muted", text: "expires " + s.expires }),
+        el("span", { text: what }), el("span", { class: "who muted", text: "by " + (r.principal || "local") }),
+        el("span", { class: "muted", text: "expires " + s.expires }),
         approve, deny);
       if (r.kind === "call") {
         // Every argument in full, one per line: the person approves the call that runs.
@@ -223,7 +226,8 @@
       case "refusal": return (e.tool ?? "an unknown tool (" + e.tool_len + " chars)") + " refused by " + e.gate + (e.count > 1 ? " ×" + e.count : "");
       case "request": return e.id + " asks " + (e.asks === "call" ? "to run " + e.tool : e.preset + " " + e.state);
       case "decision": return e.id + " " + e.outcome + " by " + e.by;
-      case "change": return e.preset + " " + (e.previous || "?") + " → " + e.state + " by " + e.by;
+      case "change": return e.preset + " " + (e.previous || "?") + " → " + e.state + " by " + e.by
+        + (e.principal ? " for " + e.principal : "");
       default: return JSON.stringify(e);
     }
   }
@@ -239,10 +243,41 @@
     }
   }
 
+  // "" is the server's own state; a name shows (and steers) that principal's.
+  let chosen = "";
+  let lastState = null;
+  $("principal").addEventListener("change", () => {
+    chosen = $("principal").value;
+    if (lastState) render(lastState);
+  });
+
+  function renderPrincipals(names, own) {
+    const select = $("principal");
+    const wanted = ["", ...names.filter((n) => n !== "local")];
+    const have = [...select.options].map((o) => o.value);
+    if (wanted.join("\n") !== have.join("\n")) {
+      select.replaceChildren(el("option", { value: "", text: "the server (everyone who follows it)" }));
+      for (const n of wanted.slice(1)) select.append(el("option", { value: n, text: n }));
+    }
+    if (!wanted.includes(chosen)) chosen = "";
+    select.value = chosen;
+    $("principal-note").textContent = !chosen
+      ? Object.keys(own).length + " principals with a context or overrides of their own; "
+        + "the others follow the server"
+      : own[chosen] ? chosen + " has a context or overrides of its own"
+      : chosen + " follows the server";
+  }
+
   function render(state) {
-    renderContext(state.context);
-    renderPresets(state.presets);
-    renderRequests(state.pending);
+    lastState = state;
+    const own = state.by_principal || {};
+    // The principals with state of their own, and any that asked for something.
+    const asking = state.pending.map((r) => r.principal).filter((n) => n);
+    renderPrincipals([...new Set([...(state.principals || ["local"]), ...asking])].sort(), own);
+    const theirs = chosen && own[chosen] ? own[chosen] : state;
+    renderContext(theirs.context);
+    renderPresets(theirs.presets);
+    renderRequests(chosen ? state.pending.filter((r) => r.principal === chosen) : state.pending);
     renderViews(state.views);
     renderStats(state.stats, state.event_log);
     renderEvents(state.events);
