@@ -481,10 +481,9 @@ async def test_console_shows_an_agents_words_as_text_and_each_call_in_full(
 
 @browser
 async def test_console_shows_principals_and_steers_one(tmp_path: Path) -> None:
-    from playwright.async_api import expect
-
     from e2e.test_e2e_principals import client_as
     from e2e.test_e2e_tokens import create
+    from playwright.async_api import expect
 
     state = tmp_path / "state"
     tokens = {name: create(state, name) for name in ("alice", "bob")}
