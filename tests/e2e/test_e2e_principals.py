@@ -206,3 +206,19 @@ async def test_a_call_waiting_for_confirmation_names_the_principal_that_made_it(
             assert answers[0].is_error  # denied: it never ran
     finally:
         server.stop()
+
+
+async def test_presets_budget_counts_what_one_principal_is_served(
+    two_principals: tuple[HttpServer, Path, dict[str, str]],
+    expected_tool_names: dict[str, list[str]],
+) -> None:
+    server, state, tokens = two_principals
+    async with client_as(server.url, tokens["alice"]) as alice:
+        await alice.call_tool("space_app_switch_surface", {"surface": "canvas"})
+        await alice.call_tool("space_app_set_activity", {"activity": "drawing"})
+        alices = cli(state, "budget", "--principal", "alice", "--json")
+        bobs = cli(state, "budget", "--principal", "bob", "--json")
+    assert alices["context"]["activity"] == "drawing"
+    assert [t["name"] for t in alices["active"]["tools"]] == expected_tool_names["drawing"]
+    assert [t["name"] for t in bobs["active"]["tools"]] == expected_tool_names["scene"]
+    assert alices["active"]["tokens"] != bobs["active"]["tokens"]

@@ -9,16 +9,22 @@ helpers here, so all three count one way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from agent_presets.budget import DEFAULT_TOKENIZER, TOKENIZERS
 from agent_presets.cli.options import (
+    context_from_flags,
     context_options,
+    default_state_dir,
     emit_json,
+    installed_presets,
+    overrides_from_flags,
     plugins_dir_option,
     presets_for_flags,
+    state_dir_option,
     table,
 )
 from agent_presets.toolwire import LEGACY, PROTOCOLS
@@ -65,6 +71,29 @@ def active_tools(presets: Presets) -> list[ToolDef]:
     return sorted(tools, key=lambda t: t.name)
 
 
+def _principals_presets(principal: str, state_dir: Path | None, flags: dict[str, Any]) -> Presets:
+    """The installed presets resolved as the running server serves ``principal`` now."""
+    from agent_presets.server.control import control_request
+
+    status = control_request(
+        state_dir or default_state_dir(), {"op": "status", "principal": principal}
+    )
+    context = dict(status["context"])
+    given = {
+        k: v
+        for k, v in context_from_flags(
+            flags["surface"], flags["activity"], flags["canvas_visible"], flags["facts"]
+        ).items()
+        if flags.get(k) is not None or k in {f.partition("=")[0] for f in flags["facts"]}
+    }
+    overrides = {p["name"]: p["state"] for p in status["presets"] if p["state"] != "auto"}
+    overrides.update(overrides_from_flags(flags["force_on"], flags["force_off"]))
+    context.update(given)
+    presets = installed_presets(context, overrides)
+    presets.vocabulary.check_context(context)
+    return presets
+
+
 def cost_line(cost: SetCost, budget: Budget) -> str:
     """The one line ``resolve`` and ``budget`` end with."""
     own = [t.name for t in cost.tools if t.preset is None]
@@ -81,9 +110,10 @@ def cost_line(cost: SetCost, budget: Budget) -> str:
 @click.option(
     "--principal",
     metavar="NAME",
-    help="Whose context to count. Today a server keeps one context for everyone, so every "
-    "principal's tools are the ones the context flags give; the name is only reported.",
+    help="Count what this principal is served now: its context and overrides, read from the "
+    "running server of --state-dir (context flags given as well change fields of it).",
 )
+@state_dir_option("The state folder of the server whose principal to count (with --principal).")
 @tokenizer_option
 @click.option(
     "--protocol",
@@ -95,7 +125,12 @@ def cost_line(cost: SetCost, budget: Budget) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def budget(
-    principal: str | None, tokenizer: str, protocol: str, as_json: bool, **flags: Any
+    principal: str | None,
+    state_dir: Path | None,
+    tokenizer: str,
+    protocol: str,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """Show the tokens each preset's and each tool's definition takes in an agent's context,
     and the total of the tools `presets serve` would list for the context flags.
@@ -110,8 +145,13 @@ def budget(
     Examples:
       presets budget --surface canvas --activity drawing
       presets budget --tokenizer cl100k_base --json
+      presets budget --principal alice      # what alice's agent is served now
     """
-    presets = presets_for_flags(**flags)
+    presets = (
+        presets_for_flags(**flags)
+        if principal is None
+        else _principals_presets(principal, state_dir, flags)
+    )
     counter = make_budget(tokenizer, protocol)
     active = {t.name for t in presets.manager.get_tool_defs()}
     active_presets = set(presets.manager.resolve().active_names)
