@@ -222,3 +222,39 @@ async def test_presets_budget_counts_what_one_principal_is_served(
     assert [t["name"] for t in alices["active"]["tools"]] == expected_tool_names["drawing"]
     assert [t["name"] for t in bobs["active"]["tools"]] == expected_tool_names["scene"]
     assert alices["active"]["tokens"] != bobs["active"]["tokens"]
+
+
+async def test_a_tool_budget_holds_for_each_principals_own_list(tmp_path: Path) -> None:
+    from agent_presets.budget import Budget, get_tokenizer
+    from agent_presets.toolwire import entry_text
+
+    state = tmp_path / "state"
+    tokens = {name: create(state, name) for name in ("alice", "bob")}
+    server = HttpServer(state, "--auth", "tokens", "--tool-budget", "5000")
+    budget = Budget(get_tokenizer())
+
+    async def listed(client: Client) -> tuple[set[str], int]:
+        tools = (await client.list_tools()).tools
+        entries = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
+        return {t.name for t in tools}, sum(budget.count(entry_text(e)) for e in entries)
+
+    try:
+        async with (
+            client_as(server.url, tokens["alice"]) as alice,
+            client_as(server.url, tokens["bob"]) as bob,
+        ):
+            await alice.call_tool("space_app_switch_surface", {"surface": "canvas"})
+            await alice.call_tool("space_app_set_activity", {"activity": "drawing"})
+            alices, alice_cost = await listed(alice)
+            bobs, bob_cost = await listed(bob)
+            assert alice_cost <= 5000 and bob_cost <= 5000
+            assert any(n.startswith("space_drawing_") for n in alices)
+            assert not any(n.startswith("space_drawing_") for n in bobs)
+            # What the budget left out of alice's list is hers to reach through presets_call.
+            drawn = await alice.call_tool(
+                "space_presets_call",
+                {"name": "space_drawing_inspect", "arguments": {}},
+            )
+            assert not drawn.is_error
+    finally:
+        server.stop()

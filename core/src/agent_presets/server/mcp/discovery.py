@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from agent_presets.model import Preset
     from agent_presets.server.config import DiscoveryMode
     from agent_presets.server.policy import ToolPolicy
+    from agent_presets.server.principals import Principals
     from agent_presets.server.stage import PendingCall
     from agent_presets.tools import ToolRegistry, ToolRegistryChange
     from agent_presets.toolsearch import SearchDoc, ToolIndex
@@ -315,6 +316,7 @@ class PresetServer(Served, Protocol):
     presets: Presets
     policy: ToolPolicy
     tool_registry: ToolRegistry
+    principals: Principals
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]: ...
 
@@ -432,7 +434,7 @@ class Discovery:
         own = self._own(entries)
         if self.tool_budget is None:
             return [*entries, *own]
-        return self.narrow(entries, own, protocol).entries
+        return self.narrow(entries, own, protocol, token_of(ctx.request) or LOCAL).entries
 
     def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken = {e["name"] for e in entries}
@@ -446,7 +448,11 @@ class Discovery:
         return entry
 
     def narrow(
-        self, entries: list[dict[str, Any]], own: list[dict[str, Any]], protocol: str = LEGACY
+        self,
+        entries: list[dict[str, Any]],
+        own: list[dict[str, Any]],
+        protocol: str = LEGACY,
+        principal: str = LOCAL,
     ) -> Narrowed:
         """``entries`` and the server's ``own`` tools, at most ``tool_budget`` tokens.
 
@@ -457,18 +463,24 @@ class Discovery:
         tool carries ``_meta["anthropic/alwaysLoad"]: true``.
         """
         assert self.tool_budget is not None
-        key = (self.server.tool_registry.version, protocol, tuple(e["name"] for e in entries))
+        # The order follows the principal's context (a preset's specificity in it).
+        context = self.server.principals.context(principal)
+        key = (
+            self.server.tool_registry.version,
+            protocol,
+            tuple(e["name"] for e in entries),
+            tuple(sorted(context.items(), key=lambda kv: kv[0])),
+        )
         found = self._narrowed.get(key)
         if found is not None:
             return found
         with self._budget_lock:  # the warming thread may be loading the tokenizer
             budget = self._budget(protocol)
-        registry = self.server.tool_registry
         loaded = [_always_loaded(e) for e in entries]
         base: list[dict[str, Any]] = []
         groups: dict[str, list[dict[str, Any]]] = {}
         for entry in loaded:
-            tool = registry.get(entry["name"])
+            tool = self.server.tool_for(entry["name"], principal)
             preset = tool.preset if tool is not None else None
             if preset is None:
                 base.append(entry)
@@ -487,7 +499,7 @@ class Discovery:
         listed = list(base)
         left_out: list[str] = []
         full = False
-        for preset in self._order(groups):
+        for preset in self._order(groups, context):
             group = groups[preset]
             if not full:
                 cost = sum(budget.count(entry_text(e, protocol)) for e in group)
@@ -503,9 +515,8 @@ class Discovery:
         self._narrowed[key] = narrowed
         return narrowed
 
-    def _order(self, groups: Mapping[str, Any]) -> list[str]:
+    def _order(self, groups: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
         presets = self.server.presets.registry
-        context = self.server.presets.manager.get_context()
         order = {name: i for i, name in enumerate(presets.names())}
 
         def rank(name: str) -> tuple[bool, int, int]:
@@ -586,8 +597,9 @@ class Discovery:
         registry = server.presets.registry
         manager = server.presets.manager
         results = []
+        principal = token or LOCAL
         for doc, score in found:
-            results.append(self._result(doc, score, registry, manager))
+            results.append(self._result(doc, score, registry, manager, principal))
         if results:
             message = (
                 f"Run a tool with {self.call_name} (name, arguments); an active tool that is in "
@@ -598,10 +610,12 @@ class Discovery:
             message = "No tool matches those words. Try other words for the task, or fewer of them."
         return {"query": query, "results": results, "message": message}
 
-    def _result(self, doc: SearchDoc, score: float, registry: Any, manager: Any) -> dict[str, Any]:
+    def _result(
+        self, doc: SearchDoc, score: float, registry: Any, manager: Any, principal: str = LOCAL
+    ) -> dict[str, Any]:
         from agent_presets.explain import preset_verdicts
 
-        served = self.server.tool_registry.get(doc.name)
+        served = self.server.tool_for(doc.name, principal)  # as the caller is served it
         active = served is not None and served.managed_source == doc.tool_id
         holders = [p for name in doc.presets if (p := registry.get(name)) is not None]
         verdicts = preset_verdicts(manager, holders)
