@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -151,16 +150,10 @@ def in_process(url: str, everysec: str, rounds: int, repeat: int) -> dict[str, f
 
 
 def spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    for raw in process.stderr:
-        match = re.search(r"http://127\.0\.0\.1:\d+/mcp", raw.decode())
-        if match:
-            return process, match.group(0)
-    process.wait()
-    raise RuntimeError(f"{command[:4]} did not print its URL (exit code {process.returncode})")
+    """An HTTP server and its MCP URL, started as the eras bench starts its own."""
+    from eras import spawn_http  # bench/ is this script's folder on sys.path
+
+    return spawn_http(command)
 
 
 def over_http(url: str, rounds: int, calls: int) -> dict[str, float]:
