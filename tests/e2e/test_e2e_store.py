@@ -478,7 +478,9 @@ def test_requests_shared_by_two_replicas_merge_decide_once_and_reach_the_waiting
     stores = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
     one, two = (store.request_store(ttl=60) for store in stores)
     first, merged = one.file("override", preset="p", state="on", reason="a", principal="alice")
-    again, merged_again = two.file("override", preset="p", state="on", reason="b")
+    again, merged_again = two.file(
+        "override", preset="p", state="on", reason="b", principal="alice"
+    )
     assert (merged, merged_again, again.id) == (False, True, first.id)
     # A call's arguments come back as they run: {} stays {}, a big integer stays whole.
     arguments = {"opts": {}, "n": 12345678901234567, "s": "x\u00e9"}
