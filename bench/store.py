@@ -27,6 +27,7 @@ Redis <= 1.3x).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -149,6 +150,10 @@ def in_process(url: str, everysec: str, rounds: int, repeat: int) -> dict[str, f
 # ------------------------------------------------------------------ over HTTP
 
 
+BUDGET = ["--max-calls", str(10**9)]
+"""A call budget no run spends: every call is checked and counted."""
+
+
 def spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     """An HTTP server and its MCP URL, started as the eras bench starts its own."""
     from eras import spawn_http  # bench/ is this script's folder on sys.path
@@ -156,7 +161,7 @@ def spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     return spawn_http(command)
 
 
-def over_http(url: str, rounds: int, calls: int) -> dict[str, float]:
+def over_http(url: str, everysec: str, rounds: int, calls: int) -> dict[str, float]:
     import anyio
     from mcp import Client
 
@@ -165,15 +170,22 @@ def over_http(url: str, rounds: int, calls: int) -> dict[str, float]:
     processes = {
         "embedded": spawn([*base, "--state-dir", str(folder / "one")]),
         "redis": spawn([*base, "--state-dir", str(folder / "two"), "--store", url]),
+        # A budget: its check is the one round trip a call waits for.
+        "redis, --max-calls (appendfsync always)": spawn(
+            [*base, "--state-dir", str(folder / "three"), "--store", url, *BUDGET]
+        ),
+        "redis, --max-calls (appendfsync everysec)": spawn(
+            [*base, "--state-dir", str(folder / "four"), "--store", everysec, *BUDGET]
+        ),
     }
     times: dict[str, list[float]] = {name: [] for name in processes}
 
     async def main() -> None:
-        async with (
-            Client(processes["embedded"][1], mode="legacy") as one,
-            Client(processes["redis"][1], mode="legacy") as two,
-        ):
-            clients = {"embedded": one, "redis": two}
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {
+                name: await stack.enter_async_context(Client(url, mode="legacy"))
+                for name, (_process, url) in processes.items()
+            }
             for r in range(rounds + 1):
                 for name, client in clients.items():
                     start = time.perf_counter()
@@ -216,7 +228,7 @@ def main() -> int:
     try:
         figures = {"in process": in_process(url, everysec, args.rounds, args.repeat)}
         if not args.skip_http:
-            figures["over HTTP"] = over_http(url, args.rounds * 3, args.calls)
+            figures["over HTTP"] = over_http(url, everysec, args.rounds * 3, args.calls)
     finally:
         stop(redis)
         stop(relaxed)
