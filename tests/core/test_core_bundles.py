@@ -25,6 +25,7 @@ from agent_presets import (
     bootstrap,
     hookimpl,
     load_plugins,
+    results,
 )
 from agent_presets.bundles import ContentError, FileMembers
 from agent_presets.catalog import check_preset_files, collect
@@ -378,6 +379,43 @@ def test_a_prompt_refuses_unknown_and_missing_arguments(tmp_path: Path) -> None:
         members.render("notes.ask", {}, None, lambda t: None)
     with pytest.raises(ContentError, match="has no argument 'mood'; it takes: topic, tone"):
         members.render("notes.ask", {"topic": "x", "mood": "y"}, None, lambda t: None)
+
+
+def test_a_render_of_three_parameters_gets_the_context_and_one_of_two_does_not(
+    tmp_path: Path,
+) -> None:
+    seen: list[Any] = []
+
+    def asking(app: Any, arguments: Any, context: Any) -> list[Any]:
+        seen.append(context)
+        return [results.text("asked" if context is not None else "unasked")]
+
+    members = members_of(
+        tmp_path,
+        """\
+        prompts:
+          - {id: notes.ask, description: d}
+          - {id: notes.plain, description: d}
+        """,
+        prompts="notes.ask, notes.plain",
+        providers=[
+            ContentProvider("notes.ask", render=asking),
+            ContentProvider("notes.plain", render=lambda app, arguments: [results.text("p")]),
+        ],
+    )
+    assert (members.asks("notes.ask"), members.asks("notes.plain")) == (True, False)
+    context = object()
+    assert members.render("notes.ask", {}, None, lambda t: None, context)[0]["content"] == {
+        "type": "text",
+        "text": "asked",
+    }
+    # Without a server (or on a legacy connection) it gets None, and renders without asking.
+    assert members.render("notes.ask", {}, None, lambda t: None)[0]["content"]["text"] == "unasked"
+    assert seen == [context, None]
+    assert members.render("notes.plain", {}, None, lambda t: None, context)[0]["content"] == {
+        "type": "text",
+        "text": "p",
+    }
 
 
 def test_a_failing_provider_is_a_content_error_naming_it_without_a_traceback(

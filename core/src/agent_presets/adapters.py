@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from agent_presets.callcontext import CallContext
+from agent_presets.callcontext import CallContext, takes_context
 from agent_presets.metaschema import schema_problem
 from agent_presets.model import (
     DEFAULT_NAMESPACE,
@@ -1084,12 +1084,7 @@ def takes_call(function: Callable[..., Any]) -> bool:
     arguments, so a two-parameter handler written before ``ToolCall`` existed
     keeps working unchanged.
     """
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature
-        return False
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(p.kind in positional for p in parameters) >= 3
+    return takes_context(function)
 
 
 def object_schema(

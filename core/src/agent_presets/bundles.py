@@ -29,6 +29,7 @@ from functools import cached_property
 from types import FrameType, MappingProxyType
 from typing import Any, Final, Literal
 
+from agent_presets.callcontext import CallContext, takes_context
 from agent_presets.model import PresetError, PresetValidationError
 from agent_presets.results import Content
 from agent_presets.uritemplate import UriTemplate
@@ -155,7 +156,10 @@ class ContentProvider:
       resource of one URI).
     - ``render(app, arguments)``: a prompt's messages, for a prompt declared
       without ``messages``: ``results`` blocks (said by the user) or
-      ``(role, block)`` pairs.
+      ``(role, block)`` pairs. A ``render`` of three parameters gets a
+      ``CallContext`` as the third, to ask the person (``elicit``) or the
+      client's model before it renders; it gets None where the server cannot
+      ask in rounds (see ``Members.render``).
     - ``complete(app, argument, value, arguments)``: values for a prompt
       argument or template variable that start like ``value``;
       ``arguments`` holds the others the client has already filled.
@@ -167,7 +171,7 @@ class ContentProvider:
 
     id: str
     read: Callable[[Any, Mapping[str, str]], ReadResult] | None = None
-    render: Callable[[Any, Mapping[str, str]], Iterable[Message]] | None = None
+    render: Callable[..., Iterable[Message]] | None = None
     complete: Callable[[Any, str, str, Mapping[str, str]], Iterable[str]] | None = None
     source: str | None = None
     defined_at: tuple[str, int] | None = field(default=None, compare=False, repr=False)
@@ -191,6 +195,11 @@ class ContentProvider:
             )
         if self.defined_at is None:
             object.__setattr__(self, "defined_at", _caller())
+
+    @property
+    def asks(self) -> bool:
+        """Whether its ``render`` takes the call context (a third parameter)."""
+        return self.render is not None and takes_context(self.render)
 
 
 def _caller() -> tuple[str, int] | None:
@@ -473,6 +482,11 @@ class Members:
         """The id of the prompt clients call ``name``, or None."""
         return self._prompt_names.get(name)
 
+    def asks(self, prompt_id: str) -> bool:
+        """Whether the prompt's provider may ask the person (its ``render`` takes a context)."""
+        provider = self.providers.get(prompt_id)
+        return provider is not None and self.prompts[prompt_id].messages is None and provider.asks
+
     def resource_for(
         self, uri: str, among: Iterable[str] | None = None
     ) -> tuple[ResourceSpec, dict[str, str]] | None:
@@ -503,8 +517,16 @@ class Members:
         arguments: Mapping[str, str] | None,
         app: Any,
         tool_name: Callable[[str], str | None],
+        context: CallContext | None = None,
     ) -> list[dict[str, Any]]:
-        """The prompt's messages in wire form; ``ContentError`` for arguments it cannot take."""
+        """The prompt's messages in wire form; ``ContentError`` for arguments it cannot take.
+
+        ``context`` reaches a provider whose ``render`` takes one (``asks``):
+        the server gives it on a 2026-07-28 connection, where a question ends
+        the round and the client's retry renders again with the answer. It
+        is None elsewhere (a legacy connection, a render outside a server),
+        and the provider renders without asking.
+        """
         spec = self.prompts[prompt_id]
         given = dict(arguments or {})
         name = prompt_mcp_name(spec, self.namespace_prefix)
@@ -521,7 +543,8 @@ class Members:
         if spec.messages is None:
             provider = self.providers[prompt_id]
             assert provider.render is not None  # the catalog refused a prompt without either
-            made = _call(provider, "render", provider.render, app, given)
+            args: tuple[Any, ...] = (app, given, context) if provider.asks else (app, given)
+            made = _call(provider, "render", provider.render, *args)
             return [_message(item, name) for item in made]
 
         def fill(text: str) -> str:

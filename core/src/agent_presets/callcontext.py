@@ -12,7 +12,8 @@ on, whichever it is (a worker thread, or the server's event loop itself).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -136,6 +137,21 @@ class CallContext(Protocol):
         cancelled elicitation, empty text, no roots); read the answers after it.
         """
         ...
+
+
+def takes_context(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` declares a third positional parameter: how it asks for more.
+
+    A tool handler's third parameter gets the ``ToolCall``, a content
+    provider's ``render`` gets the call context; a function of two written
+    before either existed keeps working unchanged.
+    """
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional for p in parameters) >= 3
 
 
 def unsupported(feature: str, tool: str | None = None) -> UnsupportedByClientError:

@@ -15,7 +15,9 @@ answers, like a tool, which preset provides it and what would turn it on.
 
 A plugin's provider runs as a read of every runtime through the server's
 ``ToolCalls``, so it never sees half of a tool's write; declared contents
-need no provider at all. Nothing here runs until a client asks.
+need no provider at all. Nothing here runs until a client asks. A prompt's
+provider may ask the person or the client's model first, on a 2026-07-28
+connection, in rounds as a tool does (``get_prompt``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from mcp.shared.exceptions import MCPError
 
 from agent_presets.model import ToolDef
 from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.context import McpCallContext
+from agent_presets.server.mcp.rounds import InputRequired, MissingCapability
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -263,10 +267,40 @@ class ServedMembers:
         spec = self.members.prompts[prompt_id]
         arguments = dict(params.arguments or {})
         name_of = self.presets.tool_adapters.mcp_name_of
-        messages = await self._run(
-            prompt_id, lambda: self.members.render(prompt_id, arguments, self._app(), name_of)
-        )
+        context = self._asking(ctx, params) if self.members.asks(prompt_id) else None
+        try:
+            messages = await self._run(
+                prompt_id,
+                lambda: self.members.render(prompt_id, arguments, self._app(), name_of, context),
+            )
+        except InputRequired as asked:  # the client answers, then gets the prompt again
+            return asked.result()
+        except MissingCapability as missing:  # as a tool's question: refused, as the spec says
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=str(missing),
+                data={"requiredCapabilities": missing.required},
+            ) from None
+        finally:
+            if context is not None:
+                await context.flush()
         return {"description": spec.description, "messages": messages, "resultType": "complete"}
+
+    def _asking(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> McpCallContext | None:
+        """The context a provider asks through: on a 2026-07-28 connection only.
+
+        There a question ends the round (an ``input_required`` result, its
+        state sealed by ``rounds.state_boundary`` and bound to this prompt,
+        its arguments and the caller), and the client's retry renders again
+        with the answer. A legacy connection could only ask by waiting, and a
+        provider runs as a read of every runtime: a person slow to answer
+        would hold every tool that writes. There the provider gets None and
+        renders without asking, as before providers could ask.
+        """
+        context = McpCallContext(ctx, params.name, params, doing="get this prompt")
+        return context if context.modern else None
 
     def _app(self) -> Any:
         return self.presets.manager.app

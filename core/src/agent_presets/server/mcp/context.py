@@ -69,13 +69,18 @@ def connection_state(ctx: ServerRequestContext[Any]) -> dict[str, Any] | None:
 
 
 class McpCallContext:
-    """A ``CallContext`` for one ``tools/call`` request (see the module docstring)."""
+    """A ``CallContext`` for one ``tools/call`` request (see the module docstring).
+
+    Also for one ``prompts/get`` of a provider that asks (``catalog.py``), on
+    2026-07-28 connections only: there it asks in rounds as a tool does.
+    """
 
     __slots__ = (
         "_asked",
         "_awaited",
         "_cancelled",
         "_ctx",
+        "_doing",
         "_gathered",
         "_loop",
         "_loop_thread",
@@ -90,13 +95,17 @@ class McpCallContext:
         self,
         ctx: ServerRequestContext[Any],
         tool: str,
-        params: types.CallToolRequestParams | None = None,
+        params: types.CallToolRequestParams | types.GetPromptRequestParams | None = None,
         rounds: Rounds | None = None,
         *,
         awaited: bool = False,
+        doing: str = "call this tool",
     ) -> None:
         self._ctx = ctx
         self.tool = tool
+        """The tool's name (or the prompt's, for a provider's context): said in its messages."""
+        self._doing = doing
+        """What a refusal for a missing capability says the client wanted to do."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._queued: list[Coroutine[Any, Any, Any]] = []
@@ -234,7 +243,7 @@ class McpCallContext:
     def _missing(self, feature: str, required: dict[str, Any]) -> None:
         """The client did not declare ``feature``: ``-32021`` now, a tool error before 2026."""
         if self.modern:
-            raise MissingCapability(feature, required, self.tool)
+            raise MissingCapability(feature, required, self.tool, self._doing)
         raise unsupported(feature, self.tool)
 
     def _ask(

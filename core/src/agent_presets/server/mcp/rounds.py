@@ -2,7 +2,8 @@
 
 In the modern era the server cannot send a request in the middle of a call.
 A call that needs the client (a handler's ``elicit``, ``sample`` or
-``list_roots``, or a ``--confirm-via client`` confirmation) ends its round
+``list_roots``, a ``--confirm-via client`` confirmation, or a prompt's
+provider asking through its context) ends its round
 with an ``input_required`` result: the questions, by key, and a
 ``requestState``. The client asks its person or model, then calls again with
 the answers (``inputResponses``) and the state, and the call runs again from
@@ -10,7 +11,7 @@ the start with the answers waiting for the same questions.
 
 The state is the client's to carry, not to read or change: the SDK's
 ``RequestStateBoundary`` seals it (AES-GCM) and binds it to the method, the
-tool, a digest of the arguments, the caller (its token) and this server, with
+tool (or prompt), a digest of the arguments, the caller (its token) and this server, with
 an expiry, and refuses a forged, altered, expired or misapplied one with
 ``-32602``. The keys live in the state directory (``request-state.key``, mode
 0600), so a restarted server continues a round trip it began; a server
@@ -54,7 +55,7 @@ class Rounds:
 
     @classmethod
     def of(cls, params: Any) -> Rounds:
-        """The rounds so far of a ``tools/call``'s params (typed or a wire dict)."""
+        """The rounds so far of a ``tools/call``'s or ``prompts/get``'s params (typed or wire)."""
         if params is None:
             return cls()
         if isinstance(params, Mapping):
@@ -133,11 +134,13 @@ class MissingCapability(BaseException):
     handle.
     """
 
-    def __init__(self, feature: str, required: Mapping[str, Any], tool: str) -> None:
+    def __init__(
+        self, feature: str, required: Mapping[str, Any], tool: str, doing: str = "call this tool"
+    ) -> None:
         super().__init__(
             f"{tool} needs the client's {feature} capability, which this request's "
             "clientCapabilities do not declare; declare it (and answer its input requests) "
-            "to call this tool"
+            f"to {doing}"
         )
         self.required = dict(required)
 
