@@ -98,12 +98,15 @@ def test_a_bad_tokenizer_is_a_usage_error_listing_the_choices() -> None:
     assert "'gpt2' is not one of 'o200k_base', 'cl100k_base'" in err
 
 
-def test_budget_takes_a_principal_and_reports_it() -> None:
-    assert budget_json("--principal", "alice")["principal"] == "alice"
-    code, out, _ = run("budget", "--principal", "alice")
-    assert code == 0 and out.splitlines()[-1].startswith("active set (principal alice), ")
+def test_budget_for_a_principal_without_a_running_server_says_what_to_do(tmp_path: Path) -> None:
+    # The principal's context lives in a running server (tests/e2e/test_e2e_principals.py
+    # counts one); without one the command says so, in one line, and counts nothing.
+    code, out, err = run("budget", "--principal", "alice", "--state-dir", str(tmp_path / "s"))
+    assert code == 1 and out == ""
+    assert "no server runs for state dir" in err and "presets serve" in err
+    assert "Traceback" not in err
     _, help_text, _ = run("budget", "--help")
-    assert "one context for everyone" in " ".join(help_text.split())
+    assert "read from the running server" in " ".join(help_text.split())
 
 
 def test_budget_marks_a_preset_over_its_max_tokens(plugins_dir: Path) -> None:

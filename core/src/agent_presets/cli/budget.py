@@ -73,11 +73,18 @@ def active_tools(presets: Presets) -> list[ToolDef]:
 
 def _principals_presets(principal: str, state_dir: Path | None, flags: dict[str, Any]) -> Presets:
     """The installed presets resolved as the running server serves ``principal`` now."""
-    from agent_presets.server.control import control_request
+    from agent_presets.server.control import NoServerError, control_request
 
-    status = control_request(
-        state_dir or default_state_dir(), {"op": "status", "principal": principal}
-    )
+    where = state_dir or default_state_dir()
+    try:
+        status = control_request(where, {"op": "status", "principal": principal})
+    except NoServerError:
+        raise click.ClickException(
+            f"--principal {principal!r} counts what a running server serves that principal, "
+            f"and no server runs for state dir {where}; start one with `presets serve "
+            "--state-dir DIR` and give the same --state-dir here, or count a context with "
+            "the context flags instead"
+        ) from None
     context = dict(status["context"])
     given = {
         k: v
