@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agent_presets.model import (
     PresetError,
 )
+from agent_presets.server.store.base import StoreUnavailableError
 
 if TYPE_CHECKING:
     pass
@@ -95,7 +96,10 @@ class ControlListener:
             while True:
                 await asyncio.sleep(SWEEP_SECONDS)
                 try:
-                    controller.requests.expire()
+                    # Off the loop: a shared store may take up to its timeout to answer.
+                    await asyncio.to_thread(controller.requests.expire)
+                except StoreUnavailableError as exc:  # Redis away: the next sweep tries again
+                    log.warning("expiring requests waits for the store: %s", exc)
                 except Exception:  # a failing event log must not stop the channel
                     log.exception("expiring requests failed")
 
