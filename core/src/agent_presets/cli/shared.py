@@ -88,28 +88,58 @@ def _confirm_risky(preset: str | None, yes: bool) -> None:
 
 def _apply_override(requests: Any, request: Any) -> dict[str, Any]:
     """Set the override the request asks for on its principal, and tell every replica."""
-    from agent_presets.server.events import Change
-    from agent_presets.server.store import SERVER, PrincipalState
-
-    store = requests.store
-    # local's overrides are the server's own.
-    principal = SERVER if request.principal in (None, LOCAL) else request.principal
-    kept = store.load_principal(principal) or PrincipalState()
-    previous: Any = kept.overrides.get(request.preset, "auto")
-    overrides = {**kept.overrides, request.preset: request.state}
-    store.save_principal(principal, PrincipalState(context=kept.context, overrides=overrides))
-    store.publish("principal", {"name": principal})
-    if previous != request.state:
-        requests._write(
-            Change(preset=request.preset, state=request.state, previous=previous, by="approval")
-        )
+    key, previous, changed = _keep_override(
+        requests.store, requests._write, request.principal, request.preset, request.state,
+        by="approval",
+    )  # fmt: skip
     return {
         "preset": request.preset,
         "state": request.state,
         "previous": previous,
-        "changed": previous != request.state,
-        "principal": principal,
+        "changed": changed,
+        "principal": key,
     }
+
+
+def _keep_override(
+    store: Any,
+    write: Any,
+    principal: str | None,
+    preset: str,
+    state: str,
+    *,
+    by: str,
+    confirm: Any = None,
+) -> tuple[str, Any, bool]:
+    """Keep ``principal``'s override of ``preset`` in the store (``local``'s and None's are
+    the server-wide ones), tell every replica, log the change; the key, the state it
+    replaced and whether it changed. ``confirm(previous)`` runs before anything is kept."""
+    from agent_presets.server.events import Change
+    from agent_presets.server.store import SERVER, PrincipalState
+
+    key = SERVER if principal in (None, LOCAL) else str(principal)
+    kept = store.load_principal(key) or PrincipalState()
+    previous: Any = kept.overrides.get(preset, "auto")
+    if confirm is not None:
+        confirm(previous)
+    overrides = {k: v for k, v in kept.overrides.items() if k != preset}
+    if state != "auto":
+        overrides[preset] = state
+    changed = previous != state
+    if changed:
+        empty = kept.context is None and not overrides
+        store.save_principal(key, None if empty else PrincipalState(kept.context, overrides))
+        store.publish("principal", {"name": key})
+        write(
+            Change(
+                preset=preset,
+                state=state,  # type: ignore[arg-type]
+                previous=previous,
+                by=by,
+                principal=None if key == SERVER else key,
+            )
+        )
+    return key, previous, changed
 
 
 # ------------------------------------------------------ overrides and context in the store
@@ -122,9 +152,7 @@ def set_override(
     replica (the server-wide one without ``--principal``, else the principal's own)."""
     from agent_presets.cli.options import installed_presets
     from agent_presets.model import PresetValidationError, UnknownPresetError
-    from agent_presets.server.events import Change
     from agent_presets.server.principals import check_principal
-    from agent_presets.server.store import SERVER, PrincipalState
 
     registry = installed_presets().registry
     if registry.get(preset) is None:
@@ -133,31 +161,17 @@ def set_override(
         raise PresetValidationError(f"state {state!r} is not one of: on, off, auto")
     if principal is not None:
         check_principal(principal)
-    key = SERVER if principal in (None, LOCAL) else str(principal)
     store = open_store_or_fail(store_url, None)
     log = store.event_log()
-    try:
-        kept = store.load_principal(key) or PrincipalState()
-        previous: Any = kept.overrides.get(preset, "auto")
+
+    def confirm(previous: str) -> None:
         if state == "on" and previous != "on":
             _confirm_risky(preset, yes)
-        overrides = {k: v for k, v in kept.overrides.items() if k != preset}
-        if state != "auto":
-            overrides[preset] = state
-        changed = previous != state
-        if changed:
-            empty = kept.context is None and not overrides
-            store.save_principal(key, None if empty else PrincipalState(kept.context, overrides))
-            store.publish("principal", {"name": key})
-            log.write(
-                Change(
-                    preset=preset,
-                    state=state,  # type: ignore[arg-type]
-                    previous=previous,
-                    by="cli",
-                    principal=None if key == SERVER else key,
-                )
-            )
+
+    try:
+        _key, previous, changed = _keep_override(
+            store, log.write, principal, preset, state, by="cli", confirm=confirm
+        )
     finally:
         log.close()
         store.close()
