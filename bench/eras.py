@@ -71,6 +71,23 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # ------------------------------------------------------------------ the bare server
 
 
+class _NoRequest:
+    """What the ``tools/call`` handler reads of the SDK's request context: no request."""
+
+    request = None
+    meta = None
+
+
+async def handler_call(server: Any, params: Any, repeat: int) -> float:
+    """Seconds of one ``tools/call`` through ``server``'s own handler (no SDK, no wire),
+    the mean of ``repeat`` calls; each must succeed."""
+    start = time.perf_counter()
+    for _ in range(repeat):
+        result = await server._call_tool(_NoRequest(), params)
+    assert not result.get("isError"), result
+    return (time.perf_counter() - start) / repeat
+
+
 def serve_bare(fixture_path: str, transport: str, handler: bool = False) -> None:
     """The baseline: a low-level server replaying what ``presets serve`` answered."""
     import anyio
@@ -574,16 +591,8 @@ def parts(
         raise SystemExit(f"{tool_name} is not active in the default context")
     params = types.CallToolRequestParams(name=tool_name, arguments=dict(arguments))
 
-    class Ctx:  # what the handler reads of the SDK's request context
-        request = None
-        meta = None
-
     async def handler(server: Any) -> float:
-        start = time.perf_counter()
-        for _ in range(repeat):
-            result = await server._call_tool(Ctx(), params)
-        assert not result.get("isError"), result
-        return (time.perf_counter() - start) / repeat
+        return await handler_call(server, params, repeat)
 
     def run() -> float:
         start = time.perf_counter()

@@ -121,16 +121,10 @@ def in_process(url: str, everysec: str, rounds: int, repeat: int) -> dict[str, f
     }
     params = types.CallToolRequestParams(name=TOOL, arguments={})
 
-    class Ctx:  # what the handler reads of the SDK's request context
-        request = None
-        meta = None
+    from eras import handler_call  # bench/ is this script's folder on sys.path
 
     async def handler(server: Any) -> float:
-        start = time.perf_counter()
-        for _ in range(repeat):
-            result = await server._call_tool(Ctx(), params)
-        assert not result.get("isError"), result
-        return (time.perf_counter() - start) / repeat
+        return await handler_call(server, params, repeat)
 
     times: dict[str, list[float]] = {name: [] for name in servers}
     try:
