@@ -13,18 +13,16 @@ without asking, as it did before providers could ask.
 
 from __future__ import annotations
 
-import http.client
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp_types as types
 import pytest
 from mcp import Client
 
 from .conftest import HttpServer, serve_command, server_env
+from .test_e2e_rounds import raw_request
 
 pytestmark = pytest.mark.anyio
 
@@ -89,44 +87,9 @@ def get_prompt(
     **more: Any,
 ) -> dict[str, Any]:
     """One raw 2026-07-28 ``prompts/get``: its JSON-RPC answer."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 3,
-        "method": "prompts/get",
-        "params": {
-            "name": name,
-            "arguments": arguments,
-            **more,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": VERSION,
-                "io.modelcontextprotocol/clientCapabilities": (
-                    {"elicitation": {}} if capabilities is None else capabilities
-                ),
-                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
-    }
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "prompts/get",
-        "Mcp-Name": name,
-    }
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    try:
-        conn.request("POST", parts.path, json.dumps(body), headers)
-        response = conn.getresponse()
-        raw = response.read().decode()
-    finally:
-        conn.close()
-    if response.getheader("Content-Type", "").startswith("text/event-stream"):
-        datas = [line[5:].strip() for line in raw.splitlines() if line.startswith("data:")]
-        return [json.loads(d) for d in datas if d and "id" in json.loads(d)][-1]  # type: ignore[no-any-return]
-    return json.loads(raw)  # type: ignore[no-any-return]
+    params = {"name": name, "arguments": arguments, **more}
+    asks = {"elicitation": {}} if capabilities is None else capabilities
+    return raw_request(url, "prompts/get", name, params, asks, token=token)
 
 
 ANSWER = {"angle": {"action": "accept", "content": {"angle": "historical"}}}

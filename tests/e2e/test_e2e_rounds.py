@@ -46,17 +46,30 @@ def call(
     **more: Any,
 ) -> dict[str, Any]:
     """One raw 2026-07-28 ``tools/call``: its JSON-RPC answer (the last SSE event, or the JSON)."""
+    params = {"name": name, "arguments": arguments, **more}
+    return raw_request(url, "tools/call", name, params, CAPABILITIES, token=token)
+
+
+def raw_request(
+    url: str,
+    method: str,
+    name: str,
+    params: dict[str, Any],
+    capabilities: dict[str, Any],
+    *,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """One raw 2026-07-28 request of ``method`` on ``name``, with the per-request ``_meta``
+    and headers the revision asks for: its JSON-RPC answer (the last SSE event, or the JSON)."""
     body = {
         "jsonrpc": "2.0",
         "id": 7,
-        "method": "tools/call",
+        "method": method,
         "params": {
-            "name": name,
-            "arguments": arguments,
-            **more,
+            **params,
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": VERSION,
-                "io.modelcontextprotocol/clientCapabilities": CAPABILITIES,
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
                 "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
             },
         },
@@ -65,7 +78,7 @@ def call(
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "tools/call",
+        "Mcp-Method": method,
         "Mcp-Name": name,
     }
     if token is not None:
@@ -81,7 +94,7 @@ def call(
     if response.getheader("Content-Type", "").startswith("text/event-stream"):
         datas = [line[5:].strip() for line in raw.splitlines() if line.startswith("data:")]
         answers = [json.loads(d) for d in datas if d and "id" in json.loads(d)]
-        return answers[-1]
+        return answers[-1]  # type: ignore[no-any-return]
     return json.loads(raw)  # type: ignore[no-any-return]
 
 
