@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import click
 
+from agent_presets import _startup
 from agent_presets._version import __version__
 from agent_presets.model import PresetError
 
@@ -120,3 +121,12 @@ def main() -> None:
       PRESETS_STRICT=1      plugin and definition problems are fatal
       PRESETS_TRACE_PLUGINS=1  one line per hook call on stderr
     """
+    # The executable paused the garbage collector for start-up (agent_presets._startup):
+    # a command whose start-up is long (serve: plugins, host, SDK) resumes it itself once
+    # it serves; every other command's start-up ends here.
+    ctx = click.get_current_context()
+    group = ctx.command
+    chosen = ctx.invoked_subcommand
+    command = group.get_command(ctx, chosen) if isinstance(group, click.Group) and chosen else None
+    if not getattr(command, "resumes_collector", False):
+        _startup.resume()

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import click
 
+from agent_presets import _startup
 from agent_presets.cli.options import (
     context_options,
     default_state_dir,
@@ -215,6 +216,9 @@ class ServeCommand(click.Command):
     values leave the command's own parameters and build that plugin's typed
     object, which ``serve`` hands to the host.
     """
+
+    resumes_collector = True
+    """Its start-up (plugins, host, SDK) keeps the collector paused until it serves."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         from agent_presets.host.options import collect_serve_options
@@ -500,6 +504,7 @@ def serve(
         state_dir=app.state_dir,
         store=store,
     )
+    _startup.resume()  # start-up is over (agent_presets._startup)
     try:
         run_server(presets, config)
     finally:
