@@ -26,6 +26,7 @@ served in place, as the SDK does.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import os
@@ -43,7 +44,6 @@ from agent_presets.server.mcp.envelope import Rejection, check, too_long
 from agent_presets.server.mcp.http import DEFAULT_MAX_BODY_SIZE
 
 if TYPE_CHECKING:
-    from anyio.lowlevel import EventLoopToken
     from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
 
@@ -105,6 +105,19 @@ class _LineWriter(_WireText):
             super().flush()
 
 
+class _WireOut(anyio.AsyncFile[str]):
+    """``stdout`` for the SDK's writer: one worker-thread hop per message, not two.
+
+    The SDK writes each message and then flushes it, and ``anyio.wrap_file``
+    sends each of the two to a worker thread and back. ``_LineWriter.write``
+    flushes what it wrote already, so the flush has nothing left to do and
+    makes no hop.
+    """
+
+    async def flush(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+
 class _CheckedLines(_WireText):
     """The wire in: ``readline`` returns only lines the SDK will accept.
 
@@ -159,28 +172,41 @@ class _DaemonLines(anyio.AsyncFile[str]):
     while its client kept stdin open: SIGINT, Claude Code's way to stop it,
     did nothing until SIGTERM killed it. A daemon thread is left to its read.
 
+    The thread hands each line to the loop and goes back to reading without
+    waiting for the loop (one wake-up of the loop per line; the loop never
+    has to wake the thread, which would contend with the request being
+    served for the interpreter lock). It reads at most ``AHEAD`` lines ahead
+    of the SDK: ``_room`` counts what the loop has not taken yet.
+
     ``end()`` is an end of input the loop makes itself. Either end runs
     ``on_eof`` first, on a worker thread, before the SDK sees it.
     """
+
+    AHEAD: Final = 1
 
     def __init__(self, lines: _CheckedLines, on_eof: Callable[[], None] | None) -> None:
         super().__init__(lines)
         self._lines = lines
         self._on_eof = on_eof
-        self._send, self._receive = anyio.create_memory_object_stream[str | Exception]()
+        self._send, self._receive = anyio.create_memory_object_stream[str | Exception](self.AHEAD)
+        self._room = threading.Semaphore(self.AHEAD)
         self._started = False
 
     async def readline(self) -> str:
         if not self._started:
             self._started = True
-            token = anyio.lowlevel.current_token()
             threading.Thread(
-                target=self._read, args=(token,), name="presets-stdin", daemon=True
+                target=self._read,
+                args=(asyncio.get_running_loop(),),
+                name="presets-stdin",
+                daemon=True,
             ).start()
         try:
             item = await self._receive.receive()
         except anyio.EndOfStream:
             item = ""
+        else:
+            self._room.release()
         if isinstance(item, Exception):
             raise item
         if not item:
@@ -193,19 +219,25 @@ class _DaemonLines(anyio.AsyncFile[str]):
         """End the input here: the next ``readline`` answers end of file."""
         self._send.close()
 
-    def _read(self, token: EventLoopToken) -> None:
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
             item: str | Exception
             try:
                 item = self._lines.readline()
             except Exception as exc:  # the SDK's reader raises it, as it did reading itself
                 item = exc
+            self._room.acquire()
             try:
-                anyio.from_thread.run(self._send.send, item, token=token)
-            except Exception:  # ended, or the loop is gone: nobody reads any more
+                loop.call_soon_threadsafe(self._hand_over, item)
+            except RuntimeError:  # the loop is closed: nobody reads any more
                 return
             if not isinstance(item, str) or not item:
                 return
+
+    def _hand_over(self, item: str | Exception) -> None:
+        """On the loop: queue ``item`` for ``readline`` (``_room`` keeps the queue from filling)."""
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(item)
 
 
 def _sigint_ends_input() -> bool:
@@ -249,7 +281,7 @@ async def stdio_transport(
         out = _LineWriter(wire_out)
         reader = _DaemonLines(_CheckedLines(wire_in, out, max_line), on_eof)
         async with (
-            stdio_server(stdin=reader, stdout=anyio.wrap_file(out)) as (read_stream, write_stream),
+            stdio_server(stdin=reader, stdout=_WireOut(out)) as (read_stream, write_stream),
             anyio.create_task_group() as tg,
         ):
             if _sigint_ends_input():
