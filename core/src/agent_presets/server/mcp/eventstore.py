@@ -76,6 +76,7 @@ MAX_BYTES: Final = 32 * 1024 * 1024
 _Event = tuple[int, EventId, JSONRPCMessage | None]
 """One stored event: its place in the store's order, its id, its message."""
 _Where = tuple["weakref.ref[SessionScope]", StreamId]
+_ANSWERS: Final = (JSONRPCResponse, JSONRPCError)
 
 
 class MemoryEventStore(EventStore):
@@ -106,6 +107,9 @@ class MemoryEventStore(EventStore):
         self._order: deque[tuple[EventId, _Where]] = deque()
         self._where: dict[EventId, tuple[int, _Where]] = {}
         self._finished: deque[_Where] = deque(maxlen=max_finished)
+        # The last scope that stored an event (weakly) with its streams: consecutive events
+        # are mostly one session's, and a WeakKeyDictionary lookup makes a weakref each time.
+        self._last: tuple[weakref.ref[SessionScope], dict[StreamId, deque[_Event]]] | None = None
 
     # No __len__: the SDK tests ``if event_store:``, and an empty store must still count.
     def event_count(self) -> int:
@@ -115,7 +119,13 @@ class MemoryEventStore(EventStore):
         scope = _current()
         seq = next(self._seq)
         event_id = secrets.token_urlsafe(16)
-        streams = self._scopes.setdefault(scope, {})
+        last = self._last
+        if last is not None and last[0]() is scope:
+            ref, streams = last
+        else:
+            streams = self._scopes.setdefault(scope, {})
+            ref = weakref.ref(scope)
+            self._last = (ref, streams)
         events = streams.get(stream_id)
         if events is None:
             events = streams[stream_id] = deque(maxlen=self.per_stream)
@@ -131,11 +141,11 @@ class MemoryEventStore(EventStore):
         )
         self._sizes[seq] = size
         self._bytes += size
-        where = (weakref.ref(scope), stream_id)
+        where = (ref, stream_id)
         self._where[event_id] = (seq, where)
         self._order.append((event_id, where))
         # A POST's stream ends with its answer (an error without an id goes to the GET stream).
-        if stream_id != GET_STREAM_KEY and isinstance(message, JSONRPCResponse | JSONRPCError):
+        if stream_id != GET_STREAM_KEY and isinstance(message, _ANSWERS):
             if len(self._finished) == self._finished.maxlen:
                 self._drop_stream(self._finished[0])
             self._finished.append(where)
@@ -171,6 +181,9 @@ class MemoryEventStore(EventStore):
         return found[1][1]
 
     def _streams(self, ref: weakref.ref[SessionScope]) -> dict[StreamId, deque[_Event]]:
+        last = self._last
+        if last is not None and last[0] is ref:
+            return last[1]
         scope = ref()
         return self._scopes.get(scope, {}) if scope is not None else {}
 
