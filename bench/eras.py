@@ -304,8 +304,17 @@ def _pool_threads(pid: int | None) -> int:
 
 def spawn_http(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     """Start an HTTP server; return it and the MCP URL of its banner line on stderr."""
+    # As a user's machine runs it: modules compiled once and their bytecode kept (a
+    # PYTHONDONTWRITEBYTECODE here would make each spawn compile what has no .pyc yet, the
+    # servers' own modules first). A stdio server gets the SDK's default environment,
+    # which has no such variable either.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     assert process.stderr is not None
     for raw in process.stderr:
