@@ -327,7 +327,8 @@ def test_every_wheel_carries_its_data_entry_point_and_plain_lower_bound_requirem
         if distribution == "agent-presets":
             schema = files["agent_presets/schemas/preset.schema.json"]
             assert schema == (REPO / "schemas" / "preset.schema.json").read_bytes()
-            assert entry_points["console_scripts"]["presets"] == "agent_presets.cli:main"
+            # The executable pauses the collector before the CLI imports (agent_presets._startup).
+            assert entry_points["console_scripts"]["presets"] == "agent_presets.__main__:main"
             assert metadata["Description-Content-Type"] == "text/markdown"
             # The long description an index shows says how a plugin depends on the core.
             assert "agent-presets>=0.1" in str(metadata.get_payload())
