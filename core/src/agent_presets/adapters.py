@@ -704,11 +704,28 @@ class ToolAdapterRegistry:
                     validators.append(self._validator(adapter))
                 check_arguments(name, validators[0], args)
 
-        def check_result(result: Any) -> None:
-            if not outputs:
-                outputs.append(self._output_check(adapter))
-            if not outputs[0](result):
-                check_output(name, self._output_validator(adapter), result)
+        def handler_args(
+            arguments: Mapping[str, Any] | None, context: Any, checked: bool
+        ) -> tuple[Any, ...]:
+            """What the handler is called with: the target, the checked arguments (and call).
+
+            ``context`` is the server's per-call context; handlers see it as ToolCall.context.
+            """
+            args = dict(arguments or {})
+            if not checked:
+                check(args)
+            if not with_call:
+                return (target, args)
+            return (target, args, call if context is None else replace(call, context=context))
+
+        def returned(result: Any) -> Any:
+            """``result``, once it passed the tool's output schema (when it has one)."""
+            if adapter.output_schema is not None:
+                if not outputs:
+                    outputs.append(self._output_check(adapter))
+                if not outputs[0](result):
+                    check_output(name, self._output_validator(adapter), result)
+            return result
 
         def run(
             arguments: Mapping[str, Any] | None = None,
@@ -716,19 +733,7 @@ class ToolAdapterRegistry:
             context: Any = None,
             checked: bool = False,
         ) -> Any:
-            # context: the server's per-call context; handlers see it as ToolCall.context.
-            args = dict(arguments or {})
-            if not checked:
-                check(args)
-            if not with_call:
-                result = handler(target, args)
-            else:
-                result = handler(
-                    target, args, call if context is None else replace(call, context=context)
-                )
-            if adapter.output_schema is not None:
-                check_result(result)
-            return result
+            return returned(handler(*handler_args(arguments, context, checked)))
 
         async def run_async(
             arguments: Mapping[str, Any] | None = None,
@@ -736,18 +741,7 @@ class ToolAdapterRegistry:
             context: Any = None,
             checked: bool = False,
         ) -> Any:
-            args = dict(arguments or {})
-            if not checked:
-                check(args)
-            if not with_call:
-                result = await handler(target, args)
-            else:
-                result = await handler(
-                    target, args, call if context is None else replace(call, context=context)
-                )
-            if adapter.output_schema is not None:
-                check_result(result)
-            return result
+            return returned(await handler(*handler_args(arguments, context, checked)))
 
         def run_awaited(
             arguments: Mapping[str, Any] | None = None,
