@@ -173,14 +173,7 @@ class ToolCalls:
         """
         run_async = tool.run_async
         assert run_async is not None
-        runtime, writes = call_scope(tool, self.exclusive)
-        turn = _Turn(runtime, writes)
-        with self._lock:
-            if any(turn.conflicts(other) for other in self._turns):
-                turn.started = False
-                turn.loop = asyncio.get_running_loop()
-                turn.ready = turn.loop.create_future()
-            self._turns.append(turn)
+        turn = self._turn(tool, held=True)
         try:
             if turn.ready is not None:
                 await turn.ready
@@ -196,15 +189,7 @@ class ToolCalls:
         pooled: bool,
     ) -> Any:
         """The call in its turn: inline once nothing conflicts, or on the pool."""
-        runtime, writes = call_scope(tool, self.exclusive)
-        turn = _Turn(runtime, writes)
-        with self._lock:
-            if any(turn.conflicts(other) for other in self._turns):
-                turn.started = False
-                turn.loop = asyncio.get_running_loop()
-                turn.ready = turn.loop.create_future()
-            if pooled or not turn.started:
-                self._turns.append(turn)
+        turn = self._turn(tool, held=pooled)
         if turn.started and not pooled:
             # Nothing in flight conflicts, and nothing can be added before this returns.
             return self._inline(tool, run, arguments)
@@ -228,6 +213,24 @@ class ToolCalls:
         # Released when the thread is done, even if the request is cancelled first.
         future.add_done_callback(lambda _f: self._release(turn))
         return await asyncio.wrap_future(future)
+
+    def _turn(self, tool: ToolDef, *, held: bool) -> _Turn:
+        """``tool``'s turn: started, or waiting (``ready``) behind a call it conflicts with.
+
+        A waiting turn joins ``_turns``, as does a ``held`` one (a call that
+        leaves the loop, or is awaited); a started call that runs inline and
+        returns before anything else can run needs no place there.
+        """
+        runtime, writes = call_scope(tool, self.exclusive)
+        turn = _Turn(runtime, writes)
+        with self._lock:
+            if any(turn.conflicts(other) for other in self._turns):
+                turn.started = False
+                turn.loop = asyncio.get_running_loop()
+                turn.ready = turn.loop.create_future()
+            if held or not turn.started:
+                self._turns.append(turn)
+        return turn
 
     def _inline(
         self, tool: ToolDef, run: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]
