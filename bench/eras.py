@@ -250,8 +250,8 @@ class Servers:
             process.wait(timeout=30)
 
 
-def _children() -> set[int]:
-    """The processes whose parent is this one (Linux's /proc)."""
+def children_of(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
     found = set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -259,9 +259,14 @@ def _children() -> set[int]:
                 stat = Path(entry.path, "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rpartition(")")[2].split()[1]) == os.getpid():
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
                 found.add(int(entry.name))
     return found
+
+
+def _children() -> set[int]:
+    """The processes whose parent is this one."""
+    return children_of(os.getpid())
 
 
 def cpu_seconds(pid: int | None) -> float:

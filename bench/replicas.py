@@ -50,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 from e2e.replicas import Deployment  # the tests' harness: one place
+from eras import children_of  # bench/ is this script's folder on sys.path
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -71,19 +72,6 @@ def cpu_of(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def redis_command(port: int, *words: str) -> str:
@@ -124,7 +112,7 @@ class Meter:
         nginx = running.balancer.process.pid
         self.groups: dict[str, list[int]] = {
             **{r.name: [r.process.pid] for r in running.replicas},
-            "nginx": [nginx, *children_of(nginx)],
+            "nginx": [nginx, *sorted(children_of(nginx))],
             "redis": [running.redis.process.pid] if running.redis.process else [],
         }
 
