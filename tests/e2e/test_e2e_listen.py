@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,39 @@ async def test_a_legacy_client_hears_a_resource_list_change_as_a_notification(
         presets.sync.stop()
 
 
+def listen_then_end(
+    tmp_path: Path,
+    listen: dict[str, Any],
+    end: Callable[[subprocess.Popen[str]], object],
+    timeout: float,
+) -> tuple[list[dict[str, Any]], int]:
+    """Open ``listen`` on a stdio ``presets serve``, then ``end`` its input.
+
+    Returns what the server wrote after the stream's acknowledgement, and
+    its exit code once it stopped (within ``timeout`` seconds).
+    """
+    process = subprocess.Popen(
+        serve_command("--state-dir", str(tmp_path / "state")),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(listen) + "\n")
+        process.stdin.flush()
+        first = json.loads(process.stdout.readline())
+        assert first["method"] == "notifications/subscriptions/acknowledged", first
+        end(process)
+        code = process.wait(timeout=timeout)
+        rest = [json.loads(line) for line in process.stdout.read().splitlines() if line.strip()]
+    finally:
+        terminate(process)
+    return rest, code
+
+
 def test_a_listen_stream_open_when_stdin_closes_ends_with_its_result_not_an_error(
     tmp_path: Path,
 ) -> None:
@@ -163,25 +197,11 @@ def test_a_listen_stream_open_when_stdin_closes_ends_with_its_result_not_an_erro
         "method": "subscriptions/listen",
         "params": {"_meta": meta, "notifications": {"toolsListChanged": True}},
     }
-    command = serve_command("--state-dir", str(tmp_path / "state"))
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=server_env(),
-        text=True,
-    )
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(listen) + "\n")
-        process.stdin.flush()
-        first = json.loads(process.stdout.readline())
-        assert first["method"] == "notifications/subscriptions/acknowledged", first
+
+    def close_stdin(process: subprocess.Popen[str]) -> None:
+        assert process.stdin is not None
         process.stdin.close()  # what a client does when it is done (Claude Code, at exit)
-        rest = [json.loads(line) for line in process.stdout.read().splitlines() if line.strip()]
-        process.wait(timeout=30)
-    finally:
-        terminate(process)
+
+    rest, _ = listen_then_end(tmp_path, listen, close_stdin, timeout=30)
     answers = [m for m in rest if m.get("id") == "listen:0"]
     assert len(answers) == 1 and "result" in answers[0], rest

@@ -10,12 +10,10 @@ Ctrl-C on `presets serve` in a terminal did nothing either.
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
 from pathlib import Path
 
-from .conftest import serve_command, server_env, terminate
+from .test_e2e_listen import listen_then_end
 
 LISTEN = {
     "jsonrpc": "2.0",
@@ -35,25 +33,10 @@ LISTEN = {
 def test_sigint_ends_an_open_listen_stream_with_its_result_and_the_server_exits(
     tmp_path: Path,
 ) -> None:
-    process = subprocess.Popen(
-        serve_command("--state-dir", str(tmp_path / "state")),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=server_env(),
-        text=True,
+    # stdin stays open, as Claude Code's does
+    rest, code = listen_then_end(
+        tmp_path, LISTEN, lambda process: process.send_signal(signal.SIGINT), timeout=20
     )
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(LISTEN) + "\n")
-        process.stdin.flush()
-        first = json.loads(process.stdout.readline())
-        assert first["method"] == "notifications/subscriptions/acknowledged", first
-        process.send_signal(signal.SIGINT)  # stdin stays open, as Claude Code's does
-        code = process.wait(timeout=20)
-        rest = [json.loads(line) for line in process.stdout.read().splitlines() if line.strip()]
-    finally:
-        terminate(process)
     answers = [m for m in rest if m.get("id") == "listen:0"]
     assert len(answers) == 1 and "result" in answers[0], rest
     assert code == 0
