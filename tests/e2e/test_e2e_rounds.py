@@ -53,17 +53,22 @@ def call(
 def raw_request(
     url: str,
     method: str,
-    name: str,
+    name: str | None,
     params: dict[str, Any],
     capabilities: dict[str, Any],
     *,
     token: str | None = None,
+    request_id: int = 7,
 ) -> dict[str, Any]:
     """One raw 2026-07-28 request of ``method`` on ``name``, with the per-request ``_meta``
-    and headers the revision asks for: its JSON-RPC answer (the last SSE event, or the JSON)."""
+    and headers the revision asks for: its JSON-RPC answer (the last SSE event, or the JSON).
+
+    ``name`` is the ``Mcp-Name`` header (None: a method that names nothing). Each
+    request is a connection of its own, closed once answered: the client goes away.
+    """
     body = {
         "jsonrpc": "2.0",
-        "id": 7,
+        "id": request_id,
         "method": method,
         "params": {
             **params,
@@ -79,8 +84,9 @@ def raw_request(
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": VERSION,
         "Mcp-Method": method,
-        "Mcp-Name": name,
     }
+    if name is not None:
+        headers["Mcp-Name"] = name
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     parts = urlsplit(url)

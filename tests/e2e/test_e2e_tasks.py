@@ -12,9 +12,7 @@ test_e2e_conformance.py.
 
 from __future__ import annotations
 
-import http.client
 import itertools
-import json
 import os
 import subprocess
 import threading
@@ -22,7 +20,6 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,6 +27,7 @@ from agent_presets.server.events import read_events
 
 from .conftest import HttpServer, serve_command, server_env
 from .rawhttp import RawSession
+from .test_e2e_rounds import raw_request
 
 TASK_PLUGINS = Path(__file__).resolve().parents[1] / "conformance" / "task_plugins"
 VERSION = "2026-07-28"
@@ -64,43 +62,9 @@ def rpc(
     name: str | None = None,
 ) -> dict[str, Any]:
     """One raw 2026-07-28 request: its JSON-RPC answer (the last SSE event, or the JSON)."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": next(_ids),
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": VERSION,
-                "io.modelcontextprotocol/clientCapabilities": (
-                    WITH_TASKS if capabilities is None else capabilities
-                ),
-            },
-        },
-    }
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": method,
-    }
     named = name if name is not None else params.get("name") or params.get("taskId")
-    if named is not None:
-        headers["Mcp-Name"] = named
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    try:
-        conn.request("POST", parts.path, json.dumps(body), headers)
-        raw = conn.getresponse().read().decode()
-    finally:
-        conn.close()  # every request is a connection of its own: the client goes away
-    if raw.lstrip().startswith("{"):
-        answer: dict[str, Any] = json.loads(raw)
-        return answer
-    data = [line[5:].strip() for line in raw.splitlines() if line.startswith("data:")]
-    return dict(json.loads([d for d in data if d][-1]))
+    asks = WITH_TASKS if capabilities is None else capabilities
+    return raw_request(url, method, named, params, asks, token=token, request_id=next(_ids))
 
 
 def result(answer: dict[str, Any]) -> dict[str, Any]:
