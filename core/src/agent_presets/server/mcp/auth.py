@@ -37,6 +37,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
 from agent_presets.model import PresetError
+from agent_presets.principal import LOCAL
 from agent_presets.server.console import is_loopback
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 
@@ -52,6 +53,7 @@ __all__ = [
     "check_exposure",
     "current_token",
     "is_loopback",
+    "principal_of",
     "token_of",
 ]
 
@@ -97,6 +99,15 @@ def token_of(request: Any) -> str | None:
         if name is not None:
             return str(name)
     return current_token.get()
+
+
+def principal_of(ctx: Any) -> str:
+    """Who a request (a handler's ``ctx``) comes from: its token's name, else ``local``.
+
+    ``local`` is the one principal of stdio and of HTTP without tokens.
+    """
+    token = token_of(ctx.request)
+    return LOCAL if token is None else token
 
 
 class TokenAuth:

@@ -45,7 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets.model import ANY, DANGEROUS_RISKS, ToolDef
 from agent_presets.schema import quote
-from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.mcp.pipeline import (
     Arguments,
     Budgets,
@@ -421,7 +421,7 @@ class Discovery:
             return False
         if known_not_to_relist(client_of(ctx)) is not None:
             return True
-        return self.relisting.seen(_connection(ctx), token_of(ctx.request) or LOCAL)
+        return self.relisting.seen(_connection(ctx), principal_of(ctx))
 
     def listed(
         self, entries: list[dict[str, Any]], ctx: ServerRequestContext[Any, Any]
@@ -434,7 +434,7 @@ class Discovery:
         own = self._own(entries)
         if self.tool_budget is None:
             return [*entries, *own]
-        return self.narrow(entries, own, protocol, token_of(ctx.request) or LOCAL).entries
+        return self.narrow(entries, own, protocol, principal_of(ctx)).entries
 
     def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken = {e["name"] for e in entries}
@@ -542,9 +542,7 @@ class Discovery:
     ) -> HandlerResult:
         """Server middleware: note each request for the ``seen`` rule (``Relisting``)."""
         if self.mode == "auto" and self.tool_budget is None:
-            self.relisting.request(
-                _connection(ctx), token_of(ctx.request) or LOCAL, ctx.method == "tools/list"
-            )
+            self.relisting.request(_connection(ctx), principal_of(ctx), ctx.method == "tools/list")
         return await call_next(ctx)
 
     async def call(self, call: PendingCall) -> Result:

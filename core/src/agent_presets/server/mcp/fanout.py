@@ -56,7 +56,7 @@ from mcp.server.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets.principal import LOCAL
-from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.principals import EVERYONE, Audience
 
 log = logging.getLogger("agent_presets.server")
@@ -381,8 +381,7 @@ class ChangeFanout:
                 return None
             key.exit_stack.callback(self._peers.pop, key, None)
         session_id = key.session_id if isinstance(key, Connection) else None
-        token = token_of(ctx.request) if ctx is not None else None
-        peer = _Peer(session, session_id, LOCAL if token is None else token)
+        peer = _Peer(session, session_id, LOCAL if ctx is None else principal_of(ctx))
         self._peers[key] = peer
         return peer
 

@@ -31,17 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
 from agent_presets.atomicfile import private_file, write_atomic
-from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.auth import principal_of
 
 KEY_FILE: Final = "request-state.key"
 STATE_TTL: Final = 600.0
 """Seconds a round's state stays valid: the time a person has to answer in the client."""
-
-_LOCAL: Final = "local"
 
 
 @dataclass
@@ -166,11 +163,6 @@ def request_keys(state_dir: Path | None) -> list[bytes]:
     return [key]
 
 
-def caller(ctx: ServerRequestContext[Any, Any]) -> str:
-    """Whom a state is bound to: the request's token, or ``local`` (stdio, HTTP without tokens)."""
-    return token_of(ctx.request) or _LOCAL
-
-
 def state_boundary(
     state_dir: Path | None, audience: str, store: Any = None
 ) -> RequestStateBoundary:
@@ -181,7 +173,7 @@ def state_boundary(
     """
     shared = getattr(store, "shared_key", None)
     keys = [shared(KEY_FILE)] if shared is not None else request_keys(state_dir)
-    security = RequestStateSecurity(keys=keys, ttl=STATE_TTL, bind_principal=caller)
+    security = RequestStateSecurity(keys=keys, ttl=STATE_TTL, bind_principal=principal_of)
     return RequestStateBoundary(security, default_audience=audience)
 
 

@@ -37,7 +37,7 @@ from agent_presets.server.config import (
     config_from,
 )
 from agent_presets.server.control import Controller, request_ttl_from_env
-from agent_presets.server.mcp.auth import token_of
+from agent_presets.server.mcp.auth import principal_of, token_of
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.server.mcp.catalog import ServedMembers
 from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
@@ -83,12 +83,6 @@ SERVER_NAME: Final = "agent-presets"
 
 PRINCIPAL_LISTS: Final = 256
 """Tool lists of principals with a resolution of their own kept at once (one per resolution)."""
-
-
-def principal_of(ctx: ServerRequestContext[Any]) -> str:
-    """Who presented the request's authorization: its token's name, else ``local``."""
-    token = token_of(ctx.request)
-    return LOCAL if token is None else token
 
 
 INSTRUCTIONS: Final = (

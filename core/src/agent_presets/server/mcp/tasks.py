@@ -57,7 +57,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from agent_presets.server.mcp.rounds import Rounds, caller
+from agent_presets.server.mcp.auth import principal_of
+from agent_presets.server.mcp.rounds import Rounds
 from agent_presets.server.stage import PendingCall
 
 if TYPE_CHECKING:
@@ -273,7 +274,7 @@ class Tasks:
                     data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
                 )
             return await self.server.run_call(call)
-        owner = caller(ctx)
+        owner = principal_of(ctx)
         if self._running(owner) >= MAX_RUNNING:
             return await self.server.run_call(call)  # no task: the call answers when done
         task = self._new(owner, call.name)
@@ -377,7 +378,7 @@ class Tasks:
                 ),
             )
         task = self._tasks.get(params.task_id)
-        if task is None or task.owner != caller(ctx):
+        if task is None or task.owner != principal_of(ctx):
             # Another caller's task answers as an unknown one: ids cannot be probed.
             raise MCPError(
                 code=types.INVALID_PARAMS,
