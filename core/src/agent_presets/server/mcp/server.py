@@ -10,7 +10,7 @@ in both protocol eras. ``transport.serve`` runs it over stdio or HTTP.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -315,13 +315,13 @@ class PresetServer(Server[Any]):
         """
         key = self.tool_registry.version
         if key != self._tools_key:
-            self._tools_cache = [
-                tool_entry(tool, annotations_for(tool))
-                for tool in self.tool_registry.list()
-                if self.policy.allows(tool.name)
-            ]
+            self._tools_cache = self._entries(self.tool_registry.list())
             self._tools_key = key
         return self._tools_cache
+
+    def _entries(self, tools: Iterable[ToolDef]) -> list[dict[str, Any]]:
+        """The wire entries of ``tools`` that the allow-list leaves in."""
+        return [tool_entry(t, annotations_for(t)) for t in tools if self.policy.allows(t.name)]
 
     def entries_for(self, principal: str) -> tuple[list[dict[str, Any]], int]:
         """``principal``'s ``tools/list`` entries and the list's version (for cursors).
@@ -339,11 +339,7 @@ class PresetServer(Server[Any]):
         version = self.tool_registry.version
         cached = self._principal_lists.get(id(defs))
         if cached is None or cached[0] is not defs or cached[1] != version:
-            entries = [
-                tool_entry(tool, annotations_for(tool))
-                for tool in self._tools_with(defs)
-                if self.policy.allows(tool.name)
-            ]
+            entries = self._entries(self._tools_with(defs))
             cached = (defs, version, entries, hash((version, tuple(e["name"] for e in entries))))
             self._principal_lists[id(defs)] = cached
             while len(self._principal_lists) > PRINCIPAL_LISTS:
