@@ -131,6 +131,15 @@ def modern(ctx: Any) -> bool:
     return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
+def _needs_tasks(message: str) -> MCPError:
+    """The ``-32021`` of a request that needs the tasks extension its client did not declare."""
+    return MCPError(
+        code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=message,
+        data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
+    )
+
+
 @dataclass(eq=False)
 class Task:
     """One task: its call, where it stands, and what the call asked or answered."""
@@ -255,8 +264,10 @@ class Tasks:
 
     def takes(self, call: PendingCall) -> bool:
         """Whether ``call`` is this module's: a tool that may run as a task, on a modern request."""
+        if not modern(call.request):  # asked first: the cheaper question, and most calls'
+            return False
         tool = self.server.tool_for(call.name, call.principal)
-        return tool is not None and tool.task_support is not None and modern(call.request)
+        return tool is not None and tool.task_support is not None
 
     async def call(self, call: PendingCall) -> dict[str, Any]:
         """Answer a ``tools/call`` of a task-capable tool: a task, or the call's own result."""
@@ -265,13 +276,9 @@ class Tasks:
         ctx = call.request
         if not declared(ctx):
             if tool.task_support == "required":
-                raise MCPError(
-                    code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    message=(
-                        f"{call.name} runs only as a task: declare the {TASKS} extension "
-                        "in the request's clientCapabilities to call it"
-                    ),
-                    data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
+                raise _needs_tasks(
+                    f"{call.name} runs only as a task: declare the {TASKS} extension "
+                    "in the request's clientCapabilities to call it"
                 )
             return await self.server.run_call(call)
         owner = principal_of(ctx)
@@ -359,13 +366,9 @@ class Tasks:
         if not modern(ctx):
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data=method)
         if not declared(ctx):
-            raise MCPError(
-                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                message=(
-                    f"{method} is part of the {TASKS} extension, which this request's "
-                    "clientCapabilities do not declare; declare it to use tasks"
-                ),
-                data={"requiredCapabilities": {"extensions": {TASKS: {}}}},
+            raise _needs_tasks(
+                f"{method} is part of the {TASKS} extension, which this request's "
+                "clientCapabilities do not declare; declare it to use tasks"
             )
         headers = getattr(ctx.request, "headers", None)
         named = headers.get("mcp-name") if headers is not None else None
