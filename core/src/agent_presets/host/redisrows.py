@@ -36,11 +36,12 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from agent_presets.host.nesting import NestedTransaction
 from agent_presets.model import PresetError, ToolCallError
 from agent_presets.rows import RowConflict
 
@@ -172,7 +173,7 @@ class RedisTable:
         self.key = f"{PREFIX}:{runtime}:{world}"
         self.meta = f"{PREFIX}-meta:{runtime}:{world}"
         self._lock = threading.RLock()
-        self._depth = 0
+        self._nested = NestedTransaction(self._lock, commit=self._commit, rollback=self._reset)
         self._pending: dict[str, object] = {}  # key -> JSON text, or _GONE for a delete
         self._cleared = False
         self._seen: int | None = None
@@ -252,23 +253,14 @@ class RedisTable:
             self._pending.clear()
             self._cleared = True
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._lock:
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                if self._depth == 0:
-                    self._reset()
-                raise
-            self._depth -= 1
-            if self._depth == 0:
-                try:
-                    self._flush()
-                finally:
-                    self._reset()
+    def transaction(self) -> AbstractContextManager[None]:
+        return self._nested()
+
+    def _commit(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._reset()
 
     def _reset(self) -> None:
         self._pending = {}

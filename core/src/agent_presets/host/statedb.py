@@ -30,12 +30,13 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from agent_presets.atomicfile import private_directory, private_file
 from agent_presets.host.lock import refuse_symlink
+from agent_presets.host.nesting import NestedTransaction
 
 DB_FILE: Final = "state.db"
 SCHEMA: Final = """
@@ -72,8 +73,13 @@ class StateStore:
         for suffix in ("", "-wal", "-shm"):
             private_file(self.path.with_name(self.path.name + suffix))
         self._lock = threading.RLock()
-        self._depth = 0
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._nested = NestedTransaction(
+            self._lock,
+            begin=lambda: self._db.execute("BEGIN IMMEDIATE"),
+            commit=lambda: self._db.execute("COMMIT"),
+            rollback=lambda: self._db.execute("ROLLBACK"),
+        )
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
@@ -118,23 +124,9 @@ class StateStore:
         """The rows of one runtime in one world."""
         return Table(self, runtime, world)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> AbstractContextManager[None]:
         """Make every write inside one commit; roll all of them back on an exception."""
-        with self._lock:
-            if self._depth == 0:
-                self._db.execute("BEGIN IMMEDIATE")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                if self._depth == 0:
-                    self._db.execute("ROLLBACK")
-                raise
-            self._depth -= 1
-            if self._depth == 0:
-                self._db.execute("COMMIT")
+        return self._nested()
 
     def drop_world(self, world: str) -> None:
         """Delete every runtime's rows of ``world``."""
