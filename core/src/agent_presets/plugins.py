@@ -311,6 +311,12 @@ def _entry_points() -> list[tuple[EntryPoint, Distribution]]:
     found = []
     seen: set[tuple[str, str]] = set()
     for dist in importlib.metadata.distributions():
+        # Parsing every distribution's entry points is most of a scan's cost, and
+        # few declare ours: a file that does not name the group cannot hold one.
+        read = getattr(dist, "read_text", None)  # a Distribution's; a stand-in may lack it
+        declared = read("entry_points.txt") if read is not None else ENTRY_POINT_GROUP
+        if not declared or ENTRY_POINT_GROUP not in declared:
+            continue
         for ep in dist.entry_points:
             if ep.group != ENTRY_POINT_GROUP:
                 continue

@@ -16,6 +16,7 @@ import reprlib
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.schemacheck import Check, compile_check
@@ -31,7 +32,12 @@ PathKey = tuple[str | int, ...]
 
 def schema_text() -> str:
     """The preset-file JSON Schema exactly as shipped (what ``presets schema`` prints)."""
-    return (files("agent_presets") / "schemas" / SCHEMA_NAME).read_text(encoding="utf-8")
+    try:
+        # The package's own folder, read directly: every import pays for this file,
+        # and importlib.resources' first use costs more than the read.
+        return Path(__file__).with_name("schemas").joinpath(SCHEMA_NAME).read_text("utf-8")
+    except OSError:  # installed where files are not plain files (a zip)
+        return (files("agent_presets") / "schemas" / SCHEMA_NAME).read_text(encoding="utf-8")
 
 
 def schema() -> dict[str, Any]:

@@ -34,7 +34,6 @@ from typing import Any, Final
 from agent_presets import ToolCallError, write_atomic
 from agent_presets_units.loading import UnitLoader
 from agent_presets_units.loadproc import syntax_error as _syntax_error
-from agent_presets_units.patch import PatchError, apply_patch
 
 UNIT_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_SOURCE_BYTES: Final = 1024 * 1024
@@ -228,6 +227,9 @@ class UnitFolder:
                     "unit with its full source"
                 )
             original = _decode(path.read_bytes(), name)
+            # Imported at the first patch: a server that never patches does not pay for it.
+            from agent_presets_units.patch import PatchError, apply_patch
+
             try:
                 patched, hunks = apply_patch(original, patch)
             except PatchError as exc:

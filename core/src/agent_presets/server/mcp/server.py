@@ -55,7 +55,6 @@ from agent_presets.server.mcp.pipeline import (
 )
 from agent_presets.server.mcp.rounds import state_boundary
 from agent_presets.server.mcp.tasks import Tasks
-from agent_presets.server.mcp.upstream import UpstreamHub
 from agent_presets.server.mcp.wire import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -75,6 +74,7 @@ from agent_presets.tools import ToolRegistryChange
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.server.events import Reason
+    from agent_presets.server.mcp.upstream import UpstreamHub
     from agent_presets.server.store import Store
 
 log = logging.getLogger("agent_presets.server")
@@ -180,7 +180,11 @@ class PresetServer(Server[Any]):
         self._tools_cache: list[dict[str, Any]] = []
         self._principal_lists: dict[int, tuple[Any, int, list[dict[str, Any]], int]] = {}
         # Upstream MCP servers, the app's `upstreams` runtime (None when none is declared).
-        self.upstreams = UpstreamHub.attach(presets)
+        self.upstreams: UpstreamHub | None = None
+        if presets.upstreams:  # the forwarding machinery is imported only for them
+            from agent_presets.server.mcp.upstream import UpstreamHub
+
+            self.upstreams = UpstreamHub.attach(presets)
         # The tool budget, presets_search and presets_call (discovery.py).
         self.discovery = Discovery(self, discovery, tool_budget)
         # Long calls as tasks, for clients of the tasks extension (tasks.py).
