@@ -20,6 +20,7 @@ from agent_presets.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     from agent_presets.bundles import Members
+    from agent_presets.parsecache import ParseCache
 
 log = logging.getLogger("agent_presets")
 
@@ -83,6 +84,7 @@ def bootstrap(
     plugins: PluginSet | Iterable[object] | None = None,
     overrides: Mapping[str, str] | None = None,
     strict: bool | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> Presets:
     """Discover plugins, load their presets and adapters, build manager and sync, start sync.
 
@@ -97,7 +99,9 @@ def bootstrap(
     ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
     ``app.context()`` when the app has one, else to its ``HostDefaults``
     context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace
-    (``DEFAULT_NAMESPACE`` for an app that supplies none).
+    (``DEFAULT_NAMESPACE`` for an app that supplies none). ``parse_cache``
+    keeps what YAML read of the preset files, so that the next start with the
+    same files need not read them again (``agent_presets.parsecache``).
     """
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
@@ -105,7 +109,9 @@ def bootstrap(
     defaults = host_defaults(app)
     if tool_registry is None:
         tool_registry = ToolRegistry(DEFAULT_NAMESPACE if defaults is None else defaults.namespace)
-    catalog = collect(plugin_set, namespace_prefix=tool_registry.namespace_prefix)
+    catalog = collect(
+        plugin_set, namespace_prefix=tool_registry.namespace_prefix, parse_cache=parse_cache
+    )
     if catalog.problems and strict:
         raise PresetValidationError(
             "preset definitions have problems (PRESETS_STRICT=1 makes them fatal):\n"

@@ -25,10 +25,8 @@ from importlib.resources.abc import Traversable
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from agent_presets.adapters import ToolAdapter, mcp_name_for
-from agent_presets.loader import PresetYamlLoader, parse_presets, read_preset_source
+from agent_presets.loader import parse_presets, read_preset_source
 from agent_presets.model import (
     ANY,
     DEFAULT_NAMESPACE,
@@ -45,8 +43,11 @@ from agent_presets.upstreams import UpstreamSet, check_upstream_tool_ids, gather
 from agent_presets.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
+    import yaml
+
     # Imported when a catalog has members: a tools-only one never loads them.
     from agent_presets.bundles import ContentProvider, PromptSpec, ResourceSpec
+    from agent_presets.parsecache import ParseCache
 
 
 @dataclass
@@ -80,13 +81,18 @@ def collect(
     *,
     namespace_prefix: str | None = DEFAULT_NAMESPACE,
     max_file_size: int | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> Catalog:
-    """Every plugin's presets and adapters, checked; ``max_file_size`` bounds each preset file."""
+    """Every plugin's presets and adapters, checked; ``max_file_size`` bounds each preset file.
+
+    ``parse_cache`` keeps what YAML read of each file without problems, for
+    the next collect of the same text (``agent_presets.parsecache``).
+    """
     catalog = Catalog()
     hook_failed = catalog.problems.append
     for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
-            _load_file(info, item, catalog, max_file_size)
+            _load_file(info, item, catalog, max_file_size, parse_cache)
     declarations = [
         (info.name, item)
         for info, result in plugin_set.call_each("presets_context_fields", hook_failed)
@@ -215,7 +221,10 @@ def check_preset_files(
 
 
 def _read_and_parse(
-    path: str | PathLike[str] | Traversable, catalog: Catalog, max_file_size: int | None
+    path: str | PathLike[str] | Traversable,
+    catalog: Catalog,
+    max_file_size: int | None,
+    parse_cache: ParseCache | None = None,
 ) -> list[Preset]:
     """One file's presets, its problems added to ``catalog``; raises PresetValidationError only.
 
@@ -226,7 +235,7 @@ def _read_and_parse(
         source, text = read_preset_source(path, max_size=max_file_size)
         catalog.files.append(source)
         catalog.texts[source] = text
-        presets, problems = parse_presets(text, source, catalog)
+        presets, problems = parse_presets(text, source, catalog, cache=parse_cache)
     except PresetValidationError:
         raise
     except Exception as exc:
@@ -240,7 +249,13 @@ def _read_and_parse(
     return presets
 
 
-def _load_file(info: PluginInfo, item: Any, catalog: Catalog, max_file_size: int | None) -> None:
+def _load_file(
+    info: PluginInfo,
+    item: Any,
+    catalog: Catalog,
+    max_file_size: int | None,
+    parse_cache: ParseCache | None,
+) -> None:
     if not isinstance(item, str | PathLike | Traversable):
         catalog.problems.append(
             PresetValidationError(
@@ -251,7 +266,7 @@ def _load_file(info: PluginInfo, item: Any, catalog: Catalog, max_file_size: int
         )
         return
     try:
-        presets = _read_and_parse(item, catalog, max_file_size)
+        presets = _read_and_parse(item, catalog, max_file_size, parse_cache)
     except PresetValidationError as exc:
         catalog.problems.append(
             PresetValidationError(
@@ -751,6 +766,10 @@ class _Locator:
         return ":".join(str(p) for p in (source, line, column) if p is not None)
 
     def _root(self, source: str) -> yaml.Node | None:
+        import yaml  # a problem's position only: a clean catalog never imports PyYAML
+
+        from agent_presets.yamlfile import PresetYamlLoader
+
         if source not in self._nodes:
             text = self._texts.get(source)
             node = None
@@ -767,6 +786,8 @@ class _Locator:
 
 
 def _child(node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Mark] | None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode) and isinstance(step, str):
         for key_node, value_node in node.value:
             if key_node.value == step:
@@ -778,6 +799,8 @@ def _child(node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Mark] | No
 
 
 def _preset_node(root: yaml.Node, name: str) -> yaml.Node | None:
+    import yaml
+
     found = _child(root, "presets")
     if found is None or not isinstance(found[0], yaml.SequenceNode):
         return None

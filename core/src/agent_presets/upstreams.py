@@ -27,8 +27,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import yaml
-
 from agent_presets.adapters import (
     ANNOTATION_KEYS,
     MCP_NAME_RE,
@@ -37,7 +35,6 @@ from agent_presets.adapters import (
     default_name,
     require_runtime,
 )
-from agent_presets.loader import PresetYamlLoader
 from agent_presets.model import (
     DANGEROUS_RISKS,
     TOOL_ID_RE,
@@ -680,6 +677,10 @@ def gather_upstreams(
 
 def _declared_in(source: str, text: str) -> list[Upstream]:
     """The valid ``upstreams:`` entries of one preset file, each with its line."""
+    import yaml  # only a file that mentions upstreams gets here
+
+    from agent_presets.yamlfile import PresetYamlLoader
+
     loader = PresetYamlLoader(text)
     try:
         root = loader.get_single_node()

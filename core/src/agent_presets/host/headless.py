@@ -59,6 +59,8 @@ THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SHELL_FILE: Final = "shell.json"
+PARSE_CACHE: Final = "cache/presets"
+"""Below the state folder: what YAML read of the preset files (``agent_presets.parsecache``)."""
 CONTEXT_FIELDS: Final = ("surface", "activity", "canvas_visible", "world_id")
 """The context the host reports (``HeadlessHost.context``), as ``context_fields`` declares it."""
 MIGRATED_SUFFIX: Final = ".migrated"
@@ -556,6 +558,7 @@ class HeadlessHost:
         """
         from agent_presets.boot import bootstrap
         from agent_presets.host.context_fields import HostContextFields
+        from agent_presets.parsecache import ParseCache
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
 
         # The host declares the context it provides as any host does: a plugin object.
@@ -571,6 +574,8 @@ class HeadlessHost:
             owner=owner,
             plugins=plugin_set,
             overrides=overrides,
+            # What YAML read of the preset files, for the next start (parsecache.py).
+            parse_cache=ParseCache(self.state_dir / PARSE_CACHE),
         )
         self.presets = presets
         self.add_context_listener(presets.manager.set_context)

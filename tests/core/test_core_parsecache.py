@@ -1,0 +1,157 @@
+"""The parse cache: an unchanged preset file is not read by YAML again, and nothing else changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agent_presets_drawing
+from agent_presets import parsecache, yamlfile
+from agent_presets.bundles import FileMembers
+from agent_presets.loader import parse_presets
+from agent_presets.parsecache import ParseCache
+
+DRAWING = Path(agent_presets_drawing.__file__).with_name("presets.yaml").read_text("utf-8")
+GOOD = (
+    "presets:\n"
+    "  - name: good-tools\n"
+    "    default_state: auto\n"
+    "    risk: normal\n"
+    "    contexts: [{surface: any}]\n"
+    "    tool_ids: [good.tool]\n"
+)
+
+
+def read(text: str, cache: ParseCache | None) -> tuple[list, list, FileMembers]:
+    members = FileMembers()
+    presets, problems = parse_presets(text, "p.yaml", members, cache=cache)
+    return presets, problems, members
+
+
+def entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+def no_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(text: str, source: str) -> None:
+        raise AssertionError("YAML read a file the cache holds")
+
+    monkeypatch.setattr(yamlfile, "compose", refuse)
+
+
+def test_an_unchanged_file_is_answered_from_the_cache_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = ParseCache(tmp_path / "cache")
+    fresh = read(DRAWING, None)
+    first = read(DRAWING, cache)
+    assert len(entries(tmp_path / "cache")) == 1
+    no_yaml(monkeypatch)
+    again = read(DRAWING, cache)
+    assert first[1] == again[1] == fresh[1] == []
+    assert again[0] == first[0] == fresh[0]
+    # The members (prompts, resources) keep their lines: they come from the kept positions.
+    assert again[2].resources == fresh[2].resources and fresh[2].resources
+    assert again[2].prompts == fresh[2].prompts
+
+
+def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
+    cache = ParseCache(tmp_path / "cache")
+    read(GOOD, cache)
+    edited = GOOD.replace("good-tools", "other-tools")
+    presets, problems, _ = read(edited, cache)
+    assert [p.name for p in presets] == ["other-tools"] and problems == []
+    assert len(entries(tmp_path / "cache")) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD + "  - {name: good-tools, risk: normal, contexts: [], tool_ids: [a.b]}\n",
+        "presets:\n  - name: x\n    name: y\n",
+        "presets: [unclosed\n",
+        GOOD.replace("risk: normal", "risk: enormous"),
+    ],
+    ids=["duplicate-preset", "duplicate-key", "syntax", "schema"],
+)
+def test_a_file_with_a_problem_is_not_kept_and_is_reported_alike_each_time(
+    tmp_path: Path, text: str
+) -> None:
+    cache = ParseCache(tmp_path / "cache")
+    first = read(text, cache)
+    again = read(text, cache)
+    assert first[1] and [str(p) for p in first[1]] == [str(p) for p in again[1]]
+    assert entries(tmp_path / "cache") == []
+
+
+def test_an_entry_that_cannot_be_read_is_ignored_and_written_again(tmp_path: Path) -> None:
+    cache = ParseCache(tmp_path / "cache")
+    read(GOOD, cache)
+    (entry,) = entries(tmp_path / "cache")
+    entry.write_text("{not json", encoding="utf-8")
+    presets, problems, _ = read(GOOD, cache)
+    assert [p.name for p in presets] == ["good-tools"] and problems == []
+    assert json.loads(entry.read_text(encoding="utf-8"))["format"] == parsecache.FORMAT
+
+
+def test_an_altered_entry_cannot_hold_what_a_file_could_not(tmp_path: Path) -> None:
+    """A kept read is checked again (the schema, every rule): a risky preset stays off."""
+    cache = ParseCache(tmp_path / "cache")
+    read(GOOD, cache)
+    (entry,) = entries(tmp_path / "cache")
+    kept = json.loads(entry.read_text(encoding="utf-8"))
+    kept["data"]["presets"][0].update(risk="shell", default_state="on")
+    entry.write_text(json.dumps(kept), encoding="utf-8")
+    presets, problems, _ = read(GOOD, cache)
+    assert presets == []
+    assert problems and "default_state" in str(problems[0])
+    assert problems[0].line == 3  # the default_state line: located with the kept positions
+
+
+def test_the_cache_folder_and_its_entries_are_private(tmp_path: Path) -> None:
+    folder = tmp_path / "state" / "cache" / "presets"
+    read(GOOD, ParseCache(folder))
+    for made in (tmp_path / "state", tmp_path / "state" / "cache", folder):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
+    (entry,) = entries(folder)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+
+
+def test_the_cache_keeps_at_most_its_limit_the_oldest_going_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parsecache, "MAX_ENTRIES", 3)
+    cache = ParseCache(tmp_path / "cache")
+    texts = [GOOD.replace("good-tools", f"tools-{n}") for n in range(5)]
+    for n, text in enumerate(texts):
+        read(text, cache)
+        # Written in this order, and told so: the file system's clock may not tell them apart.
+        os.utime(cache._path(text), ns=((n + 1) * 10**9, (n + 1) * 10**9))
+    kept = entries(tmp_path / "cache")
+    assert len(kept) == 3
+    assert sorted(kept) == sorted(cache._path(t) for t in texts[2:])
+
+
+def test_a_restarted_host_does_not_import_pyyaml(tmp_path: Path) -> None:
+    """What a user pays for: the second start of the same plugins reads no YAML."""
+    script = (
+        "import sys\n"
+        "from agent_presets.host import HeadlessHost\n"
+        f"with HeadlessHost({str(tmp_path / 'state')!r}) as host:\n"
+        "    presets = host.start()\n"
+        "    print(len(presets.registry), 'yaml' in sys.modules)\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[0][1] == "True" and runs[1][1] == "False"
+    assert runs[0][0] == runs[1][0] != "0"  # the same presets either way
