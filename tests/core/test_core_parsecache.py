@@ -155,3 +155,25 @@ def test_a_restarted_host_does_not_import_pyyaml(tmp_path: Path) -> None:
     ]
     assert runs[0][1] == "True" and runs[1][1] == "False"
     assert runs[0][0] == runs[1][0] != "0"  # the same presets either way
+
+
+def test_a_symlinked_cache_folder_or_entry_is_not_used(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "cache").symlink_to(elsewhere)
+    presets, problems, _ = read(GOOD, ParseCache(state / "cache" / "presets"))
+    assert [p.name for p in presets] == ["good-tools"] and problems == []
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link
+    # An entry planted as a link (to a read someone else wrote) is not read.
+    cache = ParseCache(tmp_path / "own")
+    read(GOOD, cache)
+    (entry,) = entries(tmp_path / "own")
+    forged = json.loads(entry.read_text(encoding="utf-8"))
+    forged["data"]["presets"][0]["name"] = "forged"
+    (tmp_path / "forged.json").write_text(json.dumps(forged), encoding="utf-8")
+    entry.unlink()
+    entry.symlink_to(tmp_path / "forged.json")
+    presets, _, _ = read(GOOD, cache)
+    assert [p.name for p in presets] == ["good-tools"]

@@ -15,7 +15,9 @@ reported with the file's text at hand, as before. What an entry gives is
 checked again as any read is (the schema, every later rule): an entry
 someone altered cannot hold what a file could not. An entry that cannot be
 read or does not have the expected shape is ignored and rewritten. The folder
-holds at most ``MAX_ENTRIES`` entries; the oldest go first.
+holds at most ``MAX_ENTRIES`` entries; the oldest go first. A folder (or its
+parent) that is a symlink, or an entry that is one, is not used: the files
+are read as if there were no cache.
 """
 
 from __future__ import annotations
@@ -83,6 +85,18 @@ class ParseCache:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
+        self._usable: bool | None = None
+
+    def usable(self) -> bool:
+        """Whether the folder may be used: neither it nor its parent is a symlink.
+
+        As for the state files, a link planted in a state directory someone
+        else made must not lead reads or writes elsewhere; the files are then
+        read as if there were no cache.
+        """
+        if self._usable is None:
+            self._usable = not (self.folder.is_symlink() or self.folder.parent.is_symlink())
+        return self._usable
 
     def _path(self, text: str) -> Path:
         digest = hashlib.sha256(_reader() + b"\0" + text.encode("utf-8", "surrogatepass"))
@@ -90,8 +104,12 @@ class ParseCache:
 
     def get(self, text: str) -> Composed | None:
         """What reading ``text`` gave before, or None (never kept, or unreadable)."""
+        if not self.usable():
+            return None
         try:
-            entry = json.loads(self._path(text).read_bytes())
+            fd = os.open(self._path(text), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as handle:
+                entry = json.loads(handle.read())
             if entry.get("format") != FORMAT:
                 return None
             return Composed(
@@ -111,6 +129,8 @@ class ParseCache:
             "values": [[list(p), line, col] for p, (line, col) in composed.values.items()],
             "keys": [[list(p), line, col] for p, (line, col) in composed.keys.items()],
         }
+        if not self.usable():
+            return
         with contextlib.suppress(OSError, ValueError, TypeError):
             missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
             for folder in reversed(missing):  # each level made private, not only the last
