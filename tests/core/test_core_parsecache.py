@@ -177,3 +177,18 @@ def test_a_symlinked_cache_folder_or_entry_is_not_used(tmp_path: Path) -> None:
     entry.symlink_to(tmp_path / "forged.json")
     presets, _, _ = read(GOOD, cache)
     assert [p.name for p in presets] == ["good-tools"]
+
+
+def test_keeping_a_read_waits_for_no_disk_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start pays for no fsync: a lost or torn entry is only read again."""
+    flushes: list[int] = []
+    monkeypatch.setattr(os, "fsync", flushes.append)
+    read(GOOD, ParseCache(tmp_path / "cache"))
+    assert len(entries(tmp_path / "cache")) == 1
+    assert flushes == []
+    torn = entries(tmp_path / "cache")[0]
+    torn.write_bytes(torn.read_bytes()[:20])  # what a crash mid-write could leave
+    presets, problems, _ = read(GOOD, ParseCache(tmp_path / "cache"))
+    assert [p.name for p in presets] == ["good-tools"] and problems == []

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old or the new bytes, never half.
 
     ``mode``: the new file's permissions, set on the temp file before writing.
+    ``durable=False`` skips the two fsyncs, for a file whose loss in a crash
+    costs nothing but its rewriting (a cache): the rename is still atomic.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -28,13 +30,15 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def private_directory(path: Path) -> None:

@@ -135,7 +135,9 @@ class ParseCache:
             missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
             for folder in reversed(missing):  # each level made private, not only the last
                 private_directory(folder)
-            write_atomic(self._path(text), json.dumps(entry).encode("utf-8"), mode=0o600)
+            # Not fsynced: an entry a crash loses or tears is read as absent and written again.
+            data = json.dumps(entry).encode("utf-8")
+            write_atomic(self._path(text), data, mode=0o600, durable=False)
             self._prune()
 
     def _prune(self) -> None:
