@@ -41,7 +41,8 @@ from agent_presets.schema import (
 
 if TYPE_CHECKING:
     from agent_presets.bundles import PromptSpec, ResourceSpec
-    from agent_presets.parsecache import ParseCache
+    from agent_presets.parsecache import ParseCache, Position
+    from agent_presets.schema import PathKey
     from agent_presets.yamlfile import PresetYamlLoader as PresetYamlLoader
 
 __all__ = [
@@ -104,10 +105,6 @@ def _char_name(char: str) -> str:
 def _line_col(text: str, index: int) -> Position:
     line_start = text.rfind("\n", 0, index) + 1
     return text.count("\n", 0, index) + 1, index - line_start + 1
-
-
-Position = tuple[int, int]
-PathKey = tuple[str | int, ...]
 
 
 # ---------------------------------------------------------------- reading
