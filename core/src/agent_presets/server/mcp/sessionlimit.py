@@ -35,9 +35,9 @@ from typing import Any, Final
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agent_presets.server.mcp.auth import SCOPE_KEY
+from agent_presets.server.mcp.sessions import modern_request
 
 __all__ = ["MAX_SESSIONS", "SessionLimit"]
 
@@ -94,7 +94,7 @@ class SessionLimit:
         self._opening_now = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or modern_request(scope):  # no session to count
             await self.app(scope, receive, send)
             return
         raw = next((v for k, v in scope.get("headers", ()) if k == _SESSION_HEADER), None)
@@ -195,15 +195,8 @@ class SessionLimit:
 
 
 def _opens_a_session(scope: Scope) -> bool:
-    """Whether the SDK may open a legacy session for this request (as it routes them).
-
-    A request of the modern era (a version header the handshake does not
-    know) is served without a session, so it needs no room.
-    """
-    if scope.get("method") != "POST":
-        return False
-    version = next((v for k, v in scope.get("headers", ()) if k == _VERSION_HEADER), None)
-    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+    """Whether the SDK may open a legacy session for this request (a modern one never does)."""
+    return scope.get("method") == "POST"
 
 
 def _client(scope: Scope) -> str:

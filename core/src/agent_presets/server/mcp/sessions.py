@@ -23,11 +23,11 @@ from typing import Any, Protocol
 from mcp.server.streamable_http import GET_STREAM_KEY, LAST_EVENT_ID_HEADER, MCP_SESSION_ID_HEADER
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
-from mcp_types.version import is_version_at_least
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, is_version_at_least
 
 from agent_presets.server.mcp.eventstore import SESSION, MemoryEventStore, SessionScope
 
-__all__ = ["HttpSessions", "Listener"]
+__all__ = ["HttpSessions", "Listener", "modern_request"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,7 +58,7 @@ class HttpSessions:
         self._open: Counter[str] = Counter()  # GET streams open, by session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or modern_request(scope):
             await self.app(scope, receive, send)
             return
         headers = _first_headers(scope)
@@ -136,6 +136,18 @@ class HttpSessions:
                     del self._open[session_id]
                     if self.listener is not None:
                         self.listener.listening(session_id, False)
+
+
+def modern_request(scope: Scope) -> bool:
+    """Whether the SDK serves this request in the 2026-07-28 era: no session, no event store.
+
+    Its rule, as ``StreamableHTTPSessionManager`` routes: the first
+    ``MCP-Protocol-Version`` header names a version the handshake does not know.
+    """
+    for name, value in scope["headers"]:
+        if name == _VERSION_HEADER:
+            return value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+    return False
 
 
 def _first_headers(scope: Scope) -> dict[bytes, bytes]:

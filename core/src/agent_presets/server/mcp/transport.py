@@ -248,6 +248,8 @@ async def _serve_http(
             max_sessions=limit,
         ),
         path=HTTP_PATH,
+        # MCP's path goes straight to the session manager, past Starlette's router.
+        endpoint=server.session_manager.handle_request,
     )
     # Outermost of ours: each session's events are its own, and the fan-out
     # learns which sessions have their GET stream open.
