@@ -11,9 +11,6 @@ requests were still open after a minute, the server's descriptors up from
 byte of its next request. Only the head is timed: a body is the app's to
 read, and a response (an SSE stream) lasts as long as it needs.
 
-It also writes each response in as few ``send`` calls as the loop allows
-(``httpwrites.CoalescingTransport``).
-
 Both servers that listen over HTTP use it: ``presets serve --transport
 http`` and the console.
 """
@@ -27,8 +24,6 @@ from typing import Any, ClassVar, Final
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from agent_presets.server.httpwrites import CoalescingTransport
-
 __all__ = ["HEADER_TIMEOUT", "TimedH11"]
 
 HEADER_TIMEOUT: Final = 10.0
@@ -39,8 +34,7 @@ class TimedH11(H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request head (``http=TimedH11``).
 
     The deadline is armed while the peer's side is ``IDLE`` (no complete head
-    yet) and set once per head: bytes that trickle in do not move it. What the
-    protocol writes goes through a ``CoalescingTransport``.
+    yet) and set once per head: bytes that trickle in do not move it.
     """
 
     header_timeout: ClassVar[float] = HEADER_TIMEOUT
@@ -48,18 +42,10 @@ class TimedH11(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
-        self._writes: CoalescingTransport | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._writes = CoalescingTransport(transport, self.loop)
-        super().connection_made(self._writes)
+        super().connection_made(transport)
         self._arm()
-
-    def on_response_complete(self) -> None:
-        # The response's last piece is written: it goes out now, with what it follows.
-        if self._writes is not None:
-            self._writes.flush()
-        super().on_response_complete()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
