@@ -1,9 +1,9 @@
 """``presets serve --transport http`` on the wire: what a raw client reads, request by request.
 
-The MCP path goes straight to the SDK's session manager (past Starlette's
-router), and each answer is written in as few pieces as the loop allows. A
-client must see no difference but the pieces: every other path still gets
-the app's own answer, and every answer is whole.
+The MCP path goes straight to the SDK's session manager, past Starlette's
+router. A client must see no difference: every other path still gets the
+app's own answer (404, the trailing slash's redirect), the MCP path still
+checks Host, and calls on one kept-alive connection are answered whole.
 """
 
 from __future__ import annotations
@@ -43,29 +43,25 @@ def modern_call(n: int, port: int) -> bytes:
     return head.encode() + body
 
 
-def test_a_json_answer_arrives_whole_in_the_first_read(http_server: HttpServer) -> None:
-    """Status line, headers and body in one segment: a client's first read holds all of it.
-
-    Written in two sends, the headers arrive alone (a client blocked in
-    ``recv`` wakes on the first segment), as they did before.
-    """
+def test_calls_on_one_kept_alive_connection_are_answered_whole(http_server: HttpServer) -> None:
+    """Twenty calls in a row on one connection, each answer read to its Content-Length."""
     sock = socket.create_connection(("127.0.0.1", http_server.port), timeout=10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    reader = sock.makefile("rb")
     try:
         for n in range(1, 21):
             sock.sendall(modern_call(n, http_server.port))
-            first = sock.recv(1 << 16)
-            head, _, body = first.partition(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 200"), first[:200]
-            length = next(
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-            assert len(body) == length, f"call {n}: the first read held {len(body)} of {length}"
-            answer = json.loads(body)
+            status = reader.readline()
+            assert status.startswith(b"HTTP/1.1 200"), status
+            length = None
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            assert length is not None
+            answer = json.loads(reader.read(length))
             assert answer["id"] == n and answer["result"]["isError"] is False
     finally:
+        reader.close()
         sock.close()
 
 
