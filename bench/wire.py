@@ -17,6 +17,16 @@ round. Reported: the median wall time of one call over the rounds' medians,
 and the server's CPU per call (all its threads, ``/proc/PID/task``), each
 also as a ratio to the bare server's. The CPU figure is the one to read on a
 shared machine: it does not count time the server spent waiting its turn.
+
+``--interleaved`` (HTTP cases) measures with less noise: each round starts
+every server at once (each ``presets serve`` on a state folder of its own),
+then times blocks of ``--block`` (200) calls, one block of each server in
+turn, ``--blocks`` (12) times; the ratio is the median of the per-block
+ratios to the bare server's block beside it, so a slow stretch of the
+machine weighs on both sides. ``--against SRC`` adds a ``presets serve``
+whose core is imported from another checkout's ``core/src`` (a ``git
+worktree`` of the commit before a change), for a before/after in one run;
+both ``presets serve`` then get the same one-entry ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -25,10 +35,12 @@ import argparse
 import asyncio
 import http.client
 import json
+import os
 import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from eras import TOOL, Servers, capture, cpu_seconds, spawn_http  # bench/ is on sys.path
@@ -127,6 +139,103 @@ def run_http(command: list[str], era: str, calls: int) -> tuple[float, float]:
         process.wait(timeout=30)
 
 
+class _Http:
+    """One HTTP server, spawned and connected (kept alive), for interleaved blocks."""
+
+    def __init__(self, command: list[str], era: str, env: dict[str, str]) -> None:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            self.process, url = spawn_http(command)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
+        self.era = era
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.port)
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        if era == LEGACY:
+            response, _ = self.post(_INITIALIZE)
+            self.headers["mcp-session-id"] = response.getheader("mcp-session-id") or ""
+            self.headers["mcp-protocol-version"] = LEGACY
+            self.post(_INITIALIZED)
+        else:
+            self.headers.update(
+                {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": TOOL}
+            )
+
+    def post(self, message: dict[str, Any]) -> tuple[http.client.HTTPResponse, bytes]:
+        try:
+            self.connection.request("POST", "/mcp", json.dumps(message), self.headers)
+        except (BrokenPipeError, ConnectionResetError, http.client.HTTPException):
+            # An idle kept-alive connection (uvicorn's 5 s) closed while others ran.
+            self.connection.close()
+            self.connection.request("POST", "/mcp", json.dumps(message), self.headers)
+        response = self.connection.getresponse()
+        return response, response.read()
+
+    def block(self, calls: int) -> tuple[float, float]:
+        """(seconds of wall time, CPU seconds) per call of one block of ``calls`` calls."""
+        cpu = cpu_seconds(self.process.pid)
+        start = time.perf_counter()
+        for n in range(calls):
+            answer = self.post(_call(1000 + n, self.era))[1]
+        wall = time.perf_counter() - start
+        if b'"result"' not in answer or b'"isError":true' in answer:
+            raise SystemExit(f"the call did not succeed: {answer[:300]!r}")
+        return wall / calls, (cpu_seconds(self.process.pid) - cpu) / calls
+
+    def close(self) -> None:
+        self.connection.close()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def interleaved(
+    servers: Servers, case: str, args: argparse.Namespace
+) -> dict[str, dict[str, list[float]]]:
+    """Per server, its per-block ratios to the bare server's (``wall``/``cpu``) and times."""
+    era = MODERN if case == "http-2026" else LEGACY
+    kinds = ["bare", "presets", *(["against"] if args.against else [])]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ours = str(Path(__file__).resolve().parents[1] / "core" / "src")
+    paths = {"presets": ours, "against": str(Path(args.against or ".").resolve())}
+    seen: dict[str, dict[str, list[float]]] = {k: {} for k in kinds}
+    for _ in range(args.rounds):
+        running: dict[str, _Http] = {}
+        try:
+            for kind in kinds:
+                fixture = "legacy" if era == LEGACY else MODERN  # eras.py names the fixtures so
+                command = servers.command("bare" if kind == "bare" else "presets", "http", fixture)
+                if kind != "bare":
+                    at = command.index("--state-dir") + 1
+                    command[at] = f"{command[at]}-{kind}"  # one writer per state folder
+                    if args.against:  # the same one-entry path on both sides
+                        running[kind] = _Http(command, era, {**env, "PYTHONPATH": paths[kind]})
+                        continue
+                running[kind] = _Http(command, era, env)
+            time.sleep(2.1)  # the units plugin's racy window for a fresh folder (eras.py)
+            for server in running.values():
+                server.block(100)  # warm
+            for b in range(args.blocks):
+                order = kinds if b % 2 == 0 else kinds[::-1]
+                got = {kind: running[kind].block(args.block) for kind in order}
+                for kind in kinds:
+                    for i, figure in enumerate(("wall", "cpu")):
+                        seen[kind].setdefault(figure, []).append(got[kind][i])
+                        seen[kind].setdefault(f"{figure}-ratio", []).append(
+                            got[kind][i] / got["bare"][i]
+                        )
+        finally:
+            for server in running.values():
+                server.close()
+    return seen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4)
@@ -135,7 +244,23 @@ def main(argv: list[str] | None = None) -> int:
         "--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES)
     )
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="HTTP cases: all servers up at once, blocks of calls in turn (less noise)",
+    )
+    parser.add_argument("--block", type=int, default=200, help="calls per block [200]")
+    parser.add_argument("--blocks", type=int, default=12, help="blocks per round [12]")
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="with --interleaved: also a presets serve whose core is SRC (another core/src)",
+    )
     args = parser.parse_args(argv)
+    if args.against and not args.interleaved:
+        parser.error("--against needs --interleaved")
+    if args.against and not (Path(args.against) / "agent_presets").is_dir():
+        parser.error(f"--against {args.against}: no agent_presets package there")
     cases = [c for c in args.cases.split(",") if c]
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
@@ -143,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     servers = Servers(None)
     for era in ("legacy", MODERN):
         asyncio.run(capture(servers, era, TOOL, {}))
+    if args.interleaved:
+        return _report_interleaved(servers, [c for c in cases if c != "stdio"], args)
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
     for case in cases:
         transport = "stdio" if case == "stdio" else "http"
@@ -172,6 +299,31 @@ def main(argv: list[str] | None = None) -> int:
             row += [f"{bare * 1e6:8.0f}us", f"{ours * 1e6:8.0f}us", f"{ours / bare:5.2f}x"]
         print(f"  {row[0]:10s} {row[1]:>10s} {row[2]:>10s} {row[3]:>6s}"
               f" {row[4]:>10s} {row[5]:>10s} {row[6]:>6s}")  # fmt: skip
+    return 0
+
+
+def _report_interleaved(servers: Servers, cases: list[str], args: argparse.Namespace) -> int:
+    figures = {case: interleaved(servers, case, args) for case in cases}
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(
+        f"tools/call {TOOL} on the wire, interleaved: {args.rounds} rounds x {args.blocks} "
+        f"blocks of {args.block} calls; ratio = median of per-block ratios to bare"
+    )
+    for case, seen in figures.items():
+        for kind, got in seen.items():
+            if kind == "bare":
+                continue
+            name = "presets" if kind == "presets" else f"against {args.against}"
+            wall, cpu = statistics.median(got["wall"]), statistics.median(got["cpu"])
+            print(
+                f"  {case:10s} {name:10s} wall {wall * 1e6:6.0f}us"
+                f" {statistics.median(got['wall-ratio']):5.3f}x"
+                f"   CPU {cpu * 1e6:6.0f}us {statistics.median(got['cpu-ratio']):5.3f}x"
+                f"   (bare {statistics.median(seen['bare']['wall']) * 1e6:.0f}us wall,"
+                f" {statistics.median(seen['bare']['cpu']) * 1e6:.0f}us CPU)"
+            )
     return 0
 
 
