@@ -1,6 +1,7 @@
 """One ``tools/call`` as the server pays for it: raw JSON-RPC on the wire, no SDK client.
 
 Run: uv run python bench/wire.py [--rounds N] [--calls N] [--cases stdio,http,http-2026]
+     uv run python bench/wire.py --interleaved [--against OTHER/core/src] [--cases http,http-2026]
 
 ``bench/eras.py`` drives both servers with the SDK's ``mcp.Client``, which
 spends about a millisecond of its own on every request: a server-side cost
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.against and not args.interleaved:
         parser.error("--against needs --interleaved")
+    if args.interleaved and not any(c != "stdio" for c in args.cases.split(",") if c):
+        parser.error("--interleaved measures the HTTP cases: give --cases http or http-2026")
     if args.against and not (Path(args.against) / "agent_presets").is_dir():
         parser.error(f"--against {args.against}: no agent_presets package there")
     cases = [c for c in args.cases.split(",") if c]
