@@ -123,14 +123,14 @@ class ParseCache:
 
     def put(self, text: str, composed: Composed) -> None:
         """Keep what reading ``text`` gave (a file without problems); a failure is not fatal."""
+        if not self.usable():
+            return
         entry = {
             "format": FORMAT,
             "data": composed.data,
             "values": [[list(p), line, col] for p, (line, col) in composed.values.items()],
             "keys": [[list(p), line, col] for p, (line, col) in composed.keys.items()],
         }
-        if not self.usable():
-            return
         with contextlib.suppress(OSError, ValueError, TypeError):
             missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
             for folder in reversed(missing):  # each level made private, not only the last
