@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -307,13 +307,19 @@ def _pool_threads(pid: int | None) -> int:
     return found
 
 
-def spawn_http(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """Start an HTTP server; return it and the MCP URL of its banner line on stderr."""
+def spawn_http(
+    command: list[str], environ: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start an HTTP server; return it and the MCP URL of its banner line on stderr.
+
+    ``environ``: the server's environment, this process's by default.
+    """
     # As a user's machine runs it: modules compiled once and their bytecode kept (a
     # PYTHONDONTWRITEBYTECODE here would make each spawn compile what has no .pyc yet, the
     # servers' own modules first). A stdio server gets the SDK's default environment,
     # which has no such variable either.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    given = os.environ if environ is None else environ
+    env = {k: v for k, v in given.items() if k != "PYTHONDONTWRITEBYTECODE"}
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,

@@ -86,9 +86,14 @@ def _timed(call: Callable[[int], bytes], pid: int, calls: int) -> tuple[float, f
         answer = call(n)
         took.append(time.perf_counter() - start)
     cpu = cpu_seconds(pid) - cpu
+    _succeeded(answer)
+    return statistics.median(took), cpu / calls
+
+
+def _succeeded(answer: bytes) -> None:
+    """Stop the bench if the last answer was not a successful result."""
     if b'"result"' not in answer or b'"isError":true' in answer:
         raise SystemExit(f"the call did not succeed: {answer[:300]!r}")
-    return statistics.median(took), cpu / calls
 
 
 def run_stdio(command: list[str], calls: int) -> tuple[float, float]:
@@ -113,45 +118,18 @@ def run_stdio(command: list[str], calls: int) -> tuple[float, float]:
 
 
 def run_http(command: list[str], era: str, calls: int) -> tuple[float, float]:
-    process, url = spawn_http(command)
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
-    connection = http.client.HTTPConnection("127.0.0.1", port)
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-    def post(message: dict[str, Any]) -> tuple[http.client.HTTPResponse, bytes]:
-        connection.request("POST", "/mcp", json.dumps(message), headers)
-        response = connection.getresponse()
-        return response, response.read()
-
+    server = _Http(command, era)
     try:
-        if era == LEGACY:
-            response, _ = post(_INITIALIZE)
-            headers["mcp-session-id"] = response.getheader("mcp-session-id") or ""
-            headers["mcp-protocol-version"] = LEGACY
-            post(_INITIALIZED)
-        else:
-            headers.update(
-                {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": TOOL}
-            )
-        return _timed(lambda n: post(_call(n, era))[1], process.pid, calls)
+        return _timed(lambda n: server.post(_call(n, era))[1], server.process.pid, calls)
     finally:
-        connection.close()
-        process.terminate()
-        process.wait(timeout=30)
+        server.close()
 
 
 class _Http:
-    """One HTTP server, spawned and connected (kept alive), for interleaved blocks."""
+    """One HTTP server, spawned and connected (kept alive), past the handshake in ``era``."""
 
-    def __init__(self, command: list[str], era: str, env: dict[str, str]) -> None:
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            self.process, url = spawn_http(command)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+    def __init__(self, command: list[str], era: str, env: dict[str, str] | None = None) -> None:
+        self.process, url = spawn_http(command, env)
         self.port = int(url.rsplit(":", 1)[1].split("/")[0])
         self.era = era
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port)
@@ -186,8 +164,7 @@ class _Http:
         for n in range(calls):
             answer = self.post(_call(1000 + n, self.era))[1]
         wall = time.perf_counter() - start
-        if b'"result"' not in answer or b'"isError":true' in answer:
-            raise SystemExit(f"the call did not succeed: {answer[:300]!r}")
+        _succeeded(answer)
         return wall / calls, (cpu_seconds(self.process.pid) - cpu) / calls
 
     def close(self) -> None:
@@ -212,13 +189,13 @@ def interleaved(
             for kind in kinds:
                 fixture = "legacy" if era == LEGACY else MODERN  # eras.py names the fixtures so
                 command = servers.command("bare" if kind == "bare" else "presets", "http", fixture)
+                server_env = env
                 if kind != "bare":
                     at = command.index("--state-dir") + 1
                     command[at] = f"{command[at]}-{kind}"  # one writer per state folder
                     if args.against:  # the same one-entry path on both sides
-                        running[kind] = _Http(command, era, {**env, "PYTHONPATH": paths[kind]})
-                        continue
-                running[kind] = _Http(command, era, env)
+                        server_env = {**env, "PYTHONPATH": paths[kind]}
+                running[kind] = _Http(command, era, server_env)
             time.sleep(2.1)  # the units plugin's racy window for a fresh folder (eras.py)
             for server in running.values():
                 server.block(100)  # warm
