@@ -2,6 +2,7 @@
 
 Run: uv run python bench/eras.py [--rounds N] [--transports stdio,http]
      [--eras legacy,2026-07-28] [--figures first-list,list,call] [--quick] [--json]
+     [--ablate PARTS]
 
 What is measured is the real command: ``python -m agent_presets serve`` with
 the built-in plugins, the headless host on a state folder, the event log on
@@ -32,6 +33,13 @@ shared machine's load hits both alike; a round is ``--blocks`` (10) blocks of
 each. Reported: the median time of one request over all blocks, and the
 median of the per-block ratios (presets / bare), the figure judged. Targets
 (ratio to bare): call and first-list <= 1.10, list <= 1.00.
+
+What a part costs: ``--ablate PARTS`` (a comma list of ``priming``,
+``event-store``, ``envelope``, ``event-log``) starts ``presets serve``
+without those parts (``bench/ablate.py``), e.g. ``--transports http
+--figures call --ablate priming`` for the 2025-11-25 priming event's share
+of a call as a client sees it; every part is a guarantee users have, so the
+figures of such a run are not the ones judged.
 
 Profiling: ``--profile FILE`` runs the servers (both transports) under
 cProfile, writing one profile per spawned server as FILE.KIND.N (KIND is
@@ -172,9 +180,15 @@ class Servers:
     """How to start each server, on one state folder and one fixture per era."""
 
     def __init__(
-        self, profile: str | None, wrap: str | None = None, serve_args: Sequence[str] = ()
+        self,
+        profile: str | None,
+        wrap: str | None = None,
+        serve_args: Sequence[str] = (),
+        ablate: Sequence[str] = (),
     ) -> None:
         self.serve_args = list(serve_args)
+        self.ablate = list(ablate)
+        """Parts taken away from ``presets serve`` (``bench/ablate.py``); ``event-log`` too."""
         self.bare_runs_handler = False
         self.folder = Path(tempfile.mkdtemp(prefix="presets-bench-eras-"))
         self.state_dir = self.folder / "state"
@@ -202,9 +216,16 @@ class Servers:
 
     def presets_command(self, transport: str) -> list[str]:
         command = self._python("presets", transport)
-        command += ["-m", "agent_presets", "serve", "--state-dir", str(self.state_dir)]
+        patched = [part for part in self.ablate if part != "event-log"]
+        if patched:
+            command += [str(Path(__file__).with_name("ablate.py")), ",".join(patched)]
+        else:
+            command += ["-m", "agent_presets"]
+        command += ["serve", "--state-dir", str(self.state_dir)]
         if transport == "http":
             command += ["--transport", "http", "--port", "0"]
+        if "event-log" in self.ablate:
+            command.append("--no-event-log")
         return command + self.serve_args
 
     def bare_command(self, transport: str, era: str) -> list[str]:
@@ -248,6 +269,21 @@ class Servers:
             # SIGINT lets a profiled server write its profile (it dies of SIGTERM).
             process.send_signal(signal.SIGINT if self.profile or self.wrap else signal.SIGTERM)
             process.wait(timeout=30)
+
+
+ABLATABLE = ("priming", "event-store", "envelope", "event-log")
+"""What ``--ablate`` can take away: ``bench/ablate.py``'s parts and the event log."""
+
+
+def ablation(text: str) -> list[str]:
+    """``--ablate``'s comma list, checked; SystemExit naming an unknown part."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(ABLATABLE))
+    if unknown:
+        raise SystemExit(
+            f"--ablate: unknown part {unknown[0]!r}; choose from {', '.join(ABLATABLE)}"
+        )
+    return parts
 
 
 def children_of(pid: int) -> set[int]:
@@ -470,7 +506,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import anyio
 
     arguments = json.loads(args.arguments)
-    servers = Servers(args.profile, args.wrap, shlex.split(args.serve_args))
+    servers = Servers(args.profile, args.wrap, shlex.split(args.serve_args), ablation(args.ablate))
     servers.bare_runs_handler = args.bare_runs_handler
     for era in args.eras:
         anyio.run(capture, servers, era, args.tool, arguments)
@@ -794,6 +830,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="FILE", help="cProfile the stdio servers")
     parser.add_argument("--wrap", metavar="PREFIX", help="a command before the stdio servers")
     parser.add_argument("--quick", action="store_true", help="1 round of 4 blocks of 10")
+    parser.add_argument(
+        "--ablate",
+        default="",
+        metavar="PARTS",
+        help=f"take parts away from presets serve to see their cost: {', '.join(ABLATABLE)}",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--parts", action="store_true", help="time the parts of one call, in process"

@@ -2,6 +2,7 @@
 
 Run: uv run python bench/wire.py [--rounds N] [--calls N] [--cases stdio,http,http-2026]
      uv run python bench/wire.py --interleaved [--against OTHER/core/src] [--cases http,http-2026]
+     uv run python bench/wire.py --instructions [--ablate PARTS] [--cases http,http-2026]
 
 ``bench/eras.py`` drives both servers with the SDK's ``mcp.Client``, which
 spends about a millisecond of its own on every request: a server-side cost
@@ -28,6 +29,19 @@ machine weighs on both sides. ``--against SRC`` adds a ``presets serve``
 whose core is imported from another checkout's ``core/src`` (a ``git
 worktree`` of the commit before a change), for a before/after in one run;
 both ``presets serve`` then get the same one-entry ``PYTHONPATH``.
+
+``--instructions`` (HTTP cases) counts instead of timing: each server runs
+under valgrind's callgrind with counting off; after 30 calls to warm it, the
+script turns counting on (``callgrind_control``), makes ``--calls`` (300)
+calls, turns it off and stops the server. The figure is the instructions the
+server's process (all threads) executed per call, and its ratio to the bare
+server's. A count does not move with the machine's load: two runs agree to
+about 0.3%, where timed ratios here move by a tenth. It leaves out the
+kernel's share (system calls) and what the CPU's caches make of the code,
+so it is the work a call asks of the server, not its time. ``--ablate
+PARTS`` adds one ``presets serve`` per part with that part taken away
+(``bench/ablate.py``; ``event-log`` is ``--no-event-log``), so each part's
+cost is the difference to ``presets serve`` whole.
 """
 
 from __future__ import annotations
@@ -37,14 +51,26 @@ import asyncio
 import http.client
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eras import TOOL, Servers, capture, cpu_seconds, spawn_http  # bench/ is on sys.path
+from eras import (  # bench/ is on sys.path
+    ABLATABLE,
+    TOOL,
+    Servers,
+    _pool_threads,
+    ablation,
+    capture,
+    cpu_seconds,
+    spawn_http,
+)
 
 CASES = ("stdio", "http", "http-2026")
 MODERN = "2026-07-28"
@@ -217,7 +243,9 @@ def interleaved(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--calls", type=int, default=1500)
+    parser.add_argument(
+        "--calls", type=int, default=None, help="timed calls a round [1500; 300 counted]"
+    )
     parser.add_argument(
         "--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES)
     )
@@ -234,7 +262,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SRC",
         help="with --interleaved: also a presets serve whose core is SRC (another core/src)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="HTTP cases: count each server's instructions per call (valgrind), not time",
+    )
+    parser.add_argument(
+        "--ablate",
+        default="",
+        metavar="PARTS",
+        help=f"with --instructions: also presets serve without each of {', '.join(ABLATABLE)}",
+    )
     args = parser.parse_args(argv)
+    args.calls_given = args.calls is not None
+    if args.instructions:
+        return _report_instructions(parser, args)
+    if args.ablate:
+        parser.error("--ablate needs --instructions (bench/eras.py --ablate times the client)")
     if args.against and not args.interleaved:
         parser.error("--against needs --interleaved")
     if args.interleaved and not any(c != "stdio" for c in args.cases.split(",") if c):
@@ -242,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.against and not (Path(args.against) / "agent_presets").is_dir():
         parser.error(f"--against {args.against}: no agent_presets package there")
     cases = [c for c in args.cases.split(",") if c]
+    if args.calls is None:
+        args.calls = 1500
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
@@ -279,6 +325,95 @@ def main(argv: list[str] | None = None) -> int:
             row += [f"{bare * 1e6:8.0f}us", f"{ours * 1e6:8.0f}us", f"{ours / bare:5.2f}x"]
         print(f"  {row[0]:10s} {row[1]:>10s} {row[2]:>10s} {row[3]:>6s}"
               f" {row[4]:>10s} {row[5]:>10s} {row[6]:>6s}")  # fmt: skip
+    return 0
+
+
+def instructions(servers: Servers, case: str, calls: int, parts: list[str]) -> dict[str, float]:
+    """Per server (bare, presets, presets without PART), instructions per call (callgrind)."""
+    era = MODERN if case == "http-2026" else LEGACY
+    fixture = "legacy" if era == LEGACY else MODERN  # eras.py names the fixtures so
+    counted: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="presets-bench-callgrind-") as folder:
+        for kind in ["bare", "presets", *parts]:
+            servers.ablate = [kind] if kind in parts else []
+            command = servers.command("bare" if kind == "bare" else "presets", "http", fixture)
+            if kind != "bare":
+                at = command.index("--state-dir") + 1
+                command[at] = f"{command[at]}-{kind}"  # one writer per state folder
+            out = Path(folder, f"{kind}.out")
+            command = [
+                "valgrind", "--tool=callgrind", "--instr-atstart=no",
+                f"--callgrind-out-file={out}", *command,
+            ]  # fmt: skip
+            server = _Http(command, era)
+            try:
+                server.block(30)  # warm: the first calls pay for what is done once
+                pid = str(server.process.pid)
+                _callgrind_control("on", pid)
+                server.block(calls)
+                _callgrind_control("off", pid)
+                if _pool_threads(server.process.pid):
+                    print(f"note: {kind} ran calls on its tool pool (valgrind is slow)", flush=True)
+            finally:
+                # SIGINT: the server ends as on Ctrl-C, and callgrind writes its counts.
+                server.connection.close()
+                server.process.send_signal(signal.SIGINT)
+                server.process.wait(timeout=120)
+            counted[kind] = _callgrind_total(out) / calls
+    servers.ablate = []
+    return counted
+
+
+def _callgrind_control(state: str, pid: str) -> None:
+    done = subprocess.run(["callgrind_control", "-i", state, pid], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"callgrind_control -i {state} {pid}: {done.stderr.strip()}")
+
+
+def _callgrind_total(path: Path) -> int:
+    """The instructions a callgrind output file counts: its ``totals:`` line.
+
+    (Its ``summary:`` line, written first, can say 0 when counting started late.)
+    """
+    for line in path.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{path}: no totals line; did callgrind finish writing it?")
+
+
+def _report_instructions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        parser.error("--instructions needs valgrind (Debian: apt-get install -y valgrind)")
+    if args.interleaved or args.against:
+        parser.error("--instructions counts each server alone: no --interleaved, no --against")
+    try:
+        parts = ablation(args.ablate)
+    except SystemExit as exc:
+        parser.error(str(exc))
+    cases = [c for c in args.cases.split(",") if c and c != "stdio"]
+    if unknown := sorted(set(cases) - set(CASES)):
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    if not cases:
+        parser.error("--instructions counts the HTTP cases: give --cases http,http-2026")
+    calls = args.calls if args.calls_given else 300
+    servers = Servers(None)
+    for era in ("legacy", MODERN):
+        asyncio.run(capture(servers, era, TOOL, {}))
+    figures = {case: instructions(servers, case, calls, parts) for case in cases}
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(f"tools/call {TOOL} on the wire: instructions per call (callgrind), {calls} calls")
+    for case, counted in figures.items():
+        bare, whole = counted["bare"], counted["presets"]
+        print(f"  {case:10s} bare     {bare / 1e3:8.0f}k")
+        print(f"  {case:10s} presets  {whole / 1e3:8.0f}k  {whole / bare:5.3f}x")
+        for part in parts:
+            less = counted[part]
+            print(
+                f"  {case:10s} without {part:<12s} {less / 1e3:8.0f}k  {less / bare:5.3f}x"
+                f"   (the part: {(whole - less) / 1e3:5.0f}k, {(whole - less) / bare:.3f}x of bare)"
+            )
     return 0
 
 
