@@ -41,6 +41,11 @@ without those parts (``bench/ablate.py``), e.g. ``--transports http
 of a call as a client sees it; every part is a guarantee users have, so the
 figures of such a run are not the ones judged.
 
+``--bare-event-store`` gives the bare HTTP server the SDK example's event
+store (``BareEventStore``): its 2025-11-25 streams are then resumable like
+ours, a priming event first and an id on every event, so the ratio leaves
+out what resumable streams cost, for a server built with them.
+
 Profiling: ``--profile FILE`` runs the servers (both transports) under
 cProfile, writing one profile per spawned server as FILE.KIND.N (KIND is
 presets or bare; read them with ``python -m pstats``); ``--wrap PREFIX`` puts
@@ -96,8 +101,15 @@ async def handler_call(server: Any, params: Any, repeat: int) -> float:
     return (time.perf_counter() - start) / repeat
 
 
-def serve_bare(fixture_path: str, transport: str, handler: bool = False) -> None:
-    """The baseline: a low-level server replaying what ``presets serve`` answered."""
+def serve_bare(
+    fixture_path: str, transport: str, handler: bool = False, event_store: bool = False
+) -> None:
+    """The baseline: a low-level server replaying what ``presets serve`` answered.
+
+    ``event_store``: over HTTP, with ``BareEventStore``, so that its
+    2025-11-25 streams are resumable as ``presets serve``'s are (a priming
+    event, an id on every event).
+    """
     import anyio
     import mcp_types as types
     from mcp.server.caching import CacheHint
@@ -157,7 +169,11 @@ def serve_bare(fixture_path: str, transport: str, handler: bool = False) -> None
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        host="127.0.0.1",
+        event_store=BareEventStore() if event_store else None,
+    )
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False
     )
@@ -171,6 +187,51 @@ def serve_bare(fixture_path: str, transport: str, handler: bool = False) -> None
             print(f"serving MCP on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
 
     anyio.run(main_http)
+
+
+class BareEventStore:
+    """The in-memory event store of the SDK's example server, as a bare server would keep one.
+
+    Each stream's last 100 events, ids from ``uuid4``; no bound across
+    streams or sessions (the example's own choices, kept).
+    """
+
+    def __init__(self, per_stream: int = 100) -> None:
+        from collections import deque
+
+        self._deque = deque
+        self.per_stream = per_stream
+        self.streams: dict[str, Any] = {}
+        self.events: dict[str, tuple[str, Any]] = {}
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        import uuid
+
+        event_id = str(uuid.uuid4())
+        stream = self.streams.get(stream_id)
+        if stream is None:
+            stream = self.streams[stream_id] = self._deque(maxlen=self.per_stream)
+        if len(stream) == stream.maxlen:
+            self.events.pop(stream[0], None)
+        stream.append(event_id)
+        self.events[event_id] = (stream_id, message)
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        from mcp.server.streamable_http import EventMessage
+
+        found = self.events.get(last_event_id)
+        if found is None:
+            return None
+        stream_id = found[0]
+        after = False
+        for event_id in list(self.streams.get(stream_id, ())):
+            if after:
+                message = self.events[event_id][1]
+                if message is not None:
+                    await send_callback(EventMessage(message, event_id))
+            after = after or event_id == last_event_id
+        return stream_id
 
 
 # ------------------------------------------------------------------ starting servers
@@ -190,6 +251,7 @@ class Servers:
         self.ablate = list(ablate)
         """Parts taken away from ``presets serve`` (``bench/ablate.py``); ``event-log`` too."""
         self.bare_runs_handler = False
+        self.bare_event_store = False
         self.folder = Path(tempfile.mkdtemp(prefix="presets-bench-eras-"))
         self.state_dir = self.folder / "state"
         self.profile = profile
@@ -238,6 +300,7 @@ class Servers:
             "--via",
             transport,
             *(["--bare-runs-handler"] if self.bare_runs_handler else []),
+            *(["--bare-event-store"] if self.bare_event_store else []),
         ]
 
     def command(self, kind: str, transport: str, era: str) -> list[str]:
@@ -508,6 +571,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     arguments = json.loads(args.arguments)
     servers = Servers(args.profile, args.wrap, shlex.split(args.serve_args), ablation(args.ablate))
     servers.bare_runs_handler = args.bare_runs_handler
+    servers.bare_event_store = args.bare_event_store
     for era in args.eras:
         anyio.run(capture, servers, era, args.tool, arguments)
     for transport in args.transports:
@@ -816,6 +880,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="ablation: the bare server answers calls with presets serve's own handler",
     )
+    parser.add_argument(
+        "--bare-event-store",
+        action="store_true",
+        help="the bare HTTP server keeps an event store (resumable streams, as ours)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--transports", default=",".join(TRANSPORTS))
     parser.add_argument("--eras", default=",".join(ERAS))
@@ -845,7 +914,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.serve_bare:
-        serve_bare(args.serve_bare, args.via, args.bare_runs_handler)
+        serve_bare(args.serve_bare, args.via, args.bare_runs_handler, args.bare_event_store)
         return 0
     for name, allowed in (("transports", TRANSPORTS), ("eras", ERAS), ("figures", FIGURES)):
         chosen = [v.strip() for v in getattr(args, name).split(",") if v.strip()]

@@ -42,6 +42,10 @@ so it is the work a call asks of the server, not its time. ``--ablate
 PARTS`` adds one ``presets serve`` per part with that part taken away
 (``bench/ablate.py``; ``event-log`` is ``--no-event-log``), so each part's
 cost is the difference to ``presets serve`` whole.
+
+``--bare-event-store`` (any mode) gives the bare server an event store, the
+SDK example's (``eras.BareEventStore``), so that its 2025-11-25 streams are
+resumable like ours: a priming event and an id on every event.
 """
 
 from __future__ import annotations
@@ -263,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --interleaved: also a presets serve whose core is SRC (another core/src)",
     )
     parser.add_argument(
+        "--bare-event-store",
+        action="store_true",
+        help="the bare server keeps an event store, resumable as ours (bench/eras.py)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="HTTP cases: count each server's instructions per call (valgrind), not time",
@@ -292,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
     servers = Servers(None)
+    servers.bare_event_store = args.bare_event_store
     for era in ("legacy", MODERN):
         asyncio.run(capture(servers, era, TOOL, {}))
     if args.interleaved:
@@ -397,13 +407,15 @@ def _report_instructions(parser: argparse.ArgumentParser, args: argparse.Namespa
         parser.error("--instructions counts the HTTP cases: give --cases http,http-2026")
     calls = args.calls if args.calls_given else 300
     servers = Servers(None)
+    servers.bare_event_store = args.bare_event_store
     for era in ("legacy", MODERN):
         asyncio.run(capture(servers, era, TOOL, {}))
     figures = {case: instructions(servers, case, calls, parts) for case in cases}
     if args.json:
         print(json.dumps(figures))
         return 0
-    print(f"tools/call {TOOL} on the wire: instructions per call (callgrind), {calls} calls")
+    store = ", the bare server with an event store" if args.bare_event_store else ""
+    print(f"tools/call {TOOL} on the wire: instructions per call (callgrind), {calls} calls{store}")
     for case, counted in figures.items():
         bare, whole = counted["bare"], counted["presets"]
         print(f"  {case:10s} bare     {bare / 1e3:8.0f}k")
