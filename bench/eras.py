@@ -73,6 +73,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from ablate import PARTS as ABLATE_PARTS  # bench/ is on sys.path
+
 ERAS = ("legacy", "2026-07-28")
 TRANSPORTS = ("stdio", "http")
 FIGURES = ("first-list", "list", "call")
@@ -334,7 +336,7 @@ class Servers:
             process.wait(timeout=30)
 
 
-ABLATABLE = ("priming", "event-store", "envelope", "event-log")
+ABLATABLE = (*ABLATE_PARTS, "event-log")
 """What ``--ablate`` can take away: ``bench/ablate.py``'s parts and the event log."""
 
 

@@ -283,29 +283,30 @@ def main(argv: list[str] | None = None) -> int:
         help=f"with --instructions: also presets serve without each of {', '.join(ABLATABLE)}",
     )
     args = parser.parse_args(argv)
-    args.calls_given = args.calls is not None
-    if args.instructions:
-        return _report_instructions(parser, args)
-    if args.ablate:
-        parser.error("--ablate needs --instructions (bench/eras.py --ablate times the client)")
-    if args.against and not args.interleaved:
-        parser.error("--against needs --interleaved")
-    if args.interleaved and not any(c != "stdio" for c in args.cases.split(",") if c):
-        parser.error("--interleaved measures the HTTP cases: give --cases http or http-2026")
-    if args.against and not (Path(args.against) / "agent_presets").is_dir():
-        parser.error(f"--against {args.against}: no agent_presets package there")
     cases = [c for c in args.cases.split(",") if c]
-    if args.calls is None:
-        args.calls = 1500
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    if args.instructions:
+        parts = _instructions_options(parser, args, cases)
+    elif args.ablate:
+        parser.error("--ablate needs --instructions (bench/eras.py --ablate times the client)")
+    if args.against and not args.interleaved:
+        parser.error("--against needs --interleaved")
+    if args.interleaved and not any(c != "stdio" for c in cases):
+        parser.error("--interleaved measures the HTTP cases: give --cases http or http-2026")
+    if args.against and not (Path(args.against) / "agent_presets").is_dir():
+        parser.error(f"--against {args.against}: no agent_presets package there")
     servers = Servers(None)
     servers.bare_event_store = args.bare_event_store
     for era in ("legacy", MODERN):
         asyncio.run(capture(servers, era, TOOL, {}))
+    if args.instructions:
+        http_cases = [c for c in cases if c != "stdio"]
+        return _report_instructions(servers, http_cases, args.calls or 300, parts, args)
     if args.interleaved:
         return _report_interleaved(servers, [c for c in cases if c != "stdio"], args)
+    args.calls = args.calls or 1500
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
     for case in cases:
         transport = "stdio" if case == "stdio" else "http"
@@ -391,25 +392,25 @@ def _callgrind_total(path: Path) -> int:
     raise RuntimeError(f"{path}: no totals line; did callgrind finish writing it?")
 
 
-def _report_instructions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _instructions_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, cases: list[str]
+) -> list[str]:
+    """``--instructions``'s options checked (a parser error if not); the parts to ablate."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("--instructions needs valgrind (Debian: apt-get install -y valgrind)")
     if args.interleaved or args.against:
         parser.error("--instructions counts each server alone: no --interleaved, no --against")
+    if not any(c != "stdio" for c in cases):
+        parser.error("--instructions counts the HTTP cases: give --cases http,http-2026")
     try:
-        parts = ablation(args.ablate)
+        return ablation(args.ablate)
     except SystemExit as exc:
         parser.error(str(exc))
-    cases = [c for c in args.cases.split(",") if c and c != "stdio"]
-    if unknown := sorted(set(cases) - set(CASES)):
-        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
-    if not cases:
-        parser.error("--instructions counts the HTTP cases: give --cases http,http-2026")
-    calls = args.calls if args.calls_given else 300
-    servers = Servers(None)
-    servers.bare_event_store = args.bare_event_store
-    for era in ("legacy", MODERN):
-        asyncio.run(capture(servers, era, TOOL, {}))
+
+
+def _report_instructions(
+    servers: Servers, cases: list[str], calls: int, parts: list[str], args: argparse.Namespace
+) -> int:
     figures = {case: instructions(servers, case, calls, parts) for case in cases}
     if args.json:
         print(json.dumps(figures))
