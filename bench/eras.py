@@ -68,6 +68,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -199,20 +201,15 @@ class BareEventStore:
     """
 
     def __init__(self, per_stream: int = 100) -> None:
-        from collections import deque
-
-        self._deque = deque
         self.per_stream = per_stream
-        self.streams: dict[str, Any] = {}
+        self.streams: dict[str, deque[str]] = {}
         self.events: dict[str, tuple[str, Any]] = {}
 
     async def store_event(self, stream_id: str, message: Any) -> str:
-        import uuid
-
         event_id = str(uuid.uuid4())
         stream = self.streams.get(stream_id)
         if stream is None:
-            stream = self.streams[stream_id] = self._deque(maxlen=self.per_stream)
+            stream = self.streams[stream_id] = deque(maxlen=self.per_stream)
         if len(stream) == stream.maxlen:
             self.events.pop(stream[0], None)
         stream.append(event_id)
