@@ -232,3 +232,34 @@ def test_middleware_answers_401_with_the_challenge_and_passes_the_token_name(
     (start,) = _call(app, _scope(token))
     assert start["status"] == 200 and seen == [("ci", "ci")]
     assert current_token.get() is None
+
+
+def test_the_servers_own_principal_local_cannot_be_a_token_name(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    with pytest.raises(TokenError, match="server's own principal"):
+        TokenStore(tmp_path).create("local")
+    result = CliRunner().invoke(main, ["tokens", "create", "local", "--state-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "server's own principal" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "tokens.json").exists()
+
+
+def test_a_token_named_local_written_before_the_rule_is_refused(tmp_path: Path) -> None:
+    from agent_presets.server.mcp.auth import TokenAuth
+
+    store = TokenStore(tmp_path)
+    token, _ = store.create("ci")
+    data = json.loads(store.path.read_text())
+    data["tokens"][0]["name"] = "local"  # as an older `tokens create local` wrote it
+    store.path.write_text(json.dumps(data))
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("a token named local reached the app")
+
+    start, body = _call(TokenAuth(inner, TokenTable(tmp_path)), _scope(token))
+    assert start["status"] == 401
+    refused = json.loads(body["body"])
+    assert refused["reason"] == "reserved" and "another name" in refused["error_description"]

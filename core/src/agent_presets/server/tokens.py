@@ -43,6 +43,7 @@ from typing import Any, Final, TypeVar
 
 from agent_presets.atomicfile import write_atomic
 from agent_presets.model import PresetError
+from agent_presets.principal import LOCAL
 
 T = TypeVar("T")
 
@@ -137,10 +138,21 @@ def _optional_int(value: Any) -> int | None:
 
 
 def check_name(name: str) -> None:
+    """Refuse a name no token may have: a malformed one, or ``local``.
+
+    A token's name is its principal, and ``local`` is the server's own (its
+    context is the host's, its overrides the server's): a token by that name
+    would move the host and turn presets off for everyone.
+    """
     if not NAME_RE.match(name):
         raise TokenError(
             f"{name!r} is not a token name; use up to 64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
+        )
+    if name == LOCAL:
+        raise TokenError(
+            f"{name!r} cannot be a token name: it is the server's own principal (stdio and "
+            "an unauthenticated server act as it); choose another name"
         )
 
 
@@ -265,7 +277,7 @@ class Verdict:
 
     record: TokenRecord | None
     reason: str | None = None
-    """``missing``, ``unknown`` or ``expired`` when refused."""
+    """``missing``, ``unknown``, ``expired`` or ``reserved`` (named ``local``) when refused."""
 
 
 class TokenTable:
@@ -349,6 +361,8 @@ class TokenTable:
                 found = record
         if found is None:
             return Verdict(None, "unknown")
+        if found.name == LOCAL:
+            return Verdict(None, "reserved")  # written before the name was refused
         if found.expired():
             return Verdict(None, "expired")
         return Verdict(found)

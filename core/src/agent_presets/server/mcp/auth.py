@@ -76,6 +76,8 @@ _MESSAGES: Final = {
     "unknown": "the bearer token is not known to this server (mistyped, replaced or revoked); "
     "ask its operator for a valid one",
     "expired": "the bearer token has expired; ask the server's operator for a new one",
+    "reserved": "the bearer token is named 'local', the server's own principal, so it is "
+    "refused; ask the server's operator to revoke it and create one with another name",
 }
 
 
