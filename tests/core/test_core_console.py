@@ -68,8 +68,11 @@ async def call(
     headers: dict[str, str] | None = None,
     body: Any = None,
 ) -> tuple[int, Any]:
-    """One request through the ASGI app; the status and the JSON answer (or the text)."""
-    raw = b"" if body is None else json.dumps(body).encode()
+    """One request through the ASGI app; the status and the JSON answer (or the text).
+
+    ``body`` is sent as JSON, or as it is when it is bytes.
+    """
+    raw = b"" if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

@@ -122,3 +122,15 @@ def test_an_app_without_a_host_of_its_own_has_the_managers_context_changed() -> 
     with pytest.raises(ContextValueError, match="did you mean 'editor'"):
         controller.set_context({"panel": "editr"}, by="console")
     assert presets.manager.get_context() == {"panel": "preview"}
+
+
+def test_deeply_nested_json_on_the_socket_is_a_bad_request_line(host: Any) -> None:
+    controller, events = controller_of(host)
+    deep = b'{"op": "context", "set": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    answer = respond(controller, deep)
+    assert answer["ok"] is False and answer["error"]["code"] == "bad-request"
+    assert "nested deeper than 32" in answer["error"]["message"]
+    assert events == []
+    assert respond(controller, b"null")["error"]["code"] == "bad-request"
+    shallow = json.dumps({"op": "context", "set": {"activity": [[[[]]]]}}).encode()
+    assert respond(controller, shallow)["error"]["code"] == "invalid-context"

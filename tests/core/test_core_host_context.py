@@ -199,3 +199,66 @@ def test_the_credential_file_is_private_and_only_its_writer_removes_it(tmp_path:
     second.withdraw()
     assert not path.exists()
     second.withdraw()  # gone already: nothing to do
+
+
+DEEP = b'{"set": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+"""2 KB that Python's JSON parser cannot read without a RecursionError."""
+
+
+def test_deeply_nested_json_is_a_400_that_changes_nothing(door: Door) -> None:
+    before = door.host.context()
+    for body in (DEEP, b'{"set": {"surface": ' + b"[" * 40 + b"]" * 40 + b"}}"):
+        status, answer = door.post(body)
+        assert status == 400, answer
+        assert answer["error"]["code"] == "bad-request"
+        assert "nested deeper than 32" in answer["error"]["message"]
+    assert door.host.context() == before and door.events == []
+    # The console's own actions read their bodies the same way.
+    status, answer = anyio.run(
+        lambda: call(
+            door.console,
+            "POST",
+            "/api/override",
+            headers={TOKEN_HEADER: CONSOLE_TOKEN},
+            body=DEEP,
+        ),
+        backend="asyncio",
+    )
+    assert status == 400 and "JSON object" in answer["error"]
+    status, _ = door.post({"set": {"surface": "canvas"}})
+    assert status == 200
+
+
+def test_a_host_sets_one_principals_context_with_principal(tmp_path: Path) -> None:
+    from agent_presets.server.principals import Principals
+    from agent_presets.server.store.embedded import EmbeddedStore
+
+    with HeadlessHost(tmp_path / "state") as host:
+        host.start()
+        principals = Principals(host.presets.manager, EmbeddedStore())
+        controller = Controller(host.presets.manager, principals=principals)
+        console = Console(
+            controller, token=CONSOLE_TOKEN, credential=tmp_path / "state" / "host-cred.json"
+        )
+        assert console.host_credential is not None
+        bearer = {"Authorization": f"Bearer {console.host_credential.token}"}
+
+        def post(body: Any) -> tuple[int, Any]:
+            return anyio.run(
+                lambda: call(console, "POST", HOST_PATH, headers=bearer, body=body),
+                backend="asyncio",
+            )
+
+        try:
+            before = host.context()
+            status, answer = post({"set": {"surface": "canvas"}, "principal": "alice"})
+            assert status == 200, answer
+            assert answer["result"]["context"]["surface"] == "canvas"
+            assert principals.context("alice")["surface"] == "canvas"
+            assert host.context() == before  # the host's own context did not move
+            assert principals.context("bob")["surface"] == before["surface"]
+            status, answer = post({"set": {"surface": "canvas"}, "principal": "no spaces"})
+            assert status == 400 and answer["error"]["code"] == "invalid"
+            assert "not a token name" in answer["error"]["message"]
+        finally:
+            console.close()

@@ -60,7 +60,7 @@ from agent_presets.safetext import svg_safe
 from agent_presets.server.console import allowed_hosts, foreign_request
 from agent_presets.server.console.credential import HOST_PATH, HostCredential
 from agent_presets.server.control import MAX_LINE, ConfirmationRequired, Controller
-from agent_presets.server.control.protocol import answer, error_response
+from agent_presets.server.control.protocol import answer, decode, error_response
 from agent_presets.server.eventlog import LogFollower
 from agent_presets.server.events import rotated_paths
 from agent_presets.server.httptimeout import TimedH11
@@ -372,7 +372,7 @@ class Console:
         if not self._allowed(request, header_only=True):
             return self._refused()
         try:
-            body = await request.json()
+            body = decode(await request.body())
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -448,31 +448,39 @@ class Console:
                 413,
             )
         try:
-            message = json.loads(body)
-        except ValueError:
-            message = None
+            message, why = decode(body), ""
+        except ValueError as exc:
+            message, why = None, f" ({exc})"
         if not isinstance(message, dict):
             return _host_answer(
                 error_response(
                     "bad-request",
-                    'send a JSON object: {"set": {"FIELD": VALUE, ...}, "by": "host"}',
+                    'send a JSON object: {"set": {"FIELD": VALUE, ...}, "by": "host", '
+                    f'"principal": NAME}} ("by" and "principal" are optional){why}',
                 ),
                 400,
             )
         # The socket's line is taken as it is ("op": "context"), so a host sends one object.
         extra = sorted(
-            set(message) - {"set", "by"} - ({"op"} if message.get("op") == "context" else set())
+            set(message)
+            - {"set", "by", "principal"}
+            - ({"op"} if message.get("op") == "context" else set())
         )
         if extra:
             return _host_answer(
                 error_response(
                     "bad-request",
                     f"unknown key {extra[0]!r}: a context change has 'set' and, optionally, "
-                    "'by' (and 'op': 'context', as on the control socket)",
+                    "'by' and 'principal' (and 'op': 'context', as on the control socket)",
                 ),
                 400,
             )
-        op = {"op": "context", "set": message.get("set"), "by": message.get("by", "host")}
+        op = {
+            "op": "context",
+            "set": message.get("set"),
+            "by": message.get("by", "host"),
+            "principal": message.get("principal"),
+        }
         response = await anyio.to_thread.run_sync(answer, self.controller, op)
         if response["ok"]:
             return _host_answer(response, 200)

@@ -41,6 +41,43 @@ OPS: Final = ("status", "set", "requests", "approve", "deny", "context")
 MAX_LINE: Final = 64 * 1024
 """Longest request line (bytes) the server reads; a longer one is refused."""
 
+MAX_DEPTH: Final = 32
+"""Deepest nesting of arrays and objects a request may have; a request needs four."""
+
+
+def decode(data: bytes | str) -> Any:
+    """One JSON request (a socket line, a console body), or ``ValueError`` saying why not.
+
+    Python's parser recurses per level and raises ``RecursionError`` (not a
+    ``ValueError``) about 1,000 levels down, and 2 KB reach that; anything
+    that walks a value after it recurses too. So depth is bounded here, once,
+    for every door that takes JSON from outside.
+    """
+    too_deep = ValueError(f"nested deeper than {MAX_DEPTH} arrays or objects")
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError:
+        raise ValueError("not JSON") from None
+    if _too_deep(value):
+        raise too_deep
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            item
+            for node in level
+            if isinstance(node, (dict, list))
+            for item in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return any(isinstance(node, (dict, list)) for node in level)
+
 
 class ControlError(PresetError):
     """The server refused a control request; ``code`` says why, ``detail`` has the rest."""
@@ -54,9 +91,9 @@ class ControlError(PresetError):
 def respond(controller: Controller, line: bytes) -> dict[str, Any]:
     """The response object for one request line (never raises for bad input)."""
     try:
-        message = json.loads(line)
-    except ValueError:
-        return error_response("bad-request", "a request is one JSON object per line")
+        message = decode(line)
+    except ValueError as exc:
+        return error_response("bad-request", f"a request is one JSON object per line ({exc})")
     return answer(controller, message)
 
 
