@@ -326,6 +326,29 @@ async def test_presets_call_refuses_itself_and_bad_arguments_clearly(
         assert unknown.is_error and "no installed plugin provides it" in text(unknown)
 
 
+async def test_a_malformed_presets_call_writes_one_line_as_a_direct_bad_call_does(
+    serve: Callable[..., Any],
+) -> None:
+    async with serve() as s:
+        direct = await s.client.call_tool("space_app_set_theme", {"theme": 5})
+        assert direct.is_error
+        malformed = [
+            {"name": "space_app_set_theme", "arguments": [1]},
+            {"name": "space_app_set_theme", "arguments": {}, "extra": 1},
+            {"name": ""},
+            {"name": SEARCH, "arguments": {"query": "box"}},
+        ]
+        for outer in malformed:
+            result = await s.client.call_tool(CALL, outer)
+            assert result.is_error and f"Invalid arguments for {CALL}" in text(result)
+    calls = [e for e in s.events() if e.get("kind") == "call"]
+    assert [(e["tool"], e["outcome"]) for e in calls] == [
+        ("space_app_set_theme", "bad-arguments"),
+        *[(CALL, "bad-arguments")] * len(malformed),
+    ]
+    assert all(e["error"] == "ToolArgumentError" for e in calls)
+
+
 async def test_a_call_budget_counts_a_tool_run_through_presets_call_once(
     serve: Callable[..., Any],
 ) -> None:

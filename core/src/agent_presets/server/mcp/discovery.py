@@ -43,7 +43,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.model import ANY, DANGEROUS_RISKS, ToolDef
+from agent_presets.model import ANY, DANGEROUS_RISKS, ToolArgumentError, ToolDef
 from agent_presets.schema import quote
 from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.mcp.pipeline import (
@@ -566,8 +566,10 @@ class Discovery:
             problem = f"unexpected argument(s) {extra}; it takes 'name' and 'arguments'"
         elif name in self.names:
             problem = f"{quote(name)} is not run through {self.call_name}: call it directly"
-        if problem is not None:
-            return error_result(f"Invalid arguments for {self.call_name}: {problem}.")
+        if problem is not None:  # one bad-arguments line, as a direct call's would be
+            refusal = ToolArgumentError(f"Invalid arguments for {self.call_name}: {problem}.")
+            bad = Pipeline([Record(self.server), _Bind(self.call_tool), _BadArguments(refusal)])
+            return await bad(outer)
         assert isinstance(name, str) and isinstance(arguments, Mapping)
         inner = PendingCall(name, dict(arguments), outer.token, outer.request, outer.params)
         return await self.server.run_call(inner)
@@ -682,6 +684,17 @@ class _Bind:
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
         call.tool = self.tool
         return await call_next(call)
+
+
+class _BadArguments:
+    """The last stage of a malformed ``presets_call``: its refusal, recorded as bad arguments."""
+
+    def __init__(self, error: ToolArgumentError) -> None:
+        self.error = error
+
+    async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        call.outcome, call.error = "bad-arguments", self.error
+        return error_result(str(self.error))
 
 
 class _Search:
