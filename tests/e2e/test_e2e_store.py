@@ -403,6 +403,36 @@ def test_events_verify_and_stats_read_the_store_from_the_command_line(
     store.close()
 
 
+def test_events_verify_notices_that_the_newest_lines_were_cut(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    from e2e.test_e2e_control import presets
+
+    from agent_presets.server.store.redislog import verify_stream
+
+    store = RedisStore(redis_server.url)
+    log = store.event_log()
+    for n in range(6):
+        log.write(Note(n, "w"))
+    assert log.flush()
+    assert verify_stream(store).broken is None
+    newest = store.run(lambda r: r.xrevrange(store.key("events"), count=2))
+    store.run(lambda r: r.xdel(store.key("events"), *(entry_id for entry_id, _ in newest)))
+    found = verify_stream(store)
+    assert found.lines == 4 and found.broken is not None and found.broken.line == 5
+    assert "newest lines were removed" in found.broken.problem
+    verified = presets(tmp_path / "state", "events", "verify", "--store", redis_server.url)
+    assert verified.returncode == 1, verified.stdout
+    assert "presets:events:5: the chain breaks here" in verified.stdout
+    assert "presets:events:last" in verified.stdout
+    # A replica appending again links on to the cut line's link, so the cut stays visible.
+    log.write(Note(6, "w"))
+    assert log.flush()
+    assert verify_stream(store).broken is not None
+    log.close()
+    store.close()
+
+
 def test_the_key_that_seals_request_state_is_one_for_every_replica_and_outlives_redis(
     redis_server: RedisServer,
 ) -> None:

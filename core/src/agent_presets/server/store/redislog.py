@@ -226,10 +226,18 @@ def verify_stream(store: RedisHandle) -> Verified:
     The first line kept may link to a line trimmed away long ago, so the
     chain is checked from there on, as ``verify_log`` does with rotated files.
     A break is reported by the line's position (1-based) in the stream.
+
+    The chain alone cannot show that its newest lines were cut, so the last
+    link (``PREFIX events:last``) is read first and must name a line of the
+    stream: one appended while this reads comes after it and changes nothing.
     """
     where = Path(store.key("events"))
+    last_key = store.key("events", "last")
+    last = store.run(lambda r: r.get(last_key))
+    expected = None if last is None or _text(last) == GENESIS else _text(last)
     previous: str | None = None
     lines = 0
+    seen_last = expected is None
     for number, (_id, raw) in enumerate(_entries(store), 1):
         event = _event(raw)
         if event is None:
@@ -250,5 +258,12 @@ def verify_stream(store: RedisHandle) -> Verified:
                 0,
             )
         previous = line_hash(raw)
+        seen_last = seen_last or previous == expected
         lines += 1
+    if not seen_last:
+        problem = (
+            f"the stream ends after line {lines}, but its last link ({last_key}) names a line "
+            "that is not in it: the newest lines were removed (or that key was altered)"
+        )
+        return Verified(lines, ChainBreak(where, lines + 1, problem), 0)
     return Verified(lines, None, 0)
