@@ -103,6 +103,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 E2E: Final = Path(__file__).parent / "e2e"
 
 
+@pytest.fixture
+def shell_sandbox() -> None:
+    """The test runs shell commands: skipped where bubblewrap cannot sandbox them
+    (tests/system_packages.py); the full lane fails on that skip."""
+    from system_packages import need_shell_sandbox
+
+    need_shell_sandbox()
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     # Everything under tests/e2e starts servers or CLI subprocesses: the full lane's. Marked
     # as it is collected, so `-m e2e` (applied before the hook below) selects it too.

@@ -54,7 +54,14 @@ def general_app(make_general_app: Callable[..., GeneralApp]) -> GeneralApp:
 
 
 @pytest.fixture
-def powered_app(general_app: GeneralApp) -> GeneralApp:
-    """The general plugin with every off-by-default preset turned on."""
-    general_app.enable(*DANGEROUS)
+def files_app(general_app: GeneralApp) -> GeneralApp:
+    """The general plugin with every off-by-default preset but the shell turned on."""
+    general_app.enable(*(name for name in DANGEROUS if name != "general-shell-tools"))
     return general_app
+
+
+@pytest.fixture
+def powered_app(shell_sandbox: None, files_app: GeneralApp) -> GeneralApp:
+    """The general plugin with every off-by-default preset turned on, the shell included."""
+    files_app.enable("general-shell-tools")
+    return files_app

@@ -76,7 +76,9 @@ def test_output_is_capped_and_says_so(powered_app: GeneralApp) -> None:
     assert result["exit_code"] == 0
 
 
-def test_endless_output_is_drained_without_filling_memory(tmp_path: Path) -> None:
+def test_endless_output_is_drained_without_filling_memory(
+    shell_sandbox: None, tmp_path: Path
+) -> None:
     runner = BashRunner(tmp_path, output_cap=100)
     result = runner.run("yes", timeout_seconds=0.5)
     assert result["timed_out"] is True
@@ -95,7 +97,9 @@ def test_timeout_is_bounded_by_the_schema_and_capped_in_the_runner(
 
 
 @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), float("-inf")])
-def test_a_timeout_that_is_not_a_number_is_refused(tmp_path: Path, timeout: float) -> None:
+def test_a_timeout_that_is_not_a_number_is_refused(
+    shell_sandbox: None, tmp_path: Path, timeout: float
+) -> None:
     with pytest.raises(ToolCallError, match="timeout_seconds must be a number of seconds"):
         BashRunner(tmp_path).run("sleep 30", timeout)
 
@@ -108,6 +112,7 @@ def test_empty_command_is_refused(powered_app: GeneralApp) -> None:
 
 
 def test_bash_is_offered_only_after_the_shell_preset_is_turned_on(
+    shell_sandbox: None,
     general_app: GeneralApp,
 ) -> None:
     assert "space_app_run_bash" not in general_app.tools()

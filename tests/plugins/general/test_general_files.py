@@ -21,9 +21,9 @@ MiB = 1024 * 1024
 
 
 @pytest.fixture
-def outside(powered_app: GeneralApp) -> Path:
+def outside(files_app: GeneralApp) -> Path:
     """A folder next to the file root with a secret in it."""
-    folder = powered_app.tmp_path / "outside"
+    folder = files_app.tmp_path / "outside"
     folder.mkdir()
     (folder / "secret.txt").write_text("top secret")
     return folder
@@ -37,168 +37,166 @@ def _tree(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_write_then_read_and_list(powered_app: GeneralApp) -> None:
-    result = powered_app.call("space_app_write_file", path="notes/todo.md", content="- milk\n")
+def test_write_then_read_and_list(files_app: GeneralApp) -> None:
+    result = files_app.call("space_app_write_file", path="notes/todo.md", content="- milk\n")
     assert result == {"path": "notes/todo.md", "size": 7, "created": True}
-    assert (powered_app.root / "notes" / "todo.md").read_text() == "- milk\n"
-    read = powered_app.call("space_app_read_file", path="notes/todo.md")
+    assert (files_app.root / "notes" / "todo.md").read_text() == "- milk\n"
+    read = files_app.call("space_app_read_file", path="notes/todo.md")
     assert read["content"] == "- milk\n"
-    again = powered_app.call("space_app_write_file", path="notes/todo.md", content="- eggs\n")
+    again = files_app.call("space_app_write_file", path="notes/todo.md", content="- eggs\n")
     assert again["created"] is False
 
-    (powered_app.root / "b.txt").write_text("12345")
-    listing = powered_app.call("space_app_list_files")
+    (files_app.root / "b.txt").write_text("12345")
+    listing = files_app.call("space_app_list_files")
     assert listing["path"] == "."
     assert listing["entries"] == [
         {"name": "b.txt", "type": "file", "size": 5},
         {"name": "notes", "type": "directory", "size": None},
     ]
-    sub = powered_app.call("space_app_list_files", path="notes")
+    sub = files_app.call("space_app_list_files", path="notes")
     assert sub["entries"] == [{"name": "todo.md", "type": "file", "size": 7}]
 
 
-def test_unicode_round_trips(powered_app: GeneralApp) -> None:
+def test_unicode_round_trips(files_app: GeneralApp) -> None:
     text = "grüße, 世界 🚀\n"
-    powered_app.call("space_app_write_file", path="u.txt", content=text)
-    assert powered_app.call("space_app_read_file", path="u.txt")["content"] == text
+    files_app.call("space_app_write_file", path="u.txt", content=text)
+    assert files_app.call("space_app_read_file", path="u.txt")["content"] == text
 
 
 @pytest.mark.parametrize(
     "path", ["../outside/secret.txt", "notes/../../outside/secret.txt", "..", "a/../../x"]
 )
-def test_dotdot_escapes_are_refused(powered_app: GeneralApp, outside: Path, path: str) -> None:
+def test_dotdot_escapes_are_refused(files_app: GeneralApp, outside: Path, path: str) -> None:
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_read_file", path=path)
+        files_app.call("space_app_read_file", path=path)
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_write_file", path=path, content="pwned")
+        files_app.call("space_app_write_file", path=path, content="pwned")
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_list_files", path=path)
+        files_app.call("space_app_list_files", path=path)
     assert _tree(outside) == {"secret.txt": b"top secret"}
 
 
-def test_dotdot_that_stays_inside_is_fine(powered_app: GeneralApp) -> None:
-    powered_app.call("space_app_write_file", path="a/../b.txt", content="ok")
-    assert (powered_app.root / "b.txt").read_text() == "ok"
+def test_dotdot_that_stays_inside_is_fine(files_app: GeneralApp) -> None:
+    files_app.call("space_app_write_file", path="a/../b.txt", content="ok")
+    assert (files_app.root / "b.txt").read_text() == "ok"
 
 
-def test_absolute_paths_are_refused(powered_app: GeneralApp, outside: Path) -> None:
-    for path in (str(outside / "secret.txt"), str(powered_app.root / "x.txt"), "/etc/passwd"):
+def test_absolute_paths_are_refused(files_app: GeneralApp, outside: Path) -> None:
+    for path in (str(outside / "secret.txt"), str(files_app.root / "x.txt"), "/etc/passwd"):
         with pytest.raises(ToolCallError, match="absolute"):
-            powered_app.call("space_app_read_file", path=path)
+            files_app.call("space_app_read_file", path=path)
         with pytest.raises(ToolCallError, match="absolute"):
-            powered_app.call("space_app_write_file", path=path, content="pwned")
+            files_app.call("space_app_write_file", path=path, content="pwned")
     assert _tree(outside) == {"secret.txt": b"top secret"}
-    assert not (powered_app.root / "x.txt").exists()
+    assert not (files_app.root / "x.txt").exists()
 
 
-def test_symlink_to_a_file_outside_is_refused(powered_app: GeneralApp, outside: Path) -> None:
-    (powered_app.root / "link.txt").symlink_to(outside / "secret.txt")
+def test_symlink_to_a_file_outside_is_refused(files_app: GeneralApp, outside: Path) -> None:
+    (files_app.root / "link.txt").symlink_to(outside / "secret.txt")
     with pytest.raises(ToolCallError, match="symlink"):
-        powered_app.call("space_app_read_file", path="link.txt")
+        files_app.call("space_app_read_file", path="link.txt")
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_write_file", path="link.txt", content="pwned")
+        files_app.call("space_app_write_file", path="link.txt", content="pwned")
     assert _tree(outside) == {"secret.txt": b"top secret"}
     # Listing shows the link as a link without following it.
-    entries = powered_app.call("space_app_list_files")["entries"]
+    entries = files_app.call("space_app_list_files")["entries"]
     assert entries == [{"name": "link.txt", "type": "symlink", "size": None}]
 
 
-def test_symlinked_folder_pointing_outside_is_refused(
-    powered_app: GeneralApp, outside: Path
-) -> None:
-    (powered_app.root / "docs").symlink_to(outside, target_is_directory=True)
+def test_symlinked_folder_pointing_outside_is_refused(files_app: GeneralApp, outside: Path) -> None:
+    (files_app.root / "docs").symlink_to(outside, target_is_directory=True)
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_read_file", path="docs/secret.txt")
+        files_app.call("space_app_read_file", path="docs/secret.txt")
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_write_file", path="docs/new.txt", content="pwned")
+        files_app.call("space_app_write_file", path="docs/new.txt", content="pwned")
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_write_file", path="docs/deeper/new.txt", content="pwned")
+        files_app.call("space_app_write_file", path="docs/deeper/new.txt", content="pwned")
     with pytest.raises(ToolCallError, match="outside the file root"):
-        powered_app.call("space_app_list_files", path="docs")
+        files_app.call("space_app_list_files", path="docs")
     assert _tree(outside) == {"secret.txt": b"top secret"}
 
 
 def test_symlinks_that_stay_inside_are_refused_too_and_the_real_path_works(
-    powered_app: GeneralApp,
+    files_app: GeneralApp,
 ) -> None:
     # Following a link only when it stays inside would mean checking, then
     # following: the race the file root exists to close. So no link is followed.
-    (powered_app.root / "real").mkdir()
-    (powered_app.root / "real" / "f.txt").write_text("inside")
-    (powered_app.root / "alias").symlink_to(powered_app.root / "real")
+    (files_app.root / "real").mkdir()
+    (files_app.root / "real" / "f.txt").write_text("inside")
+    (files_app.root / "alias").symlink_to(files_app.root / "real")
     with pytest.raises(ToolCallError, match=r"'alias' is a symlink.*real file or folder instead"):
-        powered_app.call("space_app_read_file", path="alias/f.txt")
+        files_app.call("space_app_read_file", path="alias/f.txt")
     with pytest.raises(ToolCallError, match="'alias' is a symlink"):
-        powered_app.call("space_app_write_file", path="alias/f.txt", content="changed")
-    assert powered_app.call("space_app_read_file", path="real/f.txt")["content"] == "inside"
-    powered_app.call("space_app_write_file", path="real/f.txt", content="changed")
-    assert (powered_app.root / "real" / "f.txt").read_text() == "changed"
-    assert (powered_app.root / "alias").is_symlink()
+        files_app.call("space_app_write_file", path="alias/f.txt", content="changed")
+    assert files_app.call("space_app_read_file", path="real/f.txt")["content"] == "inside"
+    files_app.call("space_app_write_file", path="real/f.txt", content="changed")
+    assert (files_app.root / "real" / "f.txt").read_text() == "changed"
+    assert (files_app.root / "alias").is_symlink()
 
 
-def test_write_is_atomic_and_leaves_no_temp_files(powered_app: GeneralApp) -> None:
+def test_write_is_atomic_and_leaves_no_temp_files(files_app: GeneralApp) -> None:
     for i in range(3):
-        powered_app.call("space_app_write_file", path="d/f.txt", content=f"version {i}")
-    assert sorted(os.listdir(powered_app.root / "d")) == ["f.txt"]
+        files_app.call("space_app_write_file", path="d/f.txt", content=f"version {i}")
+    assert sorted(os.listdir(files_app.root / "d")) == ["f.txt"]
 
 
 def test_a_write_that_fails_midway_keeps_the_old_file(
-    powered_app: GeneralApp, monkeypatch: pytest.MonkeyPatch
+    files_app: GeneralApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    powered_app.call("space_app_write_file", path="f.txt", content="old")
+    files_app.call("space_app_write_file", path="f.txt", content="old")
 
     def crash(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(ToolCallError, match="No space left"):
-        powered_app.call("space_app_write_file", path="f.txt", content="new")
-    assert os.listdir(powered_app.root) == ["f.txt"]
-    assert (powered_app.root / "f.txt").read_text() == "old"
+        files_app.call("space_app_write_file", path="f.txt", content="new")
+    assert os.listdir(files_app.root) == ["f.txt"]
+    assert (files_app.root / "f.txt").read_text() == "old"
 
 
-def test_read_size_limit(powered_app: GeneralApp) -> None:
-    (powered_app.root / "big.txt").write_bytes(b"a" * (MiB + 1))
+def test_read_size_limit(files_app: GeneralApp) -> None:
+    (files_app.root / "big.txt").write_bytes(b"a" * (MiB + 1))
     with pytest.raises(ToolCallError, match="over the 1048576-byte read limit"):
-        powered_app.call("space_app_read_file", path="big.txt")
-    (powered_app.root / "ok.txt").write_bytes(b"a" * MiB)
-    assert powered_app.call("space_app_read_file", path="ok.txt")["size"] == MiB
+        files_app.call("space_app_read_file", path="big.txt")
+    (files_app.root / "ok.txt").write_bytes(b"a" * MiB)
+    assert files_app.call("space_app_read_file", path="ok.txt")["size"] == MiB
 
 
-def test_write_size_limit_changes_nothing(powered_app: GeneralApp) -> None:
+def test_write_size_limit_changes_nothing(files_app: GeneralApp) -> None:
     with pytest.raises(ToolCallError, match="over the 1048576-byte write limit"):
-        powered_app.call("space_app_write_file", path="big.txt", content="é" * (MiB // 2 + 1))
-    assert not (powered_app.root / "big.txt").exists()
+        files_app.call("space_app_write_file", path="big.txt", content="é" * (MiB // 2 + 1))
+    assert not (files_app.root / "big.txt").exists()
 
 
-def test_binary_and_non_utf8_reads_are_refused(powered_app: GeneralApp) -> None:
-    (powered_app.root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
-    (powered_app.root / "latin1.txt").write_bytes("café".encode("latin-1"))
+def test_binary_and_non_utf8_reads_are_refused(files_app: GeneralApp) -> None:
+    (files_app.root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (files_app.root / "latin1.txt").write_bytes("café".encode("latin-1"))
     with pytest.raises(ToolCallError, match="binary"):
-        powered_app.call("space_app_read_file", path="img.png")
+        files_app.call("space_app_read_file", path="img.png")
     with pytest.raises(ToolCallError, match="not UTF-8 text"):
-        powered_app.call("space_app_read_file", path="latin1.txt")
+        files_app.call("space_app_read_file", path="latin1.txt")
 
 
-def test_wrong_kinds_of_path_say_what_to_do(powered_app: GeneralApp) -> None:
-    (powered_app.root / "dir").mkdir()
-    (powered_app.root / "file.txt").write_text("x")
+def test_wrong_kinds_of_path_say_what_to_do(files_app: GeneralApp) -> None:
+    (files_app.root / "dir").mkdir()
+    (files_app.root / "file.txt").write_text("x")
     with pytest.raises(ToolCallError, match="does not exist; list"):
-        powered_app.call("space_app_read_file", path="missing.txt")
+        files_app.call("space_app_read_file", path="missing.txt")
     with pytest.raises(ToolCallError, match="is a folder; list it"):
-        powered_app.call("space_app_read_file", path="dir")
+        files_app.call("space_app_read_file", path="dir")
     with pytest.raises(ToolCallError, match="is a folder"):
-        powered_app.call("space_app_write_file", path="dir", content="x")
+        files_app.call("space_app_write_file", path="dir", content="x")
     with pytest.raises(ToolCallError, match="is a file, not a folder"):
-        powered_app.call("space_app_write_file", path="file.txt/inner.txt", content="x")
+        files_app.call("space_app_write_file", path="file.txt/inner.txt", content="x")
     with pytest.raises(ToolCallError, match="is a file, not a folder"):
-        powered_app.call("space_app_list_files", path="file.txt")
+        files_app.call("space_app_list_files", path="file.txt")
     with pytest.raises(ToolCallError, match="does not exist"):
-        powered_app.call("space_app_list_files", path="nowhere")
+        files_app.call("space_app_list_files", path="nowhere")
     with pytest.raises(ToolArgumentError):
-        powered_app.call("space_app_read_file", path="")
+        files_app.call("space_app_read_file", path="")
     with pytest.raises(ToolArgumentError):
-        powered_app.call("space_app_write_file", path="x.txt")
+        files_app.call("space_app_write_file", path="x.txt")
 
 
 def test_listing_is_capped(tmp_path: Path) -> None:

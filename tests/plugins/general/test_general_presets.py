@@ -87,8 +87,10 @@ def test_fresh_host_offers_only_the_safe_tools(general_app: GeneralApp) -> None:
 
 @pytest.mark.parametrize("preset", DANGEROUS)
 def test_dangerous_preset_appears_only_after_an_override(
-    general_app: GeneralApp, preset: str
+    general_app: GeneralApp, preset: str, request: pytest.FixtureRequest
 ) -> None:
+    if preset == "general-shell-tools":
+        request.getfixturevalue("shell_sandbox")  # it is not turned on without one
     tools = SPEC_TABLE[preset][2]
     assert not set(tools) & set(general_app.tools())
     general_app.enable(preset)

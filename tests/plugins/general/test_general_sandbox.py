@@ -23,7 +23,7 @@ import agent_presets_general
 from agent_presets import ToolCallError
 from agent_presets.host import HeadlessHost
 from agent_presets_general.bash import BashRunner
-from agent_presets_general.sandbox import ShellOptions, sandbox_status
+from agent_presets_general.sandbox import ShellOptions
 
 if TYPE_CHECKING:
     from conftest import GeneralApp
@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def app(powered_app: GeneralApp) -> GeneralApp:
-    """The general plugin with the shell on, and a sandbox that works (or a failing test)."""
-    ok, why = sandbox_status()
-    if not ok:
-        pytest.fail(f"these tests need a working sandbox: {why}")
+    """The general plugin with the shell on, and a sandbox that works (``powered_app`` skips
+    where it does not)."""
     assert powered_app.host.bash.status() == (True, "sandboxed by bubblewrap")
     return powered_app
 
@@ -157,7 +155,9 @@ def test_a_unix_socket_in_the_state_directory_cannot_be_reached(app: GeneralApp)
 
 
 def test_the_server_environment_cannot_be_read(
-    make_general_app: Callable[..., GeneralApp], monkeypatch: pytest.MonkeyPatch
+    shell_sandbox: None,
+    make_general_app: Callable[..., GeneralApp],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     secret = f"server-secret-{uuid.uuid4().hex}"
     monkeypatch.setenv("PRESETS_TEST_SECRET", secret)
@@ -194,7 +194,9 @@ def test_a_process_started_by_a_command_does_not_outlive_its_timeout(app: Genera
     assert sleepers(f".{marker}") == []
 
 
-def test_a_process_started_by_a_command_does_not_outlive_a_killed_server(tmp_path: Path) -> None:
+def test_a_process_started_by_a_command_does_not_outlive_a_killed_server(
+    shell_sandbox: None, tmp_path: Path
+) -> None:
     marker = f"{uuid.uuid4().int % 10**6}"
     server = subprocess.Popen(
         [
@@ -229,7 +231,9 @@ def test_network_is_unreachable_by_default(app: GeneralApp, listener: socket.soc
         listener.accept()
 
 
-def test_network_is_reachable_with_shell_network(tmp_path: Path, listener: socket.socket) -> None:
+def test_network_is_reachable_with_shell_network(
+    shell_sandbox: None, tmp_path: Path, listener: socket.socket
+) -> None:
     port = listener.getsockname()[1]
     runner = BashRunner(tmp_path / "files", shell_network=True)
     assert runner.status() == (True, "sandboxed by bubblewrap")
@@ -241,7 +245,7 @@ def test_network_is_reachable_with_shell_network(tmp_path: Path, listener: socke
 
 
 def test_shell_env_passes_exactly_the_listed_names(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shell_sandbox: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PRESETS_LISTED", "listed-value")
     monkeypatch.setenv("PRESETS_UNLISTED", "unlisted-value")
@@ -275,7 +279,9 @@ def test_a_missing_bubblewrap_refuses_every_command(tmp_path: Path) -> None:
         runner.run("true")
 
 
-def test_unsafe_shell_runs_unconfined_only_where_the_sandbox_fails(tmp_path: Path) -> None:
+def test_unsafe_shell_runs_unconfined_only_where_the_sandbox_fails(
+    shell_sandbox: None, tmp_path: Path
+) -> None:
     unconfined = BashRunner(tmp_path, bwrap="/bin/false", unsafe_shell=True)
     assert unconfined.status() == (
         True,
@@ -287,7 +293,7 @@ def test_unsafe_shell_runs_unconfined_only_where_the_sandbox_fails(tmp_path: Pat
     assert sandboxed.run("touch /usr/pwned")["exit_code"] != 0
 
 
-def test_a_root_that_holds_system_folders_is_refused() -> None:
+def test_a_root_that_holds_system_folders_is_refused(shell_sandbox: None) -> None:
     with pytest.raises(ToolCallError, match="holds the system folder /usr"):
         BashRunner("/").run("touch /usr/pwned")
 
