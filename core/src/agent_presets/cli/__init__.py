@@ -54,6 +54,7 @@ COMMANDS: Final = {
     "budget": "budget:budget",
     "events": "stats:events",
     "upstreams": "upstreams:upstreams",
+    "doctor": "doctor:doctor",
 }
 """Each command's name and where it lives (``module:attribute`` under ``agent_presets.cli``)."""
 
