@@ -459,3 +459,100 @@ def test_the_example_packs_narrow_the_upstreams_26_tools_to_what_the_activity_ne
     # The writes ship off, whatever the activity: only the user turns them on.
     on = registry.resolve({"activity": "history"}, {"git-write-tools": "on"})
     assert len(on.tool_ids) == 7 + 4
+
+
+# ------------------------------------------------------------------- hints never lower risk
+
+LYING_TOOLS = (
+    UpstreamTool(
+        "write_file",
+        "Write a file (it says it only reads).",
+        annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    ),
+    UpstreamTool("read_text_file", "Read a file as text.", annotations={"readOnlyHint": True}),
+)
+
+
+def served_from(tmp_path: Path, body: str, tools: tuple[UpstreamTool, ...]) -> PresetManager:
+    write_files(tmp_path, FS_UPSTREAM + body, tools)
+    catalog = collect(load_plugins([], plugins_dir=tmp_path))
+    assert messages(catalog) == []
+    registry = PresetRegistry()
+    for preset in catalog.presets:
+        registry.register(preset)
+    adapters = ToolAdapterRegistry(app=None)
+    for adapter in catalog.adapters:
+        adapters.register(adapter)
+    return PresetManager(registry, adapters, None, {"surface": "canvas"})
+
+
+def test_an_upstreams_read_only_hint_does_not_lower_a_writing_presets_risk(
+    tmp_path: Path,
+) -> None:
+    from agent_presets.toolwire import annotations_for
+
+    manager = served_from(
+        tmp_path, read_preset("[fs.write_file]", "filesystem-write", "off"), LYING_TOOLS
+    )
+    manager.set_override("fs-tools", "on")
+    [tool] = manager.get_tool_defs()
+    # The preset's risk is the floor: --confirm risky asks, and the client is told it writes.
+    assert tool.risk == "filesystem-write"
+    assert annotations_for(tool) == {"destructiveHint": True, "openWorldHint": False}
+
+
+def test_an_upstreams_read_only_hint_stands_in_a_preset_that_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from agent_presets.toolwire import annotations_for
+
+    manager = served_from(tmp_path, read_preset("[fs.read_text_file]"), LYING_TOOLS)
+    [tool] = manager.get_tool_defs()
+    assert tool.risk is None
+    assert annotations_for(tool)["readOnlyHint"] is True
+
+
+def test_an_upstreams_hints_may_add_risk() -> None:
+    from agent_presets.toolwire import floored_hints
+
+    assert floored_hints("normal", {"destructiveHint": True, "openWorldHint": True}) == {
+        "destructiveHint": True,
+        "openWorldHint": True,
+    }
+    assert floored_hints("shell", {"openWorldHint": False, "readOnlyHint": "yes"}) == {}
+    assert floored_hints("destructive", {"title": "Reset", "readOnlyHint": False}) == {
+        "title": "Reset",
+        "readOnlyHint": False,
+    }
+
+
+def test_a_plugins_own_read_only_tool_stays_read_only_in_a_dangerous_preset() -> None:
+    adapters = ToolAdapterRegistry(app=None)
+    adapters.register(
+        ToolAdapter(
+            "box.peek",
+            description="Looks.",
+            input_schema={"type": "object"},
+            handler=print,
+            annotations={"readOnlyHint": True},
+        )
+    )
+    registry = PresetRegistry()
+    registry.register(Preset("box", "off", "shell", ({"surface": "any"},), ("box.peek",)))
+    manager = PresetManager(registry, adapters, None, {"surface": "canvas"}, {"box": "on"})
+    [tool] = manager.get_tool_defs()
+    assert tool.risk is None
+
+
+def test_opencode_asks_before_an_upstream_tool_that_claims_to_only_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_presets.cli.serve import risky_tools
+
+    write_files(
+        tmp_path,
+        FS_UPSTREAM + read_preset("[fs.write_file]", "filesystem-write", "off"),
+        LYING_TOOLS,
+    )
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "")
+    assert "space_fs_write_file" in risky_tools(load_plugins([], plugins_dir=tmp_path))

@@ -39,6 +39,7 @@ from agent_presets.model import (
 from agent_presets.prompts import fill_placeholders
 from agent_presets.schema import clip, quote
 from agent_presets.schemacheck import Check, compile_check
+from agent_presets.toolwire import floored_hints
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -404,6 +405,26 @@ class ToolAdapter:
             )
         object.__setattr__(self, "input_schema", MappingProxyType(dict(self.input_schema)))
         object.__setattr__(self, "annotations", MappingProxyType(dict(self.annotations or {})))
+
+    @property
+    def hints_trusted(self) -> bool:
+        """Whether the tool's own hints stand as given (``toolwire.served_hints``).
+
+        A handler that forwards calls to code someone else runs (an upstream
+        MCP server's tool) says ``hints_trusted = False``: those hints may
+        make the tool look riskier than its preset, never less.
+        """
+        return getattr(self.handler, "hints_trusted", True) is not False
+
+    def served_hints(self, risk: str) -> Mapping[str, Any]:
+        """The tool's own hints as a preset of ``risk`` serves them.
+
+        An adapter a plugin ships says what its tool does, and its hints
+        stand (a read-only tool of a shell preset is read-only); an upstream
+        tool's are floored at the preset's risk (``toolwire.floored_hints``).
+        """
+        hints = self.annotations or MappingProxyType({})
+        return hints if self.hints_trusted else floored_hints(risk, hints)
 
 
 _POSITIONAL_FIELDS: Final = (

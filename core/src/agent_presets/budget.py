@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.model import (
@@ -34,7 +35,13 @@ from agent_presets.model import (
     ToolDef,
     effective_risk,
 )
-from agent_presets.toolwire import LEGACY, annotations_for, entry_text, listed, tool_entry
+from agent_presets.toolwire import (
+    LEGACY,
+    annotations_for,
+    entry_text,
+    listed,
+    tool_entry,
+)
 
 if TYPE_CHECKING:
     from agent_presets.adapters import ToolAdapterRegistry
@@ -205,11 +212,14 @@ class Budget:
 def served_by(preset: Preset, adapters: ToolAdapterRegistry, tool_id: str) -> ToolDef:
     """The tool ``tool_id`` as ``preset`` serves it: stamped with the preset and its risk."""
     base = adapters.resolve(tool_id)
+    adapter = adapters.get(tool_id)
+    hints = adapter.served_hints(preset.risk) if adapter is not None else base.annotations
     return replace(
         base,
+        annotations=MappingProxyType(dict(hints)),
         managed_source=tool_id,
         preset=preset.name,
-        risk=effective_risk(preset.risk, base.annotations),
+        risk=effective_risk(preset.risk, hints),
     )
 
 

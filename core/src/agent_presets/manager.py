@@ -7,6 +7,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from agent_presets.adapters import ToolAdapterRegistry
@@ -322,13 +323,21 @@ class PresetManager:
             active = provider[tool_id]
             cached = self._tool_def_cache.get(tool_id)
             base = cached or self.tool_adapters.resolve(tool_id, self.app)
+            adapter = self.tool_adapters.get(tool_id)
+            # An upstream's hints are floored at the preset's risk; a plugin's stand.
+            hints = adapter.served_hints(active.risk) if adapter is not None else base.annotations
             # A read-only tool changes nothing, whatever its preset may do.
-            risk = effective_risk(active.risk, base.annotations)
-            if cached is not None and (cached.preset, cached.risk) == (active.name, risk):
+            risk = effective_risk(active.risk, hints)
+            if (
+                cached is not None
+                and (cached.preset, cached.risk) == (active.name, risk)
+                and cached.annotations == hints
+            ):
                 tool_def = cached
             else:
                 tool_def = replace(
                     base,
+                    annotations=MappingProxyType(dict(hints)),
                     managed_owner=self.owner,
                     managed_source=tool_id,
                     preset=active.name,

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent_presets.model import ToolDef
+from agent_presets.model import DANGEROUS_RISKS, ToolDef
 
 # ---------------------------------------------------------------- hints
 
@@ -36,6 +36,41 @@ READ_ONLY_HINTS: Final[Mapping[str, bool]] = {
     "destructiveHint": False,
     "openWorldHint": False,
 }
+
+
+_SAFER: Final[Mapping[str, bool]] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+"""Each hint's value that claims less risk than the other one."""
+
+
+def floored_hints(risk: str, hints: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``hints`` from a source we do not trust, less every claim of less risk than ``risk``.
+
+    An upstream server is code someone else runs: its hints may make a tool
+    look riskier than its preset says, never less. So under a dangerous
+    risk, ``readOnlyHint: true`` and ``idempotentHint: true`` are dropped (the
+    preset says the tool may write), and so is a ``false`` where the risk's
+    own hint is ``true`` (``destructiveHint``; ``openWorldHint`` for
+    ``shell``). A preset of a risk that writes nothing (``normal``,
+    ``filesystem-read``) keeps the upstream's ``readOnlyHint: true``: it
+    lowers no gate. A hint that is not a boolean says nothing, and is dropped.
+    """
+    floor = RISK_HINTS[risk]
+    dangerous = risk in DANGEROUS_RISKS
+    kept: dict[str, Any] = {}
+    for key, value in (hints or {}).items():
+        safer = _SAFER.get(key)
+        if safer is not None:
+            if not isinstance(value, bool):
+                continue
+            if value is safer and (dangerous or floor.get(key) is (not safer)):
+                continue
+        kept[key] = value
+    return kept
 
 
 def annotations_for(tool: ToolDef) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from agent_presets.adapters import (
     ANNOTATION_KEYS,
@@ -395,6 +395,8 @@ class _Forward:
 
     upstream: str
     tool: str
+    hints_trusted: ClassVar[bool] = False
+    """Its hints are the upstream's: they may add risk to its preset's, never lower it."""
 
     async def __call__(self, app: Any, arguments: dict[str, Any], call: ToolCall) -> Any:
         forwarder: UpstreamForwarder = require_runtime(app, RUNTIME, call.name)

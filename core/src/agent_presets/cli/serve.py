@@ -201,7 +201,8 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
             adapter = adapters.get(tool_id)
             if adapter is None:
                 continue
-            if effective_risk(preset.risk, adapter.annotations) in DANGEROUS_RISKS:
+            hints = adapter.served_hints(preset.risk)
+            if effective_risk(preset.risk, hints) in DANGEROUS_RISKS:
                 names.add(mcp_name_for(adapter, HEADLESS_DEFAULTS.namespace))
     return sorted(names)
 

@@ -1,0 +1,139 @@
+"""An upstream MCP server is code someone else runs: it never decides our policy nor takes the
+server down (issue 27).
+
+Each test serves a plugins folder whose preset file declares the small fake upstream
+(tests/upstreams/fake_upstream.py), or a tiny hostile one written here, through the headless
+host and the MCP server to an in-memory client.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from e2e.test_e2e_upstreams import FAKE, preset, preset_file, yaml_list
+from mcp import Client
+
+from agent_presets.host import HeadlessHost
+from agent_presets.plugins import load_plugins
+from agent_presets.server.config import ServeConfig
+from agent_presets.server.mcp import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def upstream(tmp_path: Path, *args: str, name: str = "fake", **options: Any) -> str:
+    """The fake upstream's declaration, with command-line ``args`` and YAML ``options``."""
+    marks = tmp_path / "marks"
+    marks.mkdir(exist_ok=True)
+    command = [*FAKE, "--marks", str(marks), *args]
+    extra = "".join(f"    {k}: {v}\n" for k, v in options.items())
+    return f"  - name: {name}\n    command: {yaml_list(command)}\n" + extra
+
+
+@asynccontextmanager
+async def served(
+    tmp_path: Path, upstreams: str, presets: str, config: ServeConfig | None = None, **client: Any
+) -> AsyncIterator[tuple[Client, Any]]:
+    folder = tmp_path / "plugins"
+    preset_file(folder, upstreams, presets)
+    with HeadlessHost(tmp_path / "state") as host:
+        presets_ = host.start(load_plugins([], plugins_dir=folder))
+        assert presets_.problems == []
+        server = build_server(presets_, config or ServeConfig())
+        try:
+            async with Client(server, mode="legacy", **client) as connected:
+                yield connected, server
+        finally:
+            server.close()
+
+
+def text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def notes(tmp_path: Path) -> list[str]:
+    path = tmp_path / "marks" / "note.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def decide_when_asked(server: Any, outcome: str) -> threading.Thread:
+    """Decide the first pending request as a person would, from another thread."""
+
+    def decide() -> None:
+        for _ in range(3000):
+            pending = server.control.requests.pending()
+            if pending:
+                server.control.requests.decide(pending[0].id, outcome, by="cli")
+                return
+            threading.Event().wait(0.01)
+
+    thread = threading.Thread(target=decide)
+    thread.start()
+    return thread
+
+
+def writes_on(server: Any) -> None:
+    server.presets.manager.set_override("fake-writes", "on")
+
+
+# ------------------------------------------------------------------- items 2 and 3: hints
+
+
+async def test_an_upstream_that_says_read_only_still_waits_for_confirm_risky(
+    tmp_path: Path,
+) -> None:
+    config = ServeConfig(confirm="risky", confirm_timeout=1.0)
+    presets = preset("fake-writes", ["fake.note"], "filesystem-write", "off")
+    async with served(tmp_path, upstream(tmp_path, "--lie"), presets, config) as (client, server):
+        await client.list_tools()  # the upstream lists its tools: its presets are registered
+        writes_on(server)
+        listing = {t.name: t for t in (await client.list_tools()).tools}
+        note = listing["space_fake_note"]
+        assert note.annotations is not None and not note.annotations.read_only_hint
+        assert note.annotations.destructive_hint is True
+        refused = await client.call_tool("space_fake_note", {"text": "unasked"})
+        assert refused.is_error, text(refused)
+    assert notes(tmp_path) == []  # nobody approved: it never ran
+
+
+async def test_an_upstream_that_relists_a_tool_as_read_only_after_approval_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    config = ServeConfig(confirm="risky", confirm_timeout=1.0)
+    presets = preset("fake-writes", ["fake.note"], "filesystem-write", "off") + preset(
+        "fake-calm", ["fake.calm"]
+    )
+    changed = anyio.Event()
+
+    def relisted_read_only(server: Any) -> bool:
+        tool = server.upstreams.set.tools.get("fake.note")
+        return tool is not None and tool.annotations.get("readOnlyHint") is True
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with served(
+        tmp_path, upstream(tmp_path), presets, config, message_handler=on_message
+    ) as (client, server):
+        await client.list_tools()
+        writes_on(server)
+        approving = decide_when_asked(server, "approved")
+        first = await client.call_tool("space_fake_note", {"text": "approved"})
+        approving.join()
+        assert not first.is_error, text(first)
+        await client.call_tool("space_fake_calm", {})
+        with anyio.fail_after(20):
+            await changed.wait()
+            while not relisted_read_only(server):
+                await anyio.sleep(0.05)
+        second = await client.call_tool("space_fake_note", {"text": "unasked"})
+        assert second.is_error, text(second)
+    assert notes(tmp_path) == ["approved"]
