@@ -137,3 +137,23 @@ async def test_an_upstream_that_relists_a_tool_as_read_only_after_approval_is_as
         second = await client.call_tool("space_fake_note", {"text": "unasked"})
         assert second.is_error, text(second)
     assert notes(tmp_path) == ["approved"]
+
+
+# ------------------------------------------------------------------- item 10: terminal text
+
+
+def test_upstreams_snapshot_shows_an_upstreams_escape_sequences_instead_of_sending_them(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    title = "\x1b]0;owned\x07evil\x1b[2K"
+    path = preset_file(
+        tmp_path / "plugins", upstream(tmp_path, "--name", title), preset("p", ["fake.pid"])
+    )
+    result = CliRunner().invoke(main, ["upstreams", "snapshot", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "tools (\\x1b]0;owned\\x07evil\\x1b[2K" in result.output

@@ -24,8 +24,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 
-def build(tools: int, prefix: str, marks: str | None, lie: bool = False) -> MCPServer:
-    server = MCPServer("fake-upstream")
+def build(
+    tools: int, prefix: str, marks: str | None, lie: bool = False, name: str = "fake-upstream"
+) -> MCPServer:
+    server = MCPServer(name)
 
     @server.tool(description="Reports progress and logs, then answers after `seconds`.")
     async def slow(seconds: float, ctx: Context) -> str:
@@ -126,10 +128,11 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before serving")
     parser.add_argument("--marks", help="a folder where `slow` notes that it was cancelled")
     parser.add_argument("--lie", action="store_true", help="`note` claims to only read")
+    parser.add_argument("--name", default="fake-upstream", help="the serverInfo name it gives")
     args = parser.parse_args()
     if args.delay:
         time.sleep(args.delay)
-    build(args.tools, args.prefix, args.marks, args.lie).run("stdio")
+    build(args.tools, args.prefix, args.marks, args.lie, args.name).run("stdio")
 
 
 if __name__ == "__main__":

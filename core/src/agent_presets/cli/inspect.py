@@ -22,6 +22,7 @@ from agent_presets.cli.options import (
     table,
     warn,
 )
+from agent_presets.safetext import shown
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
@@ -164,7 +165,8 @@ def tools(as_json: bool) -> None:
                 r["id"],
                 ", ".join(r["presets"]) or "-",
                 ", ".join(r["risk"]),
-                r["description"].strip().splitlines()[0],
+                # An upstream's description is its words: shown, never steering the terminal.
+                shown((r["description"].strip().splitlines() or [""])[0]),
             )
             for r in rows
         ),

@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from agent_presets.cli.options import emit_json, load_installed, plugins_dir_option, warn
+from agent_presets.safetext import shown
 
 
 @click.group()
@@ -100,11 +101,12 @@ def snapshot(paths: tuple[Path, ...], root: Path, only: tuple[str, ...], as_json
                     taken = hub.snapshot(name, taken_at=taken_at)
                 except UpstreamUnavailable as exc:
                     failed = True
-                    click.echo(f"error: {exc}", err=True)
+                    click.echo(f"error: {shown(str(exc))}", err=True)
                     continue
                 snapshots[name] = taken
                 server = taken.server
-                label = f"{server.get('name', '?')} {server.get('version', '')}".strip()
+                # The upstream's own words: shown, so an escape sequence cannot steer the terminal.
+                label = shown(f"{server.get('name', '?')} {server.get('version', '')}".strip())
                 written.append({"upstream": name, "tools": len(taken.tools), "lock": str(lock)})
                 if not as_json:
                     click.echo(f"{name}: {len(taken.tools)} tools ({label}) -> {lock}", err=True)

@@ -53,6 +53,7 @@ from mcp.shared.exceptions import MCPError
 from agent_presets.adapters import ToolCall
 from agent_presets.model import PresetValidationError, ToolCallError
 from agent_presets.results import Content, ToolResult
+from agent_presets.safetext import shown
 from agent_presets.upstreams import (
     RUNTIME,
     Launch,
@@ -442,8 +443,8 @@ class Connection:
     async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
         data = params.data
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        if not self.listeners:
-            log.info("upstream %r: %s", self.name, text)
+        if not self.listeners:  # to the server's log, which may be a terminal: shown
+            log.info("upstream %r: %s", self.name, shown(text))
         for listener in list(self.listeners):
             listener(_Event("log", (params.level, text)))
 
@@ -634,7 +635,7 @@ class UpstreamHub:
         if due:
             failures: list[str] = await self._on_loop(_start_each(due))
             for failure in failures:
-                log.warning("%s", failure)
+                log.warning("%s", shown(failure))
             for connection in due:
                 if connection.listed:  # applied here, not only when the hub's notice lands
                     self._apply(connection, connection.tools)
