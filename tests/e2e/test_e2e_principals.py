@@ -119,6 +119,48 @@ async def test_an_agent_switches_only_its_own_principals_context(
         assert heard_alice.tools == before
 
 
+async def test_status_and_the_active_prompt_are_each_principals_own(
+    two_principals: tuple[HttpServer, Path, dict[str, str]],
+) -> None:
+    server, _state, tokens = two_principals
+    drawing, scene = "The user is editing a vector drawing", "The user is building a 3D scene"
+
+    async def seen(client: Client) -> tuple[dict[str, Any], str, str]:
+        status = await client.read_resource("presets://active/status")
+        prompt = await client.read_resource("presets://active/prompt")
+        got = await client.get_prompt("active-presets")
+        message = got.messages[0].content
+        return (
+            json.loads(status.contents[0].text),  # type: ignore[union-attr]
+            prompt.contents[0].text,  # type: ignore[union-attr]
+            getattr(message, "text", ""),
+        )
+
+    async with (
+        client_as(server.url, tokens["alice"]) as alice,
+        client_as(server.url, tokens["bob"]) as bob,
+    ):
+        await alice.call_tool("space_app_switch_surface", {"surface": "canvas"})
+        result = await alice.call_tool("space_app_set_activity", {"activity": "drawing"})
+        assert not result.is_error, result
+        status, resource, prompt = await seen(alice)
+        assert status["context"]["surface"] == "canvas"
+        assert status["context"]["activity"] == "drawing"
+        active = {a["name"] for a in status["active_presets"]}
+        assert "drawing-shape-tools" in active and "scene-object-tools" not in active
+        assert "space_drawing_insert_shape" in status["tools"]
+        assert "space_scene_add_cuboid" not in status["tools"]
+        assert status["tools"] == [t for t in await names(alice) if t in status["tools"]]
+        for text in (resource, prompt):
+            assert drawing in text and scene not in text
+        status, resource, prompt = await seen(bob)
+        assert status["context"]["surface"] == "scene"
+        assert "scene-object-tools" in {a["name"] for a in status["active_presets"]}
+        assert "space_drawing_insert_shape" not in status["tools"]
+        for text in (resource, prompt):
+            assert scene in text and drawing not in text
+
+
 async def test_an_approved_request_applies_to_the_principal_that_asked(
     two_principals: tuple[HttpServer, Path, dict[str, str]],
 ) -> None:

@@ -46,7 +46,7 @@ from agent_presets.suggest import did_you_mean
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.bundles import Members, PromptSpec, ResourceSpec
-    from agent_presets.model import PromptFragment
+    from agent_presets.model import PromptFragment, Resolution
     from agent_presets.server.mcp.calls import ToolCalls
     from agent_presets.server.policy import ToolPolicy
 
@@ -82,6 +82,8 @@ class Served(Protocol):
     def _presets_seen(self, token: str | None) -> set[str]: ...
 
     def status(self, token: str | None = None) -> dict[str, Any]: ...
+
+    def resolution_for(self, token: str | None) -> Resolution: ...
 
 
 def _invalid(message: str, **data: Any) -> MCPError:
@@ -136,7 +138,7 @@ class ServedMembers:
             return None
         seen = self.server._presets_seen(token)
         registry = self.presets.registry
-        for active in self.presets.manager.get_active_presets():
+        for active in self.server.resolution_for(token).active_presets:
             preset = registry.get(active.name)
             if preset is not None and not preset.tool_ids and self._named(preset.name, token):
                 seen.add(preset.name)
@@ -154,7 +156,7 @@ class ServedMembers:
 
     def visible(self, token: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The prompt ids and resource ids this session is served now, in resolution order."""
-        resolution = self.presets.manager.resolve()
+        resolution = self.server.resolution_for(token)
         open_presets = self._open_presets(token)
         if open_presets is None:
             return resolution.prompt_ids, resolution.resource_ids

@@ -508,11 +508,21 @@ class PresetServer(Server[Any]):
 
     def _fragments(self, token: str | None) -> list[PromptFragment]:
         """The active presets' prompt fragments this session may read (see ``_presets_seen``)."""
-        fragments = self.presets.manager.get_prompt_fragments()
+        fragments = list(self.resolution_for(token).prompt_fragments)
         if self.policy.allow is None and token is None:
             return fragments
         seen = self._presets_seen(token)
         return [f for f in fragments if f.preset in seen]
+
+    def resolution_for(self, token: str | None) -> Resolution:
+        """What the principal of ``token`` (``local`` without one) is served now."""
+        return self.principals.resolution(LOCAL if token is None else token)
+
+    def served_tools(self, token: str | None) -> list[ToolDef]:
+        """The tools the principal of ``token`` is served now, the allow-lists not applied."""
+        principal = LOCAL if token is None else token
+        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
+        return self.tool_registry.list() if defs is None else self._tools_with(defs)
 
     def _presets_seen(self, token: str | None) -> set[str]:
         """The active presets with at least one tool that the allow-lists show this session.
@@ -523,13 +533,13 @@ class PresetServer(Server[Any]):
         """
         ids = {
             tool.managed_source
-            for tool in self.tool_registry.list()
+            for tool in self.served_tools(token)
             if self.policy.allows(tool.name, token)
         }
         registry = self.presets.registry
         return {
             active.name
-            for active in self.presets.manager.get_active_presets()
+            for active in self.resolution_for(token).active_presets
             if (preset := registry.get(active.name)) is not None
             and ids.intersection(preset.tool_ids)
         }
@@ -549,27 +559,30 @@ class PresetServer(Server[Any]):
     def status(self, token: str | None = None) -> dict[str, Any]:
         """The status resource for a session of ``token`` (``docs/security.md``).
 
-        A session narrowed by ``--allow`` or by a token sees the active
-        presets behind its tools (``_presets_seen``) and the overrides of
-        presets that hold one of its tools (an ``off`` one too, which hides
-        them); the policy part is ``ToolPolicy.status``, which shows a token
-        only its own.
+        It is the principal's own: its context, the overrides in force for it
+        and what it is served. A session narrowed by ``--allow`` or by a token
+        sees the active presets behind its tools (``_presets_seen``) and the
+        overrides of presets that hold one of its tools (an ``off`` one too,
+        which hides them); the policy part is ``ToolPolicy.status``, which
+        shows a token only its own.
         """
-        manager = self.presets.manager
+        principal = LOCAL if token is None else token
         narrowed = self.policy.allow is not None or token is not None
         seen = self._presets_seen(token) if narrowed else None
-        overrides = manager.get_overrides()
+        overrides = self.principals.overrides(principal)
         if narrowed:
             overrides = {n: v for n, v in overrides.items() if self._holds_allowed(n, token)}
         return {
-            "context": manager.get_context(),
+            "context": self.principals.context(principal),
             "overrides": overrides,
             "active_presets": [
                 {"name": a.name, "reason": a.reason, "risk": a.risk}
-                for a in manager.get_active_presets()
+                for a in self.resolution_for(token).active_presets
                 if seen is None or a.name in seen
             ],
-            "tools": [n for n in self.tool_registry.names() if self.policy.allows(n, token)],
+            "tools": [
+                t.name for t in self.served_tools(token) if self.policy.allows(t.name, token)
+            ],
             "policy": self.policy.status(token),
         }
 
