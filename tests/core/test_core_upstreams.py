@@ -556,3 +556,59 @@ def test_opencode_asks_before_an_upstream_tool_that_claims_to_only_read(
     )
     monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "")
     assert "space_fs_write_file" in risky_tools(load_plugins([], plugins_dir=tmp_path))
+
+
+# ------------------------------------------------------------------- names an upstream may not take
+
+
+def shell_plugin() -> object:
+    class Shell:
+        @hookimpl
+        def presets_tool_adapters(self) -> list[ToolAdapter]:
+            return [
+                ToolAdapter(
+                    "app.run-bash",
+                    description="Runs a command in the sandbox.",
+                    input_schema={"type": "object"},
+                    handler=print,
+                )
+            ]
+
+    return Shell()
+
+
+@pytest.mark.parametrize("name", ["app", "app_run"])
+def test_an_upstream_whose_tools_could_take_a_plugins_tool_name_is_refused_at_its_line(
+    tmp_path: Path, name: str
+) -> None:
+    upstreams = f"upstreams:\n  - name: {name}\n    command: [some-server]\n"
+    tools = (UpstreamTool("run_bash" if name == "app" else "bash", "Runs anything."),)
+    path = tmp_path / "up.yaml"
+    path.write_text(upstreams + read_preset(f"[{name}.{tools[0].name}]"), encoding="utf-8")
+    declared = check_preset_files([path]).upstreams.upstreams[name]
+    write_lock(lock_path(path), [Snapshot(name, declared.declaration(), tools)])
+    catalog = collect(load_plugins([shell_plugin()], plugins_dir=tmp_path))
+    problems = messages(catalog)
+    assert problems[0] == (
+        f"{path}:2: upstream {name!r}: its tools would be named space_{name}_*, as plugin "
+        "Shell's tool 'space_app_run_bash' is; rename the upstream (the first part of its tool "
+        "ids) so that no tool of its can take a plugin's tool's name"
+    )
+    # Its tools are not known, so the preset listing one says so at the id.
+    assert problems[1].startswith(f"{path}:9:16: preset 'fs-tools': no installed plugin")
+    assert name not in catalog.upstreams.upstreams
+    assert [a.id for a in catalog.adapters] == ["app.run-bash"]  # the plugin's own, alone
+
+
+def test_an_upstream_named_presets_is_refused_at_its_line_by_validate(tmp_path: Path) -> None:
+    path = tmp_path / "up.yaml"
+    path.write_text(
+        "upstreams:\n  - name: presets\n    command: [some-server]\n" + read_preset("[]"),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert (
+        f"{path}:2: upstream 'presets': the server's own tools are named presets_* "
+        "(presets_request, presets_search and presets_call), so an upstream may not be"
+    ) in result.output

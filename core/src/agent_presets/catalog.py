@@ -39,7 +39,12 @@ from agent_presets.plugins import PluginInfo, PluginSet, display_path
 from agent_presets.prompts import placeholders, value_placeholders
 from agent_presets.schema import clip, quote
 from agent_presets.suggest import closest, did_you_mean
-from agent_presets.upstreams import UpstreamSet, check_upstream_tool_ids, gather_upstreams
+from agent_presets.upstreams import (
+    UpstreamSet,
+    check_upstream_tool_ids,
+    gather_upstreams,
+    name_clash,
+)
 from agent_presets.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -130,7 +135,7 @@ def collect(
                 continue
             adapters[adapter.id] = adapter
             catalog.adapter_plugin[adapter.id] = info.name
-    _add_upstreams(catalog, plugin_set, adapters)
+    _add_upstreams(catalog, plugin_set, adapters, namespace_prefix)
     presets = _unique(catalog, catalog.presets)
     refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed)
     for tool_id in refused:
@@ -142,9 +147,16 @@ def collect(
 
 
 def _add_upstreams(
-    catalog: Catalog, plugin_set: PluginSet, adapters: dict[str, ToolAdapter]
+    catalog: Catalog,
+    plugin_set: PluginSet,
+    adapters: dict[str, ToolAdapter],
+    namespace_prefix: str | None,
 ) -> None:
-    """The upstreams of the files read and of ``presets_upstreams``, and their tools' adapters."""
+    """The upstreams of the files read and of ``presets_upstreams``, and their tools' adapters.
+
+    An upstream whose tools could take a plugin's tool's name is refused here,
+    at its declaration (``upstreams.name_clash``), before anything serves it.
+    """
     declared = [
         (info.name, item)
         for info, result in plugin_set.call_each("presets_upstreams", catalog.problems.append)
@@ -152,6 +164,18 @@ def _add_upstreams(
     ]
     catalog.upstreams = gather_upstreams(catalog.texts, declared)
     catalog.problems.extend(catalog.upstreams.problems)
+    prefix = namespace_prefix or ""
+    taken = [
+        (mcp_name_for(a, prefix), catalog.adapter_plugin.get(a.id, a.source or "?"))
+        for a in adapters.values()
+    ]
+    for upstream in list(catalog.upstreams.upstreams.values()):
+        clash = name_clash(upstream, taken, prefix)
+        if clash is not None:
+            catalog.problems.append(
+                PresetValidationError(clash, source=upstream.source, line=upstream.line)
+            )
+            catalog.upstreams.drop(upstream.name)
     for adapter in catalog.upstreams.adapters:
         first = adapters.get(adapter.id)
         if first is not None:

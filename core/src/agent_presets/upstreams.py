@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "LOCK_SUFFIX",
+    "RESERVED_NAMES",
     "RUNTIME",
     "Snapshot",
     "Upstream",
@@ -61,6 +62,7 @@ __all__ = [
     "UpstreamTool",
     "gather_upstreams",
     "lock_path",
+    "name_clash",
     "read_lock",
     "upstream_adapter",
     "write_lock",
@@ -115,6 +117,12 @@ and what lets ``npx`` and ``uvx`` reach their registry (certificates,
 proxies, caches). Nothing else leaks: a token of the server's is passed only
 by naming it, ``env: {TOKEN: "${TOKEN}"}``.
 """
+
+
+RESERVED_NAMES: Final[Mapping[str, str]] = MappingProxyType(
+    {"presets": "presets_request, presets_search and presets_call"}
+)
+"""Upstream names refused: the first part of the MCP names of the server's own tools."""
 
 
 class UpstreamConfigError(PresetError):
@@ -604,6 +612,14 @@ class UpstreamSet:
     def __bool__(self) -> bool:
         return bool(self.upstreams)
 
+    def drop(self, name: str) -> None:
+        """Forget the upstream ``name`` and its tools (it was refused)."""
+        self.upstreams.pop(name, None)
+        self.snapshots.pop(name, None)
+        mine = name + "."
+        self.adapters = [a for a in self.adapters if not a.id.startswith(mine)]
+        self.tools = {k: v for k, v in self.tools.items() if not k.startswith(mine)}
+
     def owner(self, tool_id: str) -> Upstream | None:
         """The upstream whose tool ids ``tool_id`` is one of (by its first part), or None."""
         return self.upstreams.get(tool_id.partition(".")[0])
@@ -658,6 +674,17 @@ def gather_upstreams(
         if upstream is not None:
             declared.append(upstream)
     for upstream in declared:
+        if upstream.name in RESERVED_NAMES:
+            found.problems.append(
+                PresetValidationError(
+                    f"upstream {upstream.name!r}: the server's own tools are named "
+                    f"{upstream.name}_* ({RESERVED_NAMES[upstream.name]}), so an upstream may "
+                    "not be; rename the upstream (the first part of its tool ids)",
+                    source=upstream.source,
+                    line=upstream.line,
+                )
+            )
+            continue
         first = found.upstreams.get(upstream.name)
         if first is not None:
             found.problems.append(
@@ -776,6 +803,26 @@ def _attach_snapshot(
         tool_id = upstream.tool_id(tool.name)
         if tool_id in kept:
             found.tools[tool_id] = tool
+
+
+def name_clash(upstream: Upstream, taken: Iterable[tuple[str, str]], prefix: str) -> str | None:
+    """Why ``upstream``'s tools could be named as a plugin's tool is, or None.
+
+    ``taken`` holds ``(final MCP name, plugin)`` of the plugins' tools. An
+    upstream ``app`` would serve its ``run_bash`` as ``space_app_run_bash``,
+    the sandboxed shell's name, and one named ``app_run`` its ``bash`` so
+    too: an upstream whose names would start as a plugin's tool's name does
+    is refused, whatever tools it lists today.
+    """
+    stem = f"{prefix}{default_name(upstream.name)}_"
+    for name, plugin in taken:
+        if name.startswith(stem):
+            return (
+                f"upstream {upstream.name!r}: its tools would be named {stem}*, as plugin "
+                f"{plugin}'s tool {name!r} is; rename the upstream (the first part of its "
+                "tool ids) so that no tool of its can take a plugin's tool's name"
+            )
+    return None
 
 
 def check_upstream_tool_ids(found: UpstreamSet, preset: Preset) -> list[tuple[str, int]]:

@@ -51,7 +51,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agent_presets.adapters import ToolCall
-from agent_presets.model import PresetValidationError, ToolCallError
+from agent_presets.model import PresetError, PresetValidationError, ToolCallError
 from agent_presets.results import Content, ToolResult
 from agent_presets.safetext import shown
 from agent_presets.upstreams import (
@@ -757,8 +757,17 @@ class UpstreamHub:
             changed = self._apply_tools(connection.upstream, tools)
             self._applied.add(connection.name)
             self._apply_pending()
-            if changed:
+            if not changed:
+                return
+            try:
                 self.presets.sync.sync()
+            except PresetError as exc:  # a loop callback: logged, never a traceback
+                log.warning(
+                    "%s: upstream %r: its tools could not be served: %s",
+                    connection.upstream.where,
+                    connection.name,
+                    shown(str(exc)),
+                )
 
     def _apply_tools(self, upstream: Upstream, tools: list[UpstreamTool]) -> bool:
         """Make the adapters of ``upstream`` those of ``tools``; whether anything changed.
