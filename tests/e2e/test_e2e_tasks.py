@@ -215,6 +215,67 @@ def test_a_question_parks_the_task_until_tasks_update_answers_it(server: HttpSer
     assert done["result"]["content"][0]["text"] == "Deleted a.txt"
 
 
+RISKY_PLUGIN = """
+from agent_presets import ToolAdapter, hookimpl, object_schema
+
+
+def stamp(app, args):
+    return "stamped " + args["label"]
+
+
+@hookimpl
+def presets_tool_adapters():
+    return [
+        ToolAdapter(
+            "risky.stamp",
+            handler=stamp,
+            description="Stamp a label (writes).",
+            input_schema=object_schema({"label": {"type": "string"}}, required=["label"]),
+            name="stamp",
+            task_support="optional",
+        )
+    ]
+"""
+RISKY_PRESETS = """
+presets:
+  - name: risky-stamp-tools
+    default_state: "off"
+    risk: filesystem-write
+    contexts: [{surface: any}]
+    tool_ids: [risky.stamp]
+"""
+
+
+def test_a_confirmation_answered_through_tasks_update_runs_the_call(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "risky.py").write_text(RISKY_PLUGIN)
+    (plugins / "risky.yaml").write_text(RISKY_PRESETS)
+    state = tmp_path / "state"
+    server = HttpServer(
+        state, "--plugins-dir", str(plugins), "--confirm", "risky", "--confirm-via", "client"
+    )
+    try:
+        done = presets(state, "on", "risky-stamp-tools", "--yes")
+        assert done.returncode == 0, done.stderr
+        created = call(server.url, "space_stamp", {"label": "box"}, capabilities=ASKABLE)
+        assert created["resultType"] == "task", created
+        parked = until(server.url, created["taskId"], "input_required")
+        assert parked["status"] == "input_required", parked
+        (key,) = parked["inputRequests"]
+        assert "Allow the agent to run space_stamp" in str(parked["inputRequests"][key])
+        answer = {key: {"action": "accept"}}
+        update = {"taskId": created["taskId"], "inputResponses": answer}
+        result(rpc(server.url, "tasks/update", update))
+        finished = until(server.url, created["taskId"], "completed", "failed", timeout=10)
+        assert finished["status"] == "completed", finished
+        assert finished["result"]["content"][0]["text"] == "stamped box"
+        waiting = presets(state, "requests", "--json")
+        assert waiting.returncode == 0 and waiting.stdout.strip() == "[]", waiting.stdout
+    finally:
+        server.stop()
+
+
 def test_without_the_extension_a_task_capable_tool_answers_directly(server: HttpServer) -> None:
     answer = call(
         server.url, "space_slow_compute", {"seconds": 0.1, "label": "sync"}, capabilities={}

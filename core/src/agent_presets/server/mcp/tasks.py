@@ -309,7 +309,11 @@ class Tasks:
                     task.move("completed")
                     return
                 task.asked = dict(result.get("inputRequests") or {})
-                task.confirmed = Rounds.of({"requestState": result.get("requestState")}).confirmed
+                # The round's state, as a client would carry it back: what was asked
+                # (a confirmation takes only the answer to its own question), the
+                # answers so far, and the approval that let the call run.
+                rounds = Rounds.of({"requestState": result.get("requestState")})
+                task.confirmed = rounds.confirmed
                 if task.first is None and not task.round_over.is_set():
                     task.first = result
                 task.move("input_required", "waiting for the client's answers (tasks/update)")
@@ -322,7 +326,11 @@ class Tasks:
                     call.arguments,
                     call.token,
                     call.request,
-                    rounds=Rounds(answers=dict(task.answers), confirmed=task.confirmed),
+                    rounds=Rounds(
+                        answers={**rounds.answers, **task.answers},
+                        asked=rounds.asked,
+                        confirmed=task.confirmed,
+                    ),
                 )
         except asyncio.CancelledError:
             task.move("cancelled", "cancelled by the client")
