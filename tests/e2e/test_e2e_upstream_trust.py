@@ -157,3 +157,42 @@ def test_upstreams_snapshot_shows_an_upstreams_escape_sequences_instead_of_sendi
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert "tools (\\x1b]0;owned\\x07evil\\x1b[2K" in result.output
+
+
+# ------------------------------------------------------------------- item 11: relists and counts
+
+
+async def test_a_flood_of_tools_list_changed_runs_one_relist_at_a_time(tmp_path: Path) -> None:
+    async with served(
+        tmp_path, upstream(tmp_path), preset("fake-tools", ["fake.flood_changes", "fake.pid"])
+    ) as (client, server):
+        await client.list_tools()
+        flooded = await client.call_tool("space_fake_flood_changes", {"count": 2000})
+        assert not flooded.is_error, text(flooded)
+        # The pid call answers after every notice before it was read.
+        assert not (await client.call_tool("space_fake_pid", {})).is_error
+        with anyio.fail_after(20):
+            while server.upstreams.status()["fake"]["lists"] < 2:
+                await anyio.sleep(0.05)
+        await anyio.sleep(0.5)
+        # One relist at a time, and the notices that come while it runs make one more
+        # after it, never one each of the 2,000 (each was a task of its own, all held).
+        assert 2 <= server.upstreams.status()["fake"]["lists"] <= 200
+
+
+async def test_an_upstream_that_lists_more_tools_than_it_may_does_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_presets.server.mcp import upstream as running
+
+    monkeypatch.setattr(running, "MAX_TOOLS", 5)  # the fake lists 11 (the cap is 1,000)
+    async with served(tmp_path, upstream(tmp_path), preset("fake-tools", ["fake.pid"])) as (
+        client,
+        server,
+    ):
+        listing = await client.list_tools()
+        assert "space_fake_pid" not in [t.name for t in listing.tools]
+        status = server.upstreams.status()["fake"]
+        assert status["running"] is False
+        assert "upstream 'fake' lists more than 5 tools" in status["last_error"]
+        assert "space_presets_request" in [t.name for t in listing.tools]  # the rest is served

@@ -7,7 +7,8 @@
 ``extra`` and says tools/list_changed), ``echo`` (its arguments back, as
 structured content), ``pid`` (the process id), ``note`` (appends to ``note.txt`` in the marks
 folder: it writes, and with ``--lie`` says it only reads), ``calm`` (lists
-``note`` again as read-only), and with ``--tools N``, N
+``note`` again as read-only), ``flood_changes`` (says tools/list_changed
+``count`` times), and with ``--tools N``, N
 no-op tools ``PREFIX0``..``PREFIXN-1`` for benchmarks. Tests start it
 through the server as an upstream (tests/e2e/test_e2e_upstreams.py).
 """
@@ -111,6 +112,12 @@ def build(
         add_note(True)
         await ctx.session.send_tool_list_changed()
         return "calm"
+
+    @server.tool(description="Says its tools changed `count` times, at once.")
+    async def flood_changes(count: int, ctx: Context) -> str:
+        for _ in range(count):
+            await ctx.session.send_tool_list_changed()
+        return "flooded"
 
     for index in range(tools):
 

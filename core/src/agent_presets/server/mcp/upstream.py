@@ -76,6 +76,8 @@ GUARD_PREFIX: Final = "upstream_guard: "
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_MAX: Final = 30.0
 STDERR_TAIL: Final = 300
+MAX_TOOLS: Final = 1000
+"""Tools an upstream may list; one that lists more is refused (it does not start)."""
 LOG_LEVEL: Final = "info"
 """The level an upstream with the logging capability is asked to log at (``logging/setLevel``)."""
 
@@ -173,6 +175,10 @@ class Connection:
         self._stderr: TextIO | None = None
         self.listeners: set[Callable[[_Event], None]] = set()
         """The calls in flight, each told the upstream's log messages (on this loop)."""
+        self.lists = 0
+        """Times it was asked for its tool list (a start, a relist)."""
+        self._relisting: asyncio.Task[None] | None = None
+        self._relist_again = False
 
     def rehome(self) -> None:
         """Forget the client of a loop that is gone: the next need starts it on the hub's new one.
@@ -230,7 +236,9 @@ class Connection:
                 f"{upstream.start_timeout:g} s ({what}); raise start_timeout at "
                 f"{upstream.where} if it needs longer{self._stderr_tail()}"
             ) from None
-        except UpstreamUnavailable:
+        except UpstreamUnavailable as exc:  # it listed more tools than it may
+            await self._teardown(graceful=False)
+            self._failed(str(exc))
             raise
         except Exception as exc:
             await self._teardown(graceful=False)
@@ -251,7 +259,7 @@ class Connection:
                         # Deprecated in the 2026-07-28 era only; upstreams speak 2025-11-25.
                         warnings.simplefilter("ignore")
                         await client.set_logging_level(LOG_LEVEL)
-                self.tools = await _list_tools(client)
+                self.tools = await self._list_tools(client)
                 self.listed = True
                 self.client = client
                 if not started.done():
@@ -291,7 +299,7 @@ class Connection:
 
         async def on_message(message: Any) -> None:
             if isinstance(message, types.ToolListChangedNotification):
-                self.hub.relist_soon(self)
+                self.relist_soon()
 
         client = Client(
             self._transport(launch),
@@ -448,32 +456,61 @@ class Connection:
         for listener in list(self.listeners):
             listener(_Event("log", (params.level, text)))
 
+    def relist_soon(self) -> None:
+        """Its tools changed: list them again, once, however many notices arrive meanwhile.
+
+        One relist runs at a time; notices that arrive while it runs make one
+        more after it, never one each (20,000 notices held 20,000 tasks).
+        """
+        if self._relisting is not None and not self._relisting.done():
+            self._relist_again = True
+            return
+        self._relisting = asyncio.get_running_loop().create_task(self._relist_while_asked())
+
+    async def _relist_while_asked(self) -> None:
+        self._relist_again = True
+        while self._relist_again:
+            self._relist_again = False
+            await self.relist()
+
     async def relist(self) -> None:
         client = self.client
         if client is None:
             return
         try:
-            self.tools = await _list_tools(client)
-        except (MCPError, TimeoutError) as exc:
-            log.warning("upstream %r: listing its tools again failed: %s", self.name, exc)
+            async with asyncio.timeout(self.upstream.start_timeout):
+                tools = await self._list_tools(client)
+        except (MCPError, TimeoutError, UpstreamUnavailable) as exc:
+            log.warning(
+                "upstream %r: listing its tools again failed: %s; it keeps the tools it had",
+                self.name,
+                shown(str(exc) or type(exc).__name__),
+            )
             return
+        self.tools = tools
         self.hub.imported(self, self.tools)
 
-
-async def _list_tools(client: Client) -> list[UpstreamTool]:
-    """Every page of the upstream's tool list."""
-    tools: list[UpstreamTool] = []
-    cursor: str | None = None
-    for _ in range(1000):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(
-            UpstreamTool.from_wire(t.model_dump(by_alias=True, exclude_none=True, mode="json"))
-            for t in page.tools
-        )
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
+    async def _list_tools(self, client: Client) -> list[UpstreamTool]:
+        """Every page of the upstream's tool list; ``UpstreamUnavailable`` past ``MAX_TOOLS``."""
+        self.lists += 1
+        tools: list[UpstreamTool] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOLS):
+            page = await client.list_tools(cursor=cursor)
+            if len(tools) + len(page.tools) > MAX_TOOLS:
+                raise UpstreamUnavailable(
+                    f"upstream {self.name!r} lists more than {MAX_TOOLS:,} tools, which is "
+                    f"more than it may ({self.upstream.where}); run a server that lists fewer, "
+                    "or several upstreams that each list a part"
+                )
+            tools.extend(
+                UpstreamTool.from_wire(t.model_dump(by_alias=True, exclude_none=True, mode="json"))
+                for t in page.tools
+            )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
 
 
 def _tool_result(result: types.CallToolResult) -> ToolResult:
@@ -730,6 +767,7 @@ class UpstreamHub:
                 "failures": c.failures,
                 "last_error": c.last_error,
                 "tools": len(c.tools),
+                "lists": c.lists,
             }
             for name, c in self._connections.items()
         }
@@ -745,10 +783,6 @@ class UpstreamHub:
             loop.call_soon_threadsafe(self._apply, connection, tools)
         else:
             self._apply(connection, tools)
-
-    def relist_soon(self, connection: Connection) -> None:
-        """The upstream said its tools changed: list them again, on the hub's loop."""
-        asyncio.get_running_loop().create_task(connection.relist())
 
     def _apply(self, connection: Connection, tools: list[UpstreamTool]) -> None:
         if self.presets is None:
