@@ -38,6 +38,17 @@ def entries(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.exists() else []
 
 
+def kept(entry: Path) -> dict:
+    """An entry's data (the line after its signature)."""
+    return json.loads(entry.read_bytes().partition(b"\n")[2])
+
+
+def keep(cache: ParseCache, entry: Path, data: dict) -> None:
+    """Write ``data`` as ``entry``, signed as the cache signs: someone who holds the key."""
+    payload = json.dumps(data).encode()
+    entry.write_bytes(cache._mac(entry, payload) + b"\n" + payload)
+
+
 def no_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(text: str, source: str) -> None:
         raise AssertionError("YAML read a file the cache holds")
@@ -97,7 +108,7 @@ def test_an_entry_that_cannot_be_read_is_ignored_and_written_again(tmp_path: Pat
     entry.write_text("{not json", encoding="utf-8")
     presets, problems, _ = read(GOOD, cache)
     assert [p.name for p in presets] == ["good-tools"] and problems == []
-    assert json.loads(entry.read_text(encoding="utf-8"))["format"] == parsecache.FORMAT
+    assert kept(entry)["format"] == parsecache.FORMAT
 
 
 def test_an_altered_entry_cannot_hold_what_a_file_could_not(tmp_path: Path) -> None:
@@ -105,9 +116,9 @@ def test_an_altered_entry_cannot_hold_what_a_file_could_not(tmp_path: Path) -> N
     cache = ParseCache(tmp_path / "cache")
     read(GOOD, cache)
     (entry,) = entries(tmp_path / "cache")
-    kept = json.loads(entry.read_text(encoding="utf-8"))
-    kept["data"]["presets"][0].update(risk="shell", default_state="on")
-    entry.write_text(json.dumps(kept), encoding="utf-8")
+    data = kept(entry)
+    data["data"]["presets"][0].update(risk="shell", default_state="on")
+    keep(cache, entry, data)
     presets, problems, _ = read(GOOD, cache)
     assert presets == []
     assert problems and "default_state" in str(problems[0])
@@ -170,10 +181,10 @@ def test_a_symlinked_cache_folder_or_entry_is_not_used(tmp_path: Path) -> None:
     cache = ParseCache(tmp_path / "own")
     read(GOOD, cache)
     (entry,) = entries(tmp_path / "own")
-    forged = json.loads(entry.read_text(encoding="utf-8"))
+    forged = kept(entry)
     forged["data"]["presets"][0]["name"] = "forged"
-    (tmp_path / "forged.json").write_text(json.dumps(forged), encoding="utf-8")
-    entry.unlink()
+    keep(cache, entry, forged)
+    os.replace(entry, tmp_path / "forged.json")
     entry.symlink_to(tmp_path / "forged.json")
     presets, _, _ = read(GOOD, cache)
     assert [p.name for p in presets] == ["good-tools"]
@@ -192,3 +203,59 @@ def test_keeping_a_read_waits_for_no_disk_flush(
     torn.write_bytes(torn.read_bytes()[:20])  # what a crash mid-write could leave
     presets, problems, _ = read(GOOD, ParseCache(tmp_path / "cache"))
     assert [p.name for p in presets] == ["good-tools"] and problems == []
+
+
+SHELL = GOOD.replace("good-tools", "shell-tools").replace(
+    "default_state: auto\n    risk: normal", 'default_state: "off"\n    risk: shell'
+)
+
+
+def test_an_edited_entry_is_not_used_and_the_file_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: an entry edited to make a shell preset normal and auto is not served."""
+    cache = ParseCache(tmp_path / "cache", key=b"k" * 32)
+    (fresh,), _, _ = read(SHELL, cache)
+    assert (fresh.risk, fresh.default_state) == ("shell", "off")
+    (entry,) = entries(tmp_path / "cache")
+    data = kept(entry)
+    data["data"]["presets"][0].update(risk="normal", default_state="auto")
+    mac = entry.read_bytes().partition(b"\n")[0]
+    entry.write_bytes(mac + b"\n" + json.dumps(data).encode())  # edited, not signed again
+    (again,), problems, _ = read(SHELL, ParseCache(tmp_path / "cache", key=b"k" * 32))
+    assert problems == [] and (again.risk, again.default_state) == ("shell", "off")
+    # Read from the YAML, and kept again, signed: the next start uses it.
+    no_yaml(monkeypatch)
+    (third,), _, _ = read(SHELL, ParseCache(tmp_path / "cache", key=b"k" * 32))
+    assert (third.risk, third.default_state) == ("shell", "off")
+
+
+def test_an_entry_moved_to_another_files_name_or_signed_with_another_key_is_not_used(
+    tmp_path: Path,
+) -> None:
+    cache = ParseCache(tmp_path / "cache", key=b"k" * 32)
+    read(GOOD, cache)
+    (entry,) = entries(tmp_path / "cache")
+    os.replace(entry, cache._path(SHELL))  # GOOD's signed read, under SHELL's name
+    (shell,), _, _ = read(SHELL, cache)
+    assert (shell.name, shell.risk) == ("shell-tools", "shell")
+    other = ParseCache(tmp_path / "cache", key=b"o" * 32)  # another state directory's key
+    (again,), _, _ = read(SHELL, other)
+    assert again.name == "shell-tools"
+    assert len(entries(tmp_path / "cache")) == 1  # rewritten under its own key
+
+
+def test_a_host_signs_its_cache_with_the_state_directorys_key(tmp_path: Path) -> None:
+    from agent_presets.host import HeadlessHost
+    from agent_presets.statekey import KEY_FILE
+
+    with HeadlessHost(tmp_path / "state") as host:
+        host.start()
+    key = tmp_path / "state" / KEY_FILE
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    kept_entries = entries(tmp_path / "state" / "cache" / "presets")
+    assert kept_entries
+    signed = ParseCache(tmp_path / "cache", key=bytes.fromhex(key.read_text()))
+    entry = kept_entries[0]
+    mac, _, payload = entry.read_bytes().partition(b"\n")
+    assert mac == signed._mac(entry, payload)

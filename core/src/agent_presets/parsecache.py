@@ -13,8 +13,13 @@ differently, is simply read again.
 Only a file that read without a single problem is kept: a problem is
 reported with the file's text at hand, as before. What an entry gives is
 checked again as any read is (the schema, every later rule): an entry
-someone altered cannot hold what a file could not. An entry that cannot be
-read or does not have the expected shape is ignored and rewritten. The folder
+someone altered cannot hold what a file could not. Nor can it hold what the
+file does not say: each entry is signed (HMAC-SHA256, over its name and
+its bytes) with a key derived from the state directory's (``statekey.py``),
+so an edited entry, or one moved in from another file's name, is ignored and
+the file is read again (a cache without a key signs with one of its own
+process, so entries of another process are not used). An entry that cannot
+be read or does not have the expected shape is ignored and rewritten. The folder
 holds at most ``MAX_ENTRIES`` entries; the oldest go first. A folder (or its
 parent) that is a symlink, or an entry that is one, is not used: the files
 are read as if there were no cache.
@@ -24,8 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
@@ -35,11 +42,15 @@ from typing import Any, Final
 from agent_presets._version import __version__
 from agent_presets.atomicfile import private_directory, write_atomic
 from agent_presets.schema import SCHEMA_NAME, PathKey
+from agent_presets.statekey import derived_key
 
 __all__ = ["FORMAT", "MAX_ENTRIES", "Composed", "ParseCache"]
 
-FORMAT: Final = 1
-"""Bumped whenever what an entry holds, or how a file is composed, changes."""
+FORMAT: Final = 2
+"""Bumped whenever what an entry holds, or how a file is composed, changes (2: signed)."""
+
+PURPOSE: Final = "parse cache"
+"""What the state directory's key is derived for here (``statekey.derived_key``)."""
 
 MAX_ENTRIES: Final = 256
 
@@ -81,10 +92,15 @@ def _reader() -> bytes:
 
 
 class ParseCache:
-    """The kept reads of preset files, in ``folder`` (made private, 0700, when first written)."""
+    """The kept reads of preset files, in ``folder`` (made private, 0700, when first written).
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    ``key`` signs and checks the entries: the state directory's key
+    (``statekey.state_key``); None, a key of this process only.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], key: bytes | None = None) -> None:
         self.folder = Path(folder)
+        self._key = derived_key(secrets.token_bytes(32) if key is None else key, PURPOSE)
         self._usable: bool | None = None
 
     def usable(self) -> bool:
@@ -102,14 +118,23 @@ class ParseCache:
         digest = hashlib.sha256(_reader() + b"\0" + text.encode("utf-8", "surrogatepass"))
         return self.folder / f"{digest.hexdigest()}.json"
 
+    def _mac(self, path: Path, payload: bytes) -> bytes:
+        """The entry's signature: bound to its name, so it cannot stand for another file."""
+        signed = path.name.encode("ascii") + b"\0" + payload
+        return hmac.new(self._key, signed, hashlib.sha256).hexdigest().encode("ascii")
+
     def get(self, text: str) -> Composed | None:
         """What reading ``text`` gave before, or None (never kept, or unreadable)."""
         if not self.usable():
             return None
+        path = self._path(text)
         try:
-            fd = os.open(self._path(text), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as handle:
-                entry = json.loads(handle.read())
+                mac, _, payload = handle.read().partition(b"\n")
+            if not hmac.compare_digest(mac, self._mac(path, payload)):
+                return None  # altered, moved, or signed with another key: read the file
+            entry = json.loads(payload)
             if entry.get("format") != FORMAT:
                 return None
             return Composed(
@@ -136,8 +161,10 @@ class ParseCache:
             for folder in reversed(missing):  # each level made private, not only the last
                 private_directory(folder)
             # Not fsynced: an entry a crash loses or tears is read as absent and written again.
-            data = json.dumps(entry).encode("utf-8")
-            write_atomic(self._path(text), data, mode=0o600, durable=False)
+            path = self._path(text)
+            payload = json.dumps(entry).encode("utf-8")
+            data = self._mac(path, payload) + b"\n" + payload
+            write_atomic(path, data, mode=0o600, durable=False)
             self._prune()
 
     def _prune(self) -> None:

@@ -560,6 +560,7 @@ class HeadlessHost:
         from agent_presets.host.context_fields import HostContextFields
         from agent_presets.parsecache import ParseCache
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
+        from agent_presets.statekey import state_key
 
         # The host declares the context it provides as any host does: a plugin object.
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
@@ -567,6 +568,10 @@ class HeadlessHost:
         plugin_set.call_each("presets_headless_runtime", host=self)
         if plugin_set.problems and env_flag("PRESETS_STRICT"):
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))
+        try:  # the key the parse cache's entries are signed with
+            key: bytes | None = state_key(self.state_dir)
+        except OSError:  # a state directory it cannot write: entries of this process only
+            key = None
         presets = bootstrap(
             self,
             tool_registry=tool_registry,  # None: the namespace of self.defaults
@@ -575,7 +580,7 @@ class HeadlessHost:
             plugins=plugin_set,
             overrides=overrides,
             # What YAML read of the preset files, for the next start (parsecache.py).
-            parse_cache=ParseCache(self.state_dir / PARSE_CACHE),
+            parse_cache=ParseCache(self.state_dir / PARSE_CACHE, key=key),
         )
         self.presets = presets
         self.add_context_listener(presets.manager.set_context)

@@ -33,10 +33,9 @@ from typing import Any, Final
 
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
-from agent_presets.atomicfile import private_file, write_atomic
 from agent_presets.server.mcp.auth import principal_of
+from agent_presets.statekey import KEY_FILE, state_key
 
-KEY_FILE: Final = "request-state.key"
 STATE_TTL: Final = 600.0
 """Seconds a round's state stays valid: the time a person has to answer in the client."""
 
@@ -143,24 +142,13 @@ class MissingCapability(BaseException):
 
 
 def request_keys(state_dir: Path | None) -> list[bytes]:
-    """The keys that seal request states: the state directory's, made on first use.
+    """The keys that seal request states: the state directory's (``statekey.py``).
 
     Without a state directory (a server in memory), a key of this process only.
     """
     if state_dir is None:
         return [secrets.token_bytes(32)]
-    path = state_dir / KEY_FILE
-    try:
-        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
-        key = b""
-    if len(key) < 32:  # missing or unusable: a new key (states sealed before stop verifying)
-        key = secrets.token_bytes(32)
-        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(path, (key.hex() + "\n").encode("ascii"), mode=0o600)
-    else:
-        private_file(path)
-    return [key]
+    return [state_key(state_dir)]
 
 
 def state_boundary(
