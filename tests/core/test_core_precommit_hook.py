@@ -28,9 +28,27 @@ def test_presets_validate_hook_runs_the_installed_command_on_the_files_given() -
     assert {"id", "name", "entry", "language"} <= found.keys()
     assert found["language"] == "system"
     assert found["pass_filenames"] is True
-    command, subcommand = found["entry"].split()
+    command, subcommand, *options = found["entry"].split()
     assert command == "presets"
     assert main.get_command(click.Context(main), subcommand) is not None
+    assert options == ["--installed"]  # against the installed catalog, not the files alone
+
+
+def test_presets_validate_hook_catches_a_tool_id_typo_the_files_alone_would_not(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    changed = tmp_path / "presets.yaml"
+    changed.write_text(
+        "presets:\n  - name: my-tools\n    default_state: auto\n    risk: normal\n"
+        "    contexts: [{surface: any}]\n    tool_ids: [graph.add-nod]\n"
+    )
+    _, *args = hook()["entry"].split()
+    result = CliRunner().invoke(main, [*args, str(changed)])
+    assert result.exit_code == 1
+    assert "did you mean 'graph.add-node'?" in result.stdout
+    assert CliRunner().invoke(main, ["validate", str(changed)]).exit_code == 0
 
 
 def test_presets_validate_hook_matches_every_built_in_preset_file() -> None:

@@ -167,20 +167,29 @@ def test_an_empty_folder_is_used_and_the_default_folder_is_the_distribution(
     assert (tmp_path / "agent-presets-notes/pyproject.toml").is_file()
 
 
-def offline_pip(folder: Path, uv: str, python: Path) -> Path:
-    """A folder with a ``pip`` that is ``uv pip --offline`` into ``python``'s environment.
+def offline_pip(folder: Path, uv: str, python: str) -> Path:
+    """A folder with ``python3`` and ``pip`` that make and fill environments with uv, offline.
 
-    Offline: no package index is asked for anything, so the core can only
-    come from where the printed step says; the other dependencies come from
-    uv's cache, filled by the first environment.
+    ``python3 -m venv DIR`` is ``uv venv DIR`` (of ``python``), so the printed
+    step's fresh environment is made as it says; ``pip`` is ``uv pip
+    --offline`` into the active one (``VIRTUAL_ENV``, which activating it
+    sets). Offline: no package index is asked for anything, so the core can
+    only come from where the printed step says; the other dependencies come
+    from uv's cache, filled by the first environment.
     """
     folder.mkdir()
-    shim = folder / "pip"
-    shim.write_text(
+    pip = folder / "pip"
+    pip.write_text(
         f'#!/bin/sh\ncommand="$1"\nshift\nexec {shlex.quote(uv)} pip "$command" --offline '
-        f'--quiet --python {shlex.quote(str(python))} "$@"\n'
+        '--quiet --python "$VIRTUAL_ENV/bin/python" "$@"\n'
     )
-    shim.chmod(0o755)
+    venv = folder / "python3"
+    venv.write_text(
+        '#!/bin/sh\n[ "$1 $2" = "-m venv" ] || exit 2\n'
+        f'exec {shlex.quote(uv)} venv --quiet --python {shlex.quote(python)} "$3"\n'
+    )
+    for shim in (pip, venv):
+        shim.chmod(0o755)
     return folder
 
 
@@ -230,16 +239,18 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
     [step] = [
         line.removeprefix("next: ") for line in written.splitlines() if line.startswith("next: ")
     ]
-    assert step == (f'cd agent-presets-time-tracker && pip install {core} -e ".[dev]" && pytest')
+    assert step == (
+        "cd agent-presets-time-tracker && python3 -m venv .venv && . .venv/bin/activate && "
+        f'pip install {core} -e ".[dev]" && pytest'
+    )
 
-    # The step, as printed, in a second fresh environment, with no index at all.
-    venv = outside / "venv"
-    run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], outside)
-    shim = offline_pip(outside / "shim", uv, venv / BIN / "python")
-    tested = run_as_printed(step, outside, [shim, venv / BIN])
+    # The step, as printed: its own fresh environment, with no index at all.
+    shim = offline_pip(outside / "shim", uv, sys.executable)
+    tested = run_as_printed(step, outside, [shim])
     assert "7 passed" in tested.stdout
 
     project = outside / "agent-presets-time-tracker"
+    venv = project / ".venv"
     run([str(venv / BIN / "ruff"), "check", "--no-cache", "."], project)
     run([str(venv / BIN / "ruff"), "format", "--check", "--no-cache", "."], project)
     workflow = yaml.safe_load((project / ".github/workflows/ci.yml").read_text())

@@ -170,6 +170,10 @@ def core_requirement() -> str | None:
     return ("-e " if editable else "") + shlex.quote(str(path))
 
 
+VENV_STEP = "python3 -m venv .venv && . .venv/bin/activate"
+"""A fresh virtual environment in the plugin's folder, active for the rest of the step."""
+
+
 def install_step() -> str:
     """The ``pip install`` that sets the new plugin up for development in a fresh environment.
 
@@ -193,13 +197,16 @@ def new_plugin(name: str, directory: Path | None) -> None:
     """Write a new plugin NAME: a package, presets, a tool, tests, CI and pre-commit.
 
     \b
-    Then, in the new folder, in a fresh virtual environment:
+    Then, in the new folder, in a fresh virtual environment (the printed step makes one):
+      python3 -m venv .venv && . .venv/bin/activate
       pip install -e ".[dev]"    the plugin, the test kit, pytest and ruff
       pytest                     its tests pass as written
       presets validate           its presets with everything installed
 
     When this core was installed from a folder, a wheel or a repository
     rather than a package index, the printed step installs it from there too.
+    The plugin's README ("Installing the core") says how its CI gets the core
+    before a release.
     """
     try:
         target, written = write_plugin(name, directory)
@@ -208,4 +215,4 @@ def new_plugin(name: str, directory: Path | None) -> None:
     click.echo(f"wrote {PluginNames.parse(name).dist} to {target}:")
     for relative in written:
         click.echo(f"  {relative}")
-    click.echo(f"next: cd {shlex.quote(str(target))} && {install_step()} && pytest")
+    click.echo(f"next: cd {shlex.quote(str(target))} && {VENV_STEP} && {install_step()} && pytest")
