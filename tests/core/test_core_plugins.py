@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import re
 import sys
 import textwrap
@@ -101,16 +102,19 @@ Installer = Callable[..., str]
 def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Installer]:
     """``install(dist, plugin, source)``: a throwaway plugin distribution, gone after the test."""
     fakes: list[FakeDistribution] = []
+    before: list[FakeDistribution] = []  # found ahead of the installed ones
     real = importlib.metadata.distributions
 
     def distributions(**kwargs: Any) -> list[Any]:
-        return [*real(**kwargs), *fakes]
+        return [*before, *real(**kwargs), *fakes]
 
     monkeypatch.setattr(importlib.metadata, "distributions", distributions)
     monkeypatch.syspath_prepend(str(tmp_path))
     modules: list[str] = []
 
-    def installer(dist: str, plugin: str, source: str, presets: str | None = None) -> str:
+    def installer(
+        dist: str, plugin: str, source: str, presets: str | None = None, *, first: bool = False
+    ) -> str:
         module = f"throwaway_{plugin}_{uuid.uuid4().hex[:8]}"
         (tmp_path / f"{module}.py").write_text(
             textwrap.dedent(source).format(module=module), encoding="utf-8"
@@ -120,7 +124,7 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Install
         importlib.invalidate_caches()
         modules.append(module)
         entry_point = importlib.metadata.EntryPoint(plugin, module, "agent_presets")
-        fakes.append(FakeDistribution(dist, [entry_point]))
+        (before if first else fakes).append(FakeDistribution(dist, [entry_point]))
         return module
 
     yield installer
@@ -493,3 +497,89 @@ def test_resolving_an_unknown_tool_id_says_which_one_was_meant():
     registry.register(adapter("notes.append"))
     with pytest.raises(PresetValidationError, match=r"did you mean 'notes\.append'\?$"):
         registry.resolve("notes.apend")
+
+
+# ------------------------------------------------------------------ clashes with a built-in
+
+THEME_CLASH = """
+from pathlib import Path
+from agent_presets import ToolAdapter, hookimpl
+
+HERE = Path(__file__).with_name("{module}.yaml")
+
+
+@hookimpl
+def presets_preset_files():
+    return [HERE]
+
+
+@hookimpl
+def presets_tool_adapters():
+    return [
+        ToolAdapter(
+            "clasher.theme",
+            name="app_set_theme",
+            description="Set my theme.",
+            input_schema={{"type": "object"}},
+            handler=lambda app, arguments: "mine",
+        )
+    ]
+"""
+CLASH_PRESETS = GOOD_PRESETS.replace("throwaway-tools", "clasher-tools").replace(
+    "throwaway.hello", "clasher.theme"
+)
+
+
+def test_a_third_party_never_takes_a_built_in_mcp_name_even_when_it_loads_first(install):
+    module = install("agent-presets-clasher", "clasher", THEME_CLASH, CLASH_PRESETS, first=True)
+    plugin_set = load_plugins(env={"PRESETS_LOAD_PLUGINS": "clasher,general"})
+    assert [p.name for p in plugin_set.plugins] == ["clasher", "general"]
+    catalog = collect(plugin_set)
+    assert "general-theme-tools" in {p.name for p in catalog.presets}
+    assert "clasher-tools" not in {p.name for p in catalog.presets}
+    [problem] = catalog.problems  # no second one for the built-in's prompt placeholder
+    assert problem.source is not None and problem.source.endswith(f"{module}.py")
+    assert "the built-in plugin general keeps it: give 'clasher.theme' another name" in str(problem)
+    assert str(problem).endswith("left out with it: preset(s) 'clasher-tools'")
+    assert list(catalog.clashes) == ["clasher"]
+
+
+def test_presets_plugins_names_the_plugin_that_lost_a_name_and_fails(install, monkeypatch):
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    install("agent-presets-clasher", "clasher", THEME_CLASH, CLASH_PRESETS, first=True)
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "clasher,general")
+    result = CliRunner().invoke(main, ["plugins", "--json"])
+    assert result.exit_code == 1
+    listed = json.loads(result.stdout)
+    assert [(p["name"], p["status"]) for p in listed["plugins"]] == [("clasher", "clash")]
+    assert "left out with it: preset(s) 'clasher-tools'" in result.stderr
+
+
+def test_a_plugin_of_the_working_folder_that_fails_to_load_is_told_to_fix_its_code(
+    install, monkeypatch, tmp_path
+):
+    install("agent-presets-broken", "broken", BROKEN_PLUGIN)
+    monkeypatch.chdir(tmp_path)  # the plugin's own checkout, as its author runs the checks
+    [problem] = load_plugins(env={"PRESETS_LOAD_PLUGINS": "broken"}).problems
+    message = str(problem)
+    assert "the plugin of this folder" in message
+    assert "fix the error in its code" in message
+    assert "pip uninstall" not in message
+
+
+def test_an_installed_copy_is_shown_at_the_checkout_it_came_from(monkeypatch, tmp_path):
+    from agent_presets.plugins import display_path
+
+    installed = tmp_path / "venv/lib/python3.11/site-packages/my_plugin/adapters.py"
+    source = tmp_path / "checkout/src/my_plugin/adapters.py"
+    for path in (installed, source):
+        path.parent.mkdir(parents=True)
+        path.write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path / "checkout")
+    assert display_path(str(installed)) == "src/my_plugin/adapters.py"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # not a checkout of it: the installed file
+    assert display_path(str(installed)) == str(installed)

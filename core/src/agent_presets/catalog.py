@@ -73,6 +73,9 @@ class Catalog:
     """The plugin that declared each prompt and resource, by id."""
     upstreams: UpstreamSet = field(default_factory=UpstreamSet)
     """The upstream MCP servers the files and hooks declare (``agent_presets.upstreams``)."""
+    clashes: dict[str, list[PresetValidationError]] = field(default_factory=dict)
+    """Each plugin that lost a tool id or an MCP name to another plugin: the problems saying
+    which, and which presets were left out with it (``presets plugins`` shows them)."""
 
     def locate(
         self, preset: Preset, path: tuple[str | int, ...] = (), *, key: bool = False
@@ -107,6 +110,7 @@ def collect(
     catalog.problems.extend(problems)
     adapters: dict[str, ToolAdapter] = {}
     misnamed: list[ToolAdapter] = []  # an older mcp_name without the host's prefix
+    builtins = {p.name for p in plugin_set.plugins if p.builtin}
     for info, result in plugin_set.call_each("presets_tool_adapters", hook_failed):
         for adapter in _items(info, result, catalog):
             if not isinstance(adapter, ToolAdapter):
@@ -121,13 +125,14 @@ def collect(
             adapter = replace(adapter, source=adapter.source or info.name)
             first = adapters.get(adapter.id)
             if first is not None:
-                catalog.problems.append(
-                    PresetValidationError(
-                        f"tool adapter {quote(adapter.id)} is provided twice: by {first.source} "
-                        f"and by {adapter.source}; uninstall or disable one of them",
-                        **_made_at(adapter),
-                    )
-                )
+                first_plugin = catalog.adapter_plugin[adapter.id]
+                kept, kept_by, lost, lost_by = first, first_plugin, adapter, info.name
+                if info.name in builtins and first_plugin not in builtins:
+                    # A built-in keeps its tool ids, whichever plugin loaded first.
+                    kept, kept_by, lost, lost_by = adapter, info.name, first, first_plugin
+                    adapters[adapter.id] = adapter
+                    catalog.adapter_plugin[adapter.id] = info.name
+                _lost(catalog, lost_by, _twice(lost, kept, lost_by, kept_by))
                 continue
             legacy = adapter.name is None
             if legacy and namespace_prefix and not adapter.mcp_name.startswith(namespace_prefix):
@@ -137,13 +142,43 @@ def collect(
             catalog.adapter_plugin[adapter.id] = info.name
     _add_upstreams(catalog, plugin_set, adapters, namespace_prefix)
     presets = _unique(catalog, catalog.presets)
-    refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed)
+    refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed, builtins)
     for tool_id in refused:
         adapters.pop(tool_id, None)
     catalog.adapters = list(adapters.values())
     _check_members(catalog, plugin_set, adapters, namespace_prefix)
-    catalog.presets = _check_presets(catalog, presets, adapters, refused)
+    # A plugin that did not load takes its tool ids with it: the ids its presets (given to
+    # `validate --installed`, say) list are missing because of it, not on their own.
+    failed = tuple(sorted({p.plugin for p in plugin_set.problems if not p.hook}))
+    catalog.presets = _check_presets(catalog, presets, adapters, refused, failed)
     return catalog
+
+
+def _twice(
+    adapter: ToolAdapter, first: ToolAdapter, plugin: str, first_plugin: str
+) -> PresetValidationError:
+    """The problem of ``adapter`` (of ``plugin``), refused: ``first`` has its tool id."""
+    first_at = _describe_made_at(first)
+    if plugin == first_plugin:
+        message = (
+            f"tool adapter {quote(adapter.id)} is made twice by plugin {plugin}"
+            f"{f' (first at {first_at})' if first_at else ''}; give each tool its own id"
+        )
+    else:
+        message = (
+            f"tool adapter {quote(adapter.id)} is provided twice: by {first.source} and by "
+            f"{adapter.source}{f' (the first made at {first_at})' if first_at else ''}; "
+            f"plugin {first_plugin} keeps it: "
+            f"rename the id in plugin {plugin}, or leave one of the plugins out "
+            "(PRESETS_LOAD_PLUGINS, a comma list of the plugins to load)"
+        )
+    return PresetValidationError(message, **_made_at(adapter))
+
+
+def _lost(catalog: Catalog, plugin: str, problem: PresetValidationError) -> None:
+    """``plugin`` lost a name to another plugin: a problem, and a clash of that plugin's."""
+    catalog.problems.append(problem)
+    catalog.clashes.setdefault(plugin, []).append(problem)
 
 
 def _add_upstreams(
@@ -365,14 +400,17 @@ def _check_mcp_names(
     presets: list[Preset],
     namespace_prefix: str | None,
     misnamed: Iterable[ToolAdapter] = (),
+    builtins: set[str] | frozenset[str] = frozenset(),
 ) -> set[str]:
     """Report MCP names that would collide (and ``misnamed``); return the ids refused.
 
     A name belongs to one plugin. Two adapters of one plugin may share it only
     as variants for contexts that never meet: no two presets listing them can
     auto-activate together. The later adapter of a colliding pair is refused,
-    and with it the presets that list it. Each refusal is reported once, at
-    the code that made the adapter, naming the presets left out with it.
+    and with it the presets that list it; a built-in plugin (``builtins``)
+    comes first, so a third party never takes a built-in's name and its
+    preset. Each refusal is reported once, at the code that made the adapter
+    refused, naming the presets left out with it.
     """
     locate = _Locator(catalog)
     listed_by: dict[str, list[Preset]] = {}
@@ -398,9 +436,14 @@ def _check_mcp_names(
     by_name: dict[str, list[ToolAdapter]] = {}
     for adapter in adapters.values():
         by_name.setdefault(mcp_name_for(adapter, namespace_prefix), []).append(adapter)
+
+    def plugin_of(adapter: ToolAdapter) -> str:
+        return catalog.adapter_plugin.get(adapter.id, adapter.source or "?")
+
     for name, holders in by_name.items():
         kept: list[ToolAdapter] = []
-        for adapter in holders:
+        # sorted() is stable: load order, except that the built-ins come first.
+        for adapter in sorted(holders, key=lambda a: plugin_of(a) not in builtins):
             clash = next((k for k in kept if _clash(k, adapter, listed_by)), None)
             if clash is None:
                 kept.append(adapter)
@@ -408,11 +451,13 @@ def _check_mcp_names(
             refused.add(adapter.id)
             clash_at = _describe_made_at(clash) or clash.source
             if clash.source != adapter.source:
+                keeper = plugin_of(clash)
                 message = (
                     f"MCP name {name!r} is given by tool adapter {adapter.id!r} of plugin "
                     f"{adapter.source} and by {clash.id!r} of plugin {clash.source} (made at "
-                    f"{clash_at}); a name belongs to one plugin: rename one of the tools "
-                    "(name=)"
+                    f"{clash_at}); a name belongs to one plugin, and "
+                    f"{'the built-in ' if keeper in builtins else ''}plugin {keeper} keeps it: "
+                    f"give {adapter.id!r} another name (name=)"
                 )
             else:
                 first_at = locate.describe(locate.tool(clash.id, listed_by)) or clash_at
@@ -424,10 +469,64 @@ def _check_mcp_names(
                     "context; variants of one tool need contexts that never meet: rename one "
                     "or narrow the presets' contexts"
                 )
-            catalog.problems.append(
-                PresetValidationError(message + left_out(adapter), **_made_at(adapter))
+            _lost(
+                catalog,
+                plugin_of(adapter),
+                PresetValidationError(message + left_out(adapter), **_made_at(adapter)),
             )
     return refused
+
+
+def variants_turned_on_together(
+    catalog: Catalog, namespace_prefix: str | None = DEFAULT_NAMESPACE
+) -> list[PresetValidationError]:
+    """Variants of one tool that turning a preset on would offer under one name at once.
+
+    ``collect`` allows one plugin's adapters to share an MCP name when their
+    presets never auto-activate together. An ``off`` preset is turned on by
+    hand, in whatever context is current, so its variant meets every other
+    preset's: the server refuses that override when someone asks for it.
+    ``presets validate`` reports it before, at the ``off`` preset's tool id.
+    """
+    listed_by: dict[str, list[Preset]] = {}
+    for preset in catalog.presets:
+        for tool_id in preset.tool_ids:
+            listed_by.setdefault(tool_id, []).append(preset)
+    by_name: dict[str, list[ToolAdapter]] = {}
+    for adapter in catalog.adapters:
+        by_name.setdefault(mcp_name_for(adapter, namespace_prefix), []).append(adapter)
+    locate = _Locator(catalog)
+    problems: list[PresetValidationError] = []
+    seen: set[tuple[str, str]] = set()
+    for name, holders in by_name.items():
+        for index, first in enumerate(holders):
+            for second in holders[index + 1 :]:
+                for p in listed_by.get(first.id, ()):
+                    for q in listed_by.get(second.id, ()):
+                        if p.name == q.name or "off" not in (p.default_state, q.default_state):
+                            continue
+                        off, other = (p, q) if p.default_state == "off" else (q, p)
+                        mine, theirs = (first, second) if off is p else (second, first)
+                        if (off.name, other.name) in seen:
+                            continue
+                        seen.add((off.name, other.name))
+                        source, line, column = locate.field(
+                            off, ("tool_ids", off.tool_ids.index(mine.id))
+                        )
+                        problems.append(
+                            PresetValidationError(
+                                f"preset {quote(off.name)}: tool {quote(mine.id)} is served as "
+                                f"{name!r}, as {quote(theirs.id)} of preset {quote(other.name)} "
+                                f"is; turning {quote(off.name)} on while {quote(other.name)} "
+                                "is active would offer that name twice, and the server refuses "
+                                "it then: give the two tools their own names (name=), or list "
+                                "one tool in both presets",
+                                source=source,
+                                line=line,
+                                column=column,
+                            )
+                        )
+    return problems
 
 
 def _made_at(adapter: ToolAdapter | ContentProvider) -> dict[str, Any]:
@@ -455,13 +554,40 @@ def _clash(first: ToolAdapter, second: ToolAdapter, listed_by: Mapping[str, list
     )
 
 
+class FollowingProblem(PresetValidationError):
+    """A problem that follows from another: ``follows_from`` names the plugins that failed
+    to load. Reports put it after its cause and say so."""
+
+    def __init__(
+        self,
+        message: str,
+        follows_from: tuple[str, ...],
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, source=source, line=line, column=column)
+        self.follows_from = follows_from
+
+
 def _check_presets(
     catalog: Catalog,
     presets: list[Preset],
     adapters: Mapping[str, ToolAdapter],
     refused: set[str],
+    failed: tuple[str, ...] = (),
 ) -> list[Preset]:
-    """The presets the whole catalog accepts; each one it does not is a problem, at its place."""
+    """The presets the whole catalog accepts; each one it does not is a problem, at its place.
+
+    While plugins ``failed`` to load, a tool id no adapter provides, and a
+    context field or value nobody declared, may be theirs: such a problem is a
+    ``FollowingProblem`` that says so, and reports put it after its cause.
+    """
+    cause = (
+        f"; this may follow from plugin(s) {', '.join(map(quote, failed))} failing to load "
+        "(reported first): fix that, then check again"
+    )
     locate = _Locator(catalog)
     vocabulary = catalog.vocabulary
     prompt_ids = {p.id for p in catalog.prompts}
@@ -475,18 +601,22 @@ def _check_presets(
             path: tuple[str | int, ...],
             *,
             key: bool = False,
+            follows: bool = False,
             preset: Preset = preset,
             problems: list[PresetValidationError] = problems,
         ) -> None:
             source, line, column = locate.field(preset, path, key=key)
-            problems.append(
-                PresetValidationError(
-                    f"preset {quote(preset.name)}: {message}",
-                    source=source,
-                    line=line,
-                    column=column,
+            message = f"preset {quote(preset.name)}: {message}"
+            if follows and failed:
+                problems.append(
+                    FollowingProblem(
+                        message + cause, failed, source=source, line=line, column=column
+                    )
                 )
-            )
+            else:
+                problems.append(
+                    PresetValidationError(message, source=source, line=line, column=column)
+                )
 
         # A preset listing a refused adapter is left out; the refusal, reported at the
         # adapter, names it, so it is not a problem of its own here.
@@ -498,11 +628,15 @@ def _check_presets(
             t for t in preset.tool_ids if t not in adapters and t not in refused and t not in waits
         ]
         if missing:
+            more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
             problem(
-                f"no installed plugin provides tool id(s) {_with_hints(missing[:10], adapters)}"
-                f"{f' and {len(missing) - 10} more' if len(missing) > 10 else ''}; "
+                f"no loaded plugin provides tool id(s) {', '.join(map(quote, missing[:10]))}{more}"
+                if failed
+                else f"no installed plugin provides tool id(s) "
+                f"{_with_hints(missing[:10], adapters)}{more}; "
                 "install the plugin that does or fix the id",
                 ("tool_ids", preset.tool_ids.index(missing[0])),
+                follows=True,
             )
         for index, tool_id in enumerate(preset.tool_ids):
             risk = upstreams.risk_problem(preset, tool_id)
@@ -510,7 +644,7 @@ def _check_presets(
                 problem(risk, ("tool_ids", index))
         for index, pattern in enumerate(preset.contexts):
             for key, on_key, message in vocabulary.pattern_problems(pattern):
-                problem(message, ("contexts", index, key), key=on_key)
+                problem(message, ("contexts", index, key), key=on_key, follows=True)
         for key, members in (("prompts", prompt_ids), ("resources", resource_ids)):
             for index, member_id in enumerate(getattr(preset, key)):
                 if member_id not in members:
@@ -521,12 +655,18 @@ def _check_presets(
                         (key, index),
                     )
         for tool_id in placeholders(preset.system_prompt or ""):
-            if tool_id not in adapters and not upstreams.waits_for(tool_id):
+            # A refused adapter is reported once, at its code, naming this preset.
+            if (
+                tool_id not in adapters
+                and tool_id not in refused
+                and not upstreams.waits_for(tool_id)
+            ):
                 problem(
                     f"the system prompt names {{{{{tool_id}}}}}, but no installed plugin "
                     "provides that tool id"
                     + did_you_mean(tool_id, adapters, "fix the placeholder or install the plugin"),
                     ("system_prompt",),
+                    follows=True,
                 )
         for name in value_placeholders(preset.system_prompt or ""):
             if vocabulary and name not in vocabulary:

@@ -252,12 +252,50 @@ def _is_under(filename: str, roots: Sequence[Path]) -> bool:
 
 
 def display_path(filename: str) -> str:
-    """A path relative to the working directory when it is inside it (shorter, as editors show)."""
+    """A path relative to the working directory when it is inside it (shorter, as editors show).
+
+    A file of an installed copy whose source is in the working directory (a
+    plugin's checkout, installed without ``-e`` as its CI may) is shown at the
+    source: an editor or a CI annotation can place that file, not site-packages.
+    """
     path = Path(filename)
     try:
         return str(path.resolve().relative_to(Path.cwd()))
     except (ValueError, OSError):
-        return filename
+        source = checkout_source(path)
+        return filename if source is None else str(source)
+
+
+INSTALL_FOLDERS: Final = frozenset({"site-packages", "dist-packages"})
+
+
+def checkout_source(path: Path) -> Path | None:
+    """The working directory's own copy of an installed file, relative to it, or None.
+
+    ``.../site-packages/my_plugin/adapters.py`` is the checkout's
+    ``my_plugin/adapters.py`` or ``src/my_plugin/adapters.py`` when that
+    file exists.
+    """
+    parts = path.parts
+    found = [i for i, part in enumerate(parts) if part in INSTALL_FOLDERS]
+    if not found or found[-1] + 1 >= len(parts):
+        return None
+    inside = Path(*parts[found[-1] + 1 :])
+    cwd = Path.cwd()
+    for base in (Path(), Path("src")):
+        if (cwd / base / inside).is_file():
+            return base / inside
+    return None
+
+
+def in_checkout(roots: Sequence[Path]) -> bool:
+    """Whether a plugin's code is the working directory's (an editable or a regular install
+    of the checkout its author works in)."""
+    cwd = Path.cwd()
+    return any(
+        root == cwd or cwd in root.parents or checkout_source(root / "__init__.py") is not None
+        for root in roots
+    )
 
 
 def _code_roots(plugin: object) -> list[Path]:
@@ -539,7 +577,12 @@ def _register(
         plugin = pm.get_plugin(name)
         if plugin is not None and id(plugin) not in before:
             pm.unregister(plugin)
-        if dist_name:
+        code_roots = roots()
+        if dist_name and in_checkout(code_roots):
+            # Its author runs this, in the plugin's own checkout: the fix is in their code.
+            what = f"distribution {dist_name} {version}, the plugin of this folder"
+            leave_out = "fix the error in its code and run this again"
+        elif dist_name:
             what = f"distribution {dist_name} {version}"
             leave_out = (
                 "leave it out with PRESETS_LOAD_PLUGINS (a comma list of the plugins to "
@@ -553,7 +596,7 @@ def _register(
             )
         else:
             what, leave_out = "plugin object", "fix or remove it"
-        where = where_raised(exc, roots())
+        where = where_raised(exc, code_roots)
         plugin_set.problems.append(
             PluginProblem(
                 name,

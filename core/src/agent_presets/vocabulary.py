@@ -246,14 +246,27 @@ class Vocabulary:
             declared = self.fields.get(key)
             if declared is None:
                 hint = did_you_mean(key, self.fields, f"declared fields: {self._names()}")
+                declare = {"name": key, "type": "boolean" if isinstance(value, bool) else "string"}
                 problems.append(
-                    (key, True, f"context field {key!r} is not declared by any plugin{hint}")
+                    (
+                        key,
+                        True,
+                        f"context field {key!r} is not declared by any plugin{hint}; a plugin "
+                        f"that provides it declares it in its presets_context_fields hook: "
+                        f"{declare!r}",
+                    )
                 )
                 continue
             if value is None or value in (ANY, NONE):
                 continue
             message = _value_problem(declared, value)
             if message is not None:
+                if isinstance(value, str) and declared.type != "boolean":
+                    # A plugin adds the values its presets use to a field someone declared.
+                    message += (
+                        "; if your plugin brings this value, declare it in its "
+                        f"presets_context_fields hook: {{'name': {key!r}, 'values': [{value!r}]}}"
+                    )
                 problems.append((key, False, message))
         return problems
 

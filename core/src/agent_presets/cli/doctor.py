@@ -45,7 +45,7 @@ def preset_features() -> tuple[list[Feature], list[str]]:
     """Every installed preset, ready or not, and the plugin problems met loading them."""
     from agent_presets.host import HeadlessHost
 
-    plugin_set = load_installed()
+    plugin_set = load_installed(strict=False)
     with (
         tempfile.TemporaryDirectory(prefix="presets-doctor-") as scratch,
         HeadlessHost(f"{scratch}/state", f"{scratch}/root") as host,

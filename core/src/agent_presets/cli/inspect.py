@@ -181,12 +181,14 @@ def plugins(show_all: bool, as_json: bool) -> None:
     """List installed plugins: name, version, hooks, and how many presets and tools each adds.
 
     A plugin that failed to load, or whose hook raised, is listed as failed
-    with the reason on stderr; then the exit status is 1.
+    with the reason on stderr; so is a plugin that lost a tool id or an MCP
+    name to another plugin (status "clash": which tool, which plugin keeps it,
+    which presets were left out). Then the exit status is 1.
     """
     from agent_presets.catalog import collect
     from agent_presets.plugins import BUILTIN_DISTRIBUTIONS, PluginProblem
 
-    plugin_set = load_installed()
+    plugin_set = load_installed(strict=False)
     check_runtime_hooks(plugin_set)
     catalog = collect(plugin_set)
     problems: list[PluginProblem] = [
@@ -200,6 +202,12 @@ def plugins(show_all: bool, as_json: bool) -> None:
     # that is the plugin's own label (graph and scene give their package name).
     adapter_counts = Counter(catalog.adapter_plugin[a.id] for a in catalog.adapters)
     hook_failed = {p.plugin for p in problems if p.hook}
+
+    def status(name: str) -> str:
+        if name in hook_failed:
+            return "hook failed"
+        return "clash" if name in catalog.clashes else "ok"
+
     rows: list[dict[str, Any]] = [
         {
             "name": p.name,
@@ -210,10 +218,10 @@ def plugins(show_all: bool, as_json: bool) -> None:
             "hooks": list(p.hooks),
             "presets": preset_counts.get(p.name, 0),
             "tools": adapter_counts.get(p.name, 0),
-            "status": "hook failed" if p.name in hook_failed else "ok",
+            "status": status(p.name),
         }
         for p in plugin_set.plugins
-        if show_all or not p.builtin or p.name in hook_failed
+        if show_all or not p.builtin or status(p.name) != "ok"
     ]
     # A problem without a hook is a plugin that did not load (or a second
     # claimant of a loaded plugin's name): a row of its own.
@@ -233,6 +241,7 @@ def plugins(show_all: bool, as_json: bool) -> None:
         if not problem.hook
     ]
     messages = [str(p) for p in problems]
+    messages += [str(p) for clashes in catalog.clashes.values() for p in clashes]
     if as_json:
         emit_json({"plugins": rows, "problems": messages})
     elif rows:
@@ -257,7 +266,7 @@ def plugins(show_all: bool, as_json: bool) -> None:
         click.echo(f"no third-party plugins installed ({hidden} built-in; --all shows them)")
     for message in messages:
         warn(message)
-    if problems:
+    if messages:
         sys.exit(1)
 
 

@@ -119,11 +119,16 @@ def plugins_dir() -> Path | None:
     return None if ctx is None else ctx.meta.get(PLUGINS_DIR_KEY)
 
 
-def load_installed() -> PluginSet:
-    """The installed plugins and those of the plugins folder, problems kept, not printed."""
+def load_installed(*, strict: bool | None = None) -> PluginSet:
+    """The installed plugins and those of the plugins folder, problems kept, not printed.
+
+    ``strict=False`` for a command whose job is to report the problems (``validate``,
+    ``plugins``, ``doctor``): under ``PRESETS_STRICT=1`` too, each is reported in the
+    command's own format, and it fails.
+    """
     from agent_presets.plugins import load_plugins
 
-    return load_plugins(plugins_dir=plugins_dir())
+    return load_plugins(plugins_dir=plugins_dir(), strict=strict)
 
 
 def installed_plugins() -> PluginSet:

@@ -110,10 +110,10 @@ def validate(
         if problems:
             sys.exit(1)
         return
-    from agent_presets.catalog import collect
+    from agent_presets.catalog import collect, variants_turned_on_together
     from agent_presets.host.context_fields import HostContextFields
 
-    plugin_set = load_installed()
+    plugin_set = load_installed(strict=False)
     plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
     if paths:
         _in_place_of_installed(plugin_set, yaml_files(paths))
@@ -122,6 +122,7 @@ def validate(
     # An upstream without a current snapshot: its presets cannot be checked offline.
     problems = [
         *catalog.problems,
+        *variants_turned_on_together(catalog),
         *catalog.upstreams.unchecked,
         *_budget_problems(catalog, tokenizer, max_tokens),
     ]
@@ -252,20 +253,39 @@ def _report(
     preset_count: int,
     fmt: str,
 ) -> None:
+    """Every problem in ``fmt``: the plugins that failed first, since other problems may
+    follow from them, and those that do (``FollowingProblem``) last, marked as such."""
+    from agent_presets.catalog import FollowingProblem
+
+    def follows_from(p: PresetValidationError) -> list[str] | None:
+        return list(p.follows_from) if isinstance(p, FollowingProblem) else None
+
+    ordered = [
+        *plugin_problems,
+        *(p for p in problems if follows_from(p) is None),
+        *(p for p in problems if follows_from(p) is not None),
+    ]
     if fmt == "json":
         emit_json(
             {
-                "valid": not problems and not plugin_problems,
+                "valid": not ordered,
                 "files": sources,
                 "presets": preset_count,
                 "problems": [
-                    {"source": p.source, "line": p.line, "column": p.column, "message": p.message}
-                    for p in [*problems, *plugin_problems]
+                    {
+                        "source": p.source,
+                        "line": p.line,
+                        "column": p.column,
+                        "message": p.message,
+                        "plugin": p in plugin_problems,
+                        "follows_from": follows_from(p),
+                    }
+                    for p in ordered
                 ],
             }
         )
         return
-    for p in [*problems, *plugin_problems]:
+    for p in ordered:
         if fmt == "github":
             loc = ",".join(
                 f"{k}={v}"
