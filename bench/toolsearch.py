@@ -20,7 +20,8 @@ Figures:
   the caller's allow-list filter, and each result's preset verdict and input
   schema), median and p95 over every query, ``--rounds`` times (target
   median <= 5 ms);
-- tools/list: the tokens (o200k_base) of the list with no budget and with
+- tools/list: the tokens (o200k_base, each tool as the default client sends it to
+  its model: ``agent_presets.toolformats``) of the list with no budget and with
   ``--tool-budget`` (default 4,000), and how many tools each holds.
 """
 
@@ -387,7 +388,6 @@ def build(folder: Path, budget: int | None) -> Any:
 
 def measure(rounds: int, budget: int) -> dict[str, Any]:
     from agent_presets.budget import Budget, get_tokenizer
-    from agent_presets.toolwire import entry_text
 
     folder = Path(tempfile.mkdtemp(prefix="presets-toolsearch-"))
     server = build(folder, budget)
@@ -411,11 +411,11 @@ def measure(rounds: int, budget: int) -> dict[str, Any]:
             start = time.perf_counter()
             discovery.search(item["query"], TOP, None)
             times.append((time.perf_counter() - start) * 1000)
-    counter = Budget(get_tokenizer())
+    counter = Budget(get_tokenizer())  # as the default client (toolformats) sends its model
     full = server._visible(server.tool_entries(), None)
-    full_tokens = sum(counter.count(entry_text(e)) for e in full)
+    full_tokens = sum(counter.entry(e) for e in full)
     narrowed = discovery.narrow(full, discovery._own(full))
-    listed_tokens = sum(counter.count(entry_text(e)) for e in narrowed.entries)
+    listed_tokens = sum(counter.entry(e) for e in narrowed.entries)
     server.close()
     top5 = sum(r is not None for r in ranks) / len(ranks)
     top1 = sum(r == 1 for r in ranks) / len(ranks)

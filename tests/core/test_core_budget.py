@@ -112,7 +112,7 @@ def served_entry(tool: ToolDef) -> dict[str, Any]:
 def test_every_tool_count_is_openais_own_count_of_its_tools_list_json(
     name: str, every_tool: list[ToolDef], openai: dict[str, Any]
 ) -> None:
-    budget = Budget(get_tokenizer(name))
+    budget = Budget(get_tokenizer(name), client="wire")
     for tool in every_tool:
         cost = budget.tool(tool)
         assert cost.tokens == len(openai[name].encode_ordinary(cost.text)), tool.name
@@ -245,7 +245,9 @@ def test_the_eras_order_a_schema_differently_and_the_counts_follow(
     every_tool: list[ToolDef],
 ) -> None:
     tool = next(t for t in every_tool if t.name == "space_drawing_insert_shape")
-    legacy, modern = (Budget(get_tokenizer(), p).tool(tool) for p in (LEGACY, MODERN))
+    legacy, modern = (
+        Budget(get_tokenizer(), p, client="wire").tool(tool) for p in (LEGACY, MODERN)
+    )
     assert json.loads(legacy.text) == json.loads(modern.text)  # the same content
     assert list(json.loads(legacy.text)["inputSchema"])[:1] == ["properties"]
     assert list(json.loads(modern.text)["inputSchema"])[:1] == ["type"]
@@ -257,7 +259,7 @@ def test_the_eras_order_a_schema_differently_and_the_counts_follow(
 def test_a_presets_cost_is_the_sum_of_its_tools_as_it_serves_them(
     catalog: Any, manager: Any
 ) -> None:
-    budget = Budget(get_tokenizer())
+    budget = Budget(get_tokenizer(), client="wire")
     preset = next(p for p in catalog.presets if p.name == "general-shell-tools")
     cost = budget.preset(preset, manager.tool_adapters)
     assert [t.name for t in cost.tools] == ["space_app_run_bash"]
@@ -267,7 +269,7 @@ def test_a_presets_cost_is_the_sum_of_its_tools_as_it_serves_them(
 
 
 def test_each_part_of_an_entry_is_counted_on_its_own(every_tool: list[ToolDef]) -> None:
-    budget = Budget(get_tokenizer())
+    budget = Budget(get_tokenizer(), client="wire")
     tool = next(t for t in every_tool if t.name == "space_drawing_inspect")
     cost = budget.tool(tool)
     shaped = json.loads(cost.text)
@@ -361,11 +363,11 @@ def test_an_active_set_over_the_limit_names_its_context_and_its_largest_presets(
 ) -> None:
     budget = Budget(get_tokenizer())
     own = [Controller(manager).request_tool("space_")]
-    problems = active_set_problems(manager, budget, 6000, own)
+    problems = active_set_problems(manager, budget, 3000, own)
     assert problems
     drawing = [p for p in problems if 'activity="drawing", surface="canvas"' in p.message]
     assert len(drawing) == 1
-    assert "over --max-tokens 6,000; its largest presets: drawing-shape-tools" in drawing[0].message
+    assert "over --max-tokens 3,000; its largest presets: drawing-shape-tools" in drawing[0].message
     assert active_set_problems(manager, budget, 1_000_000, own) == []
 
 

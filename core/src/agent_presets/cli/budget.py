@@ -27,6 +27,7 @@ from agent_presets.cli.options import (
     state_dir_option,
     table,
 )
+from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT
 from agent_presets.toolwire import LEGACY, PROTOCOLS
 
 if TYPE_CHECKING:
@@ -50,10 +51,10 @@ def tokenizer_option(func: F) -> F:
     )(func)
 
 
-def make_budget(tokenizer: str, protocol: str = LEGACY) -> Budget:
+def make_budget(tokenizer: str, protocol: str = LEGACY, client: str = DEFAULT_CLIENT) -> Budget:
     from agent_presets.budget import Budget, get_tokenizer
 
-    return Budget(get_tokenizer(tokenizer), protocol)
+    return Budget(get_tokenizer(tokenizer), protocol, client)
 
 
 def server_tools(manager: PresetManager, namespace_prefix: str) -> list[ToolDef]:
@@ -71,8 +72,11 @@ def active_tools(presets: Presets) -> list[ToolDef]:
     return sorted(tools, key=lambda t: t.name)
 
 
-def _principals_presets(principal: str, state_dir: Path | None, flags: dict[str, Any]) -> Presets:
-    """The installed presets resolved as the running server serves ``principal`` now."""
+def _principals_presets(
+    principal: str, state_dir: Path | None, flags: dict[str, Any]
+) -> tuple[Presets, frozenset[str] | None]:
+    """The installed presets resolved as the running server serves ``principal`` now, and
+    the tools its allow-lists let it be served (None: all)."""
     from agent_presets.server.control import NoServerError, control_request
 
     where = state_dir or default_state_dir()
@@ -98,17 +102,33 @@ def _principals_presets(principal: str, state_dir: Path | None, flags: dict[str,
     context.update(given)
     presets = installed_presets(context, overrides)
     presets.vocabulary.check_context(context)
-    return presets
+    allowed = status.get("allowed")
+    return presets, None if allowed is None else frozenset(allowed)
 
 
-def cost_line(cost: SetCost, budget: Budget) -> str:
-    """The one line ``resolve`` and ``budget`` end with."""
+def cost_line(cost: SetCost, budget: Budget, wire: SetCost | None = None) -> str:
+    """The one line ``resolve`` and ``budget`` end with; ``wire``: the same tools counted as
+    the server sends them."""
     own = [t.name for t in cost.tools if t.preset is None]
     with_own = f", the server's {', '.join(own)} included" if own else ""
+    on_wire = f"; {wire.tokens:,} as tools/list entries" if wire is not None else ""
     return (
-        f"cost: {cost.tokens:,} tokens ({budget.tokenizer.name}) for the {len(cost.tools)} "
-        f"tools tools/list sends{with_own}"
+        f"cost: {cost.tokens:,} tokens ({budget.label}) for the "
+        f"{len(cost.tools)} tools tools/list sends{with_own}{on_wire}"
     )
+
+
+def client_option(func: F) -> F:
+    """``--client NAME``: count tools as this client sends them to its model."""
+    return click.option(
+        "--client",
+        type=click.Choice(CLIENTS),
+        default=DEFAULT_CLIENT,
+        show_default=True,
+        help="Count each tool as this client sends it to its model (name, description, "
+        "input schema in its model API's format); wire: the whole tools/list entry as "
+        "the server sends it (title, output schema and hints included).",
+    )(func)
 
 
 @click.command("budget")
@@ -122,19 +142,21 @@ def cost_line(cost: SetCost, budget: Budget) -> str:
 )
 @state_dir_option("The state folder of the server whose principal to count (with --principal).")
 @tokenizer_option
+@client_option
 @click.option(
     "--protocol",
     type=click.Choice(PROTOCOLS),
     default=LEGACY,
     show_default=True,
     help="Count tools/list as sent to a client of this protocol version "
-    "(older versions get 2025-11-25's shape).",
+    "(older versions get 2025-11-25's shape); it orders each entry's keys.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def budget(
     principal: str | None,
     state_dir: Path | None,
     tokenizer: str,
+    client: str,
     protocol: str,
     as_json: bool,
     **flags: Any,
@@ -142,29 +164,41 @@ def budget(
     """Show the tokens each preset's and each tool's definition takes in an agent's context,
     and the total of the tools `presets serve` would list for the context flags.
 
-    A tool costs the tokens of its tools/list entry (name, title, description,
-    input and output schema, hints) as compact JSON; a preset costs the sum of
-    its tools; the active set adds the server's own presets_request tool.
-    Figures are what the model reads before the first message: set a preset's
-    max_tokens, and check it in CI with `presets validate --max-tokens N`.
+    A tool costs the tokens of what the client sends its model for it (its
+    name, description and input schema, in the client's format; --client) as
+    compact JSON; a preset costs the sum of its tools; the active set adds the
+    server's own presets_request tool. Figures are what the model reads before
+    the first message: set a preset's max_tokens, and check it in CI with
+    `presets validate --max-tokens N`.
 
     \b
     Examples:
       presets budget --surface canvas --activity drawing
-      presets budget --tokenizer cl100k_base --json
+      presets budget --client opencode --json
+      presets budget --client wire          # the tools/list entries as sent
       presets budget --principal alice      # what alice's agent is served now
     """
-    presets = (
-        presets_for_flags(**flags)
-        if principal is None
-        else _principals_presets(principal, state_dir, flags)
-    )
-    counter = make_budget(tokenizer, protocol)
+    from agent_presets.budget import SetCost
+
+    allowed: frozenset[str] | None = None
+    if principal is None:
+        presets = presets_for_flags(**flags)
+    else:
+        presets, allowed = _principals_presets(principal, state_dir, flags)
+    counter = make_budget(tokenizer, protocol, client)
+
+    def served(tool: ToolDef) -> bool:
+        return allowed is None or tool.name in allowed
+
     active = {t.name for t in presets.manager.get_tool_defs()}
     active_presets = set(presets.manager.resolve().active_names)
     rows: list[dict[str, Any]] = []
     for preset in presets.registry.list():
         cost = counter.preset(preset, presets.tool_adapters)
+        if allowed is not None:
+            cost = SetCost(tuple(t for t in cost.tools if t.name in allowed))
+            if not cost.tools:
+                continue  # the principal may be served none of its tools
         rows.append(
             {
                 "name": preset.name,
@@ -180,28 +214,39 @@ def budget(
                 ],
             }
         )
-    own = counter.tools(server_tools(presets.manager, presets.tool_registry.namespace_prefix))
-    served = counter.tools(active_tools(presets))
+    own = counter.tools(
+        t
+        for t in server_tools(presets.manager, presets.tool_registry.namespace_prefix)
+        if served(t)
+    )
+    listed = [t for t in active_tools(presets) if served(t)]
+    cost = counter.tools(listed)
+    wire = make_budget(tokenizer, protocol, "wire").tools(listed)
     data: dict[str, Any] = {
         "tokenizer": counter.tokenizer.to_dict(),
+        "client": client,
         "protocol": protocol,
         "principal": principal,
         "context": presets.manager.get_context(),
         "presets": rows,
         "server_tools": [t.to_dict() for t in own.tools],
         "active": {
-            "tools": [t.to_dict() for t in served.tools],
-            "count": len(served.tools),
-            "tokens": served.tokens,
+            "tools": [t.to_dict() for t in cost.tools],
+            "count": len(cost.tools),
+            "tokens": cost.tokens,
+            "wire_tokens": wire.tokens,
         },
     }
     if as_json:
         emit_json(data)
         return
-    click.echo(
-        f"tokenizer: {counter.tokenizer.label}; each tool's tools/list entry, "
-        f"compact JSON, protocol {protocol}"
+    what = (
+        f"each tool's tools/list entry, compact JSON, protocol {protocol}"
+        if client == "wire"
+        else f"each tool as {client} sends it to its model (name, description, input schema), "
+        "compact JSON"
     )
+    click.echo(f"tokenizer: {counter.tokenizer.label}; {what}")
     table(
         None,
         ["preset", "tools", "tokens", "max_tokens", "active"],
@@ -243,5 +288,5 @@ def budget(
 
     click.echo(
         f"active set{whose}, {describe_context(data['context'])}: "
-        + cost_line(served, counter).removeprefix("cost: ")
+        + cost_line(cost, counter, None if client == "wire" else wire).removeprefix("cost: ")
     )

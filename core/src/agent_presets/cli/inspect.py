@@ -321,6 +321,7 @@ def resolve(as_json: bool, tokenizer: str, **flags: Any) -> None:
                     "tokens": cost.tokens,
                     "tools": len(cost.tools),
                     "tokenizer": budget.tokenizer.name,
+                    "client": budget.client,
                 },
             }
         )

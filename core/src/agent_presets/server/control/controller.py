@@ -124,6 +124,9 @@ class Controller:
         self.manager = manager
         self.principals = principals
         """Each principal's own state (the server sets it); None: one principal, the server."""
+        self.allows: Callable[[str, str | None], bool] | None = None
+        """Whether a tool may be served to a principal's token, or to no token (the
+        server's ``ToolPolicy.allows``, which the server sets); None: every tool may."""
         self._emit = emit
         # One change at a time, so each change line names the state it replaced.
         self._lock = threading.RLock()
@@ -183,7 +186,22 @@ class Controller:
             "context": context,
             "presets": presets,
             "requests": len(self.requests),
+            "allowed": self._allowed(principal),
         }
+
+    def _allowed(self, principal: str | None) -> list[str] | None:
+        """The tools the allow-lists let ``principal`` be served (the server's ``--allow``,
+        and its token's), by MCP name; None when they leave every tool open."""
+        if self.allows is None:
+            return None
+        token = None if principal is None or principal == LOCAL else principal
+        adapters = self.manager.tool_adapters
+        names = sorted(
+            {adapters.mcp_name(a) for a in adapters.list()}
+            | {self.request_tool(adapters.namespace_prefix or "").name}
+        )
+        allowed = [n for n in names if self.allows(n, token)]
+        return None if len(allowed) == len(names) else allowed
 
     def _principals(self, principal: str | None) -> Principals | None:
         """The principals to change ``principal``'s own state in; None: the server's state.

@@ -58,7 +58,8 @@ from agent_presets.server.mcp.pipeline import (
 )
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import LOCAL
-from agent_presets.toolwire import LEGACY, MODERN, entry_text
+from agent_presets.toolformats import DEFAULT_CLIENT, client_format
+from agent_presets.toolwire import LEGACY, MODERN
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
@@ -371,7 +372,7 @@ class Discovery:
         self._index: ToolIndex | None = None
         self._index_key: object = None
         self._index_lock = threading.Lock()
-        self._budgets: dict[str, Budget] = {}
+        self._budgets: dict[tuple[str, str], Budget] = {}
         self._budget_lock = threading.Lock()
         self._narrowed: dict[object, Narrowed] = {}
         self._warned_over = False
@@ -434,7 +435,10 @@ class Discovery:
         own = self._own(entries)
         if self.tool_budget is None:
             return [*entries, *own]
-        return self.narrow(entries, own, protocol, principal_of(ctx)).entries
+        client = client_of(ctx)
+        return self.narrow(
+            entries, own, protocol, principal_of(ctx), client_format(client and client[0])
+        ).entries
 
     def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken = {e["name"] for e in entries}
@@ -453,8 +457,10 @@ class Discovery:
         own: list[dict[str, Any]],
         protocol: str = LEGACY,
         principal: str = LOCAL,
+        client: str = DEFAULT_CLIENT,
     ) -> Narrowed:
-        """``entries`` and the server's ``own`` tools, at most ``tool_budget`` tokens.
+        """``entries`` and the server's ``own`` tools, at most ``tool_budget`` tokens, counted
+        as ``client`` sends them to its model (``toolformats``).
 
         The server's tools (its own two, ``presets_request``, a host's tools
         without a preset) always; then each active preset's tools, whole, in
@@ -467,7 +473,9 @@ class Discovery:
         context = self.server.principals.context(principal)
         key = (
             self.server.tool_registry.version,
+            self.tool_budget,
             protocol,
+            client,
             tuple(e["name"] for e in entries),
             tuple(sorted(context.items(), key=lambda kv: kv[0])),
         )
@@ -475,7 +483,7 @@ class Discovery:
         if found is not None:
             return found
         with self._budget_lock:  # the warming thread may be loading the tokenizer
-            budget = self._budget(protocol)
+            budget = self._budget(protocol, client)
         loaded = [_always_loaded(e) for e in entries]
         base: list[dict[str, Any]] = []
         groups: dict[str, list[dict[str, Any]]] = {}
@@ -487,7 +495,7 @@ class Discovery:
             else:
                 groups.setdefault(preset, []).append(entry)
         base.extend(own)
-        tokens = sum(budget.count(entry_text(e, protocol)) for e in base)
+        tokens = sum(budget.entry(e) for e in base)
         if tokens > self.tool_budget and not self._warned_over:
             self._warned_over = True
             log.warning(
@@ -502,7 +510,7 @@ class Discovery:
         for preset in self._order(groups, context):
             group = groups[preset]
             if not full:
-                cost = sum(budget.count(entry_text(e, protocol)) for e in group)
+                cost = sum(budget.entry(e) for e in group)
                 if tokens + cost <= self.tool_budget:
                     tokens += cost
                     listed.extend(group)
@@ -527,12 +535,12 @@ class Discovery:
 
         return sorted(groups, key=rank)
 
-    def _budget(self, protocol: str) -> Budget:
-        budget = self._budgets.get(protocol)
+    def _budget(self, protocol: str, client: str = DEFAULT_CLIENT) -> Budget:
+        budget = self._budgets.get((protocol, client))
         if budget is None:
             from agent_presets.budget import Budget, get_tokenizer
 
-            budget = self._budgets[protocol] = Budget(get_tokenizer(), protocol)
+            budget = self._budgets[protocol, client] = Budget(get_tokenizer(), protocol, client)
         return budget
 
     # -- requests ------------------------------------------------------------
@@ -711,6 +719,6 @@ class _Search:
         return success_result(answer)
 
 
-def entries_tokens(entries: Sequence[Mapping[str, Any]], budget: Budget, protocol: str) -> int:
-    """What ``entries`` cost as a ``tools/list`` sends them (the sum of their entries)."""
-    return sum(budget.count(entry_text(e, protocol)) for e in entries)
+def entries_tokens(entries: Sequence[Mapping[str, Any]], budget: Budget) -> int:
+    """What ``entries`` cost as ``budget``'s client sends them (the sum of their tools)."""
+    return sum(budget.entry(e) for e in entries)

@@ -165,6 +165,8 @@ class PresetServer(Server[Any]):
         self.principals.add_on_change(self._principals_changed)
         if self.control.principals is None:
             self.control.principals = self.principals
+        if self.control.allows is None:  # status says what a principal may be served
+            self.control.allows = self.policy.allows
         attach = getattr(presets.manager.app, "attach_principals", None)
         if callable(attach):  # a host that keeps a context per principal (the headless one)
             attach(self.principals)
