@@ -397,3 +397,55 @@ def test_conflicting_calls_never_overlap_and_run_in_arrival_order(
             shared = touches_all(runtime_i) or touches_all(runtime_j) or runtime_i == runtime_j
             if shared and not (reads_i and reads_j):
                 assert log.index(f"{i}-") < log.index(f"{j}+"), (plan, log.events)
+
+
+def test_a_shell_call_neither_waits_for_a_hung_upstream_call_nor_holds_one_up() -> None:
+    """One principal's upstream call that never answers must not delay another's switch."""
+    log = Log()
+    switch = log.tool("switch", "shell")
+
+    async def main(calls: ToolCalls) -> None:
+        calls.detached = frozenset({"upstream_fake"})
+        hung = asyncio.Event()
+
+        async def forward(arguments: Any, **_: Any) -> str:
+            log.add("upstream+")
+            await hung.wait()
+            log.add("upstream-")
+            return "late"
+
+        upstream = ToolDef(
+            name="up",
+            description="up",
+            input_schema={"type": "object"},
+            run=print,
+            preset="p",
+            risk="filesystem-write",
+            runtime="upstream_fake",
+            run_async=forward,
+        )
+        first = asyncio.create_task(calls.run_async(upstream, {}))
+        await until(lambda: "upstream+" in log.events)
+        await asyncio.wait_for(calls.run(switch, {}), WAIT)  # it does not wait
+        hung.set()
+        await first
+        hold = log.tool("hold", "shell", hold=True)
+        held = asyncio.create_task(calls.run(hold, {}, offload=True))
+        await until(log.entered["hold"].is_set)
+        await asyncio.wait_for(calls.run_async(upstream, {}), WAIT)  # nor is it held up
+        log.release("hold")
+        await held
+
+    run(main)
+    # The switch ran while the upstream's call hung; the upstream's second call ran
+    # while a shell call held its turn.
+    assert log.events == [
+        "upstream+",
+        "switch+",
+        "switch-",
+        "upstream-",
+        "hold+",
+        "upstream+",
+        "upstream-",
+        "hold-",
+    ]

@@ -39,12 +39,18 @@ def upstream(tmp_path: Path, *args: str, name: str = "fake", **options: Any) -> 
 
 @asynccontextmanager
 async def served(
-    tmp_path: Path, upstreams: str, presets: str, config: ServeConfig | None = None, **client: Any
+    tmp_path: Path,
+    upstreams: str,
+    presets: str,
+    config: ServeConfig | None = None,
+    *,
+    plugins: list[object] | None = None,
+    **client: Any,
 ) -> AsyncIterator[tuple[Client, Any]]:
     folder = tmp_path / "plugins"
     preset_file(folder, upstreams, presets)
     with HeadlessHost(tmp_path / "state") as host:
-        presets_ = host.start(load_plugins([], plugins_dir=folder))
+        presets_ = host.start(load_plugins(plugins or [], plugins_dir=folder))
         assert presets_.problems == []
         server = build_server(presets_, config or ServeConfig())
         try:
@@ -196,3 +202,30 @@ async def test_an_upstream_that_lists_more_tools_than_it_may_does_not_start(
         assert status["running"] is False
         assert "upstream 'fake' lists more than 5 tools" in status["last_error"]
         assert "space_presets_request" in [t.name for t in listing.tools]  # the rest is served
+
+
+# ------------------------------------------------------------------- item 8: the shell
+
+
+async def test_a_hung_upstream_call_does_not_delay_a_surface_switch(tmp_path: Path) -> None:
+    import agent_presets_general
+
+    hang = preset("fake-hang", ["fake.hang"])
+    async with served(
+        tmp_path, upstream(tmp_path, call_timeout=30), hang, plugins=[agent_presets_general]
+    ) as (client, _server):
+        await client.list_tools()
+        order: list[str] = []
+
+        async def hung() -> None:
+            await client.call_tool("space_fake_hang", {})
+            order.append("hang answered")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hung)
+            await anyio.sleep(0.5)  # the hang is in flight (a switch before it proves nothing)
+            switched = await client.call_tool("space_app_switch_surface", {"surface": "canvas"})
+            order.append("switched")
+            assert not switched.is_error, text(switched)
+            tg.cancel_scope.cancel()
+        assert order == ["switched"]

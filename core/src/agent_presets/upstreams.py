@@ -249,6 +249,11 @@ class Upstream:
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    @property
+    def runtime(self) -> str:
+        """The runtime its tools' calls touch (``ToolAdapter.runtime``): its own process alone."""
+        return f"upstream_{self.name}"
+
     # -- naming ----------------------------------------------------------------
 
     def tool_id(self, tool_name: str) -> str:
@@ -445,7 +450,7 @@ def upstream_adapter(upstream: Upstream, tool: UpstreamTool) -> ToolAdapter:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         handler=_Forward(upstream.name, tool.name),
-        runtime=f"upstream_{upstream.name}",
+        runtime=upstream.runtime,
         title=title if isinstance(title, str) and title.strip() else None,
         annotations=hints or None,
         source=f"upstream {upstream.name}",
@@ -611,6 +616,11 @@ class UpstreamSet:
 
     def __bool__(self) -> bool:
         return bool(self.upstreams)
+
+    @property
+    def runtimes(self) -> frozenset[str]:
+        """The runtimes of the upstreams' tools (``Upstream.runtime``), one per upstream."""
+        return frozenset(u.runtime for u in self.upstreams.values())
 
     def drop(self, name: str) -> None:
         """Forget the upstream ``name`` and its tools (it was refused)."""

@@ -9,6 +9,11 @@ the app's to say (``exclusive_runtimes``: the headless host's ``shell`` is
 one, since switching worlds changes what ``app.drawing``, ``app.scene`` and
 ``app.graph`` are, and a surface or activity change changes the tool list).
 Two calls conflict when they touch a common runtime and one of them writes.
+A *detached* runtime (``ToolCalls.detached``: an upstream MCP server's, a
+process of its own) is touched only by its own tools' calls: a call that
+touches every runtime (the shell's) neither waits for an upstream's call
+nor holds one up, so one principal's hung upstream call never delays
+another's surface switch.
 
 A call starts only once no call that arrived before it and conflicts with it
 is running or waiting. So calls that conflict run one at a time and in the
@@ -83,6 +88,7 @@ class _Turn:
 
     runtime: str | None
     writes: bool
+    detached: bool = False
     started: bool = True
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     ready: asyncio.Future[None] | None = field(default=None, repr=False)
@@ -90,7 +96,11 @@ class _Turn:
     def conflicts(self, other: _Turn) -> bool:
         if not (self.writes or other.writes):
             return False
-        return self.runtime is None or other.runtime is None or self.runtime == other.runtime
+        if self.runtime is not None and self.runtime == other.runtime:
+            return True
+        if self.detached or other.detached:  # touched by its own calls alone
+            return False
+        return self.runtime is None or other.runtime is None
 
 
 class ToolCalls:
@@ -104,8 +114,10 @@ class ToolCalls:
     stays startable.
     """
 
-    def __init__(self, *, exclusive: Collection[str] = ()) -> None:
+    def __init__(self, *, exclusive: Collection[str] = (), detached: Collection[str] = ()) -> None:
         self.exclusive = frozenset(exclusive)
+        self.detached = frozenset(detached)
+        """Runtimes only their own tools' calls touch (the upstreams'): see the module docstring."""
         self.slow: set[str] = set()
         self._ran: set[str] = set()
         """Tools that have run once: their calls after are judged."""
@@ -222,7 +234,7 @@ class ToolCalls:
         returns before anything else can run needs no place there.
         """
         runtime, writes = call_scope(tool, self.exclusive)
-        turn = _Turn(runtime, writes)
+        turn = _Turn(runtime, writes, runtime is not None and runtime in self.detached)
         with self._lock:
             if any(turn.conflicts(other) for other in self._turns):
                 turn.started = False

@@ -187,6 +187,8 @@ class PresetServer(Server[Any]):
             from agent_presets.server.mcp.upstream import UpstreamHub
 
             self.upstreams = UpstreamHub.attach(presets)
+            # An upstream's calls touch its own process: the shell's never wait for them.
+            self.calls.detached = frozenset(presets.upstreams.runtimes)
         # The tool budget, presets_search and presets_call (discovery.py).
         self.discovery = Discovery(self, discovery, tool_budget)
         # Long calls as tasks, for clients of the tasks extension (tasks.py).
