@@ -6,7 +6,7 @@ each tool into its model API's own tool definition, with the tool's name
 input schema, and drops the title, output schema, annotations and ``_meta``.
 So a tool costs the model the tokens of that definition, which is about 2.5
 times less than the entry (docs/budget.md). Each format here is what a
-client was recorded sending (the bodies under ``tests/data/client_bodies``,
+client was recorded sending (the bodies under ``tests/data/client_tools``,
 and ``tests/core/test_core_toolformats.py`` holds each count to them):
 
 - ``claude-code``: an Anthropic Messages tool, ``{"name": "mcp__KEY__TOOL",
@@ -69,6 +69,7 @@ _CODEX_KEPT: Final = (
     "properties",
     "required",
     "additionalProperties",
+    "allOf",
 )
 """The schema keywords Codex 0.171.0 was seen to keep, in the order it writes them."""
 
@@ -204,7 +205,8 @@ def _flatten_all_of(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 def _codex(schema: Any) -> Any:
     """The schema as Codex 0.171.0 rebuilds it: only the keywords it knows (``_CODEX_KEPT``),
-    in its order, properties sorted by name, and a type inferred where none is given."""
+    in its order, properties sorted by name (an object always has them), and a type
+    inferred where none is given."""
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = {}
@@ -214,6 +216,11 @@ def _codex(schema: Any) -> Any:
             if kind is not None:
                 out["type"] = kind
             continue
+        if key == "properties" and out.get("type") == "object":
+            value = schema.get("properties")
+            properties = value if isinstance(value, Mapping) else {}
+            out[key] = {name: _codex(properties[name]) for name in sorted(properties)}
+            continue
         if key not in schema:
             continue
         value = schema[key]
@@ -221,6 +228,8 @@ def _codex(schema: Any) -> Any:
             value = _codex(value)
         elif key == "properties" and isinstance(value, Mapping):
             value = {name: _codex(value[name]) for name in sorted(value)}
+        elif key == "allOf" and isinstance(value, list):
+            value = [_codex(part) for part in value]
         out[key] = value
     return out
 
