@@ -404,3 +404,37 @@ def test_third_party_plugin_installed_from_its_folder_is_validated_listed_and_se
         assert {"space_greeter_greet", PLUGIN_TOOL} <= set(names)
         greeting = json.loads(server.call("space_greeter_greet", {"name": "Ada"}))
         assert greeting == {"greeting": "Hello, Ada!"}
+
+
+# -- what a release uploads ---------------------------------------------------------
+
+
+def test_every_built_distribution_passes_twine_check_with_complete_metadata(dist: Path) -> None:
+    from agent_presets import __version__
+
+    built = sorted(p for p in dist.iterdir() if p.name.endswith((".whl", ".tar.gz")))
+    assert len(built) == 2 * len(DISTRIBUTIONS), built  # an sdist and a wheel each
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, built)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for distribution in DISTRIBUTIONS:
+        _, metadata, _ = read_wheel(artifact(dist, distribution, ".whl"))
+        assert metadata["Version"] == __version__, distribution
+        assert metadata["Description-Content-Type"] == "text/markdown", distribution
+        assert metadata["License-File"] == "LICENSE", distribution
+        classifiers = metadata.get_all("Classifier") or []
+        assert any(c.startswith("Development Status ::") for c in classifiers), distribution
+
+
+def test_every_wheel_installs_with_plain_pip_into_a_fresh_venv(dist: Path, outside: Path) -> None:
+    venv = outside / "pip-venv"
+    run([sys.executable, "-m", "venv", str(venv)], outside)
+    wheels = [str(artifact(dist, name, ".whl")) for name in DISTRIBUTIONS]
+    run([str(venv / BIN / "python"), "-m", "pip", "install", "--quiet", *wheels], outside)
+    listed = json.loads(presets(venv, "plugins", "--all", "--json", cwd=outside).stdout)
+    assert sorted(p["distribution"] for p in listed["plugins"]) == sorted(DISTRIBUTIONS[1:])
+    assert listed["problems"] == []
+    checked = json.loads(presets(venv, "validate", "--format", "json", cwd=outside).stdout)
+    assert checked["valid"] is True
