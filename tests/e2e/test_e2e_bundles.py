@@ -21,6 +21,7 @@ from mcp_types import PromptReference, ResourceTemplateReference
 
 from agent_presets import ContentProvider, ToolAdapter, bootstrap, hookimpl, results
 from agent_presets.boot import Presets
+from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, STATUS_URI, PresetServer, build_server
 from agent_presets.server.policy import Profile, ToolPolicy
 
@@ -163,7 +164,7 @@ def make(tmp_path: Path) -> Iterator[Make]:
         presets = bootstrap(app, plugins=[BundlePlugin(tmp_path)], overrides=overrides)
         assert not presets.problems, presets.problems
         app.presets = presets
-        server = build_server(presets, policy=policy)
+        server = build_server(presets, ServeConfig(policy=policy))
         servers.append(server)
         return app, presets, server
 

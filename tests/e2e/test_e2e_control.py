@@ -335,13 +335,14 @@ async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_i
     tmp_path: Path,
 ) -> None:
     from agent_presets.host import HeadlessHost
+    from agent_presets.server import ServeConfig
     from agent_presets.server.mcp import build_server
     from agent_presets.server.policy import ToolPolicy
 
     host = HeadlessHost(tmp_path / "state")
     try:
         presets = host.start()
-        server = build_server(presets, policy=ToolPolicy(max_calls=1))
+        server = build_server(presets, ServeConfig(policy=ToolPolicy(max_calls=1)))
         try:
             async with Client(server, mode="legacy") as client:
                 await ask(client, "graph-node-tools", "on")
@@ -353,7 +354,7 @@ async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_i
             server.close()
         assert ASK not in presets.tool_registry  # the server took its tool with it
         allow = ToolPolicy.allow_list(presets, [THEME])
-        server = build_server(presets, policy=ToolPolicy(allow=allow))
+        server = build_server(presets, ServeConfig(policy=ToolPolicy(allow=allow)))
         try:
             async with Client(server, mode="legacy") as client:
                 assert await names(client) == [THEME_TOOL]

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.server import TOOLS_PAGE_SIZE
 
@@ -57,7 +58,7 @@ async def test_a_list_that_fits_one_page_has_no_cursor(tmp_path: Path) -> None:
 
 
 async def test_page_size_is_configurable(tmp_path: Path) -> None:
-    server = build_server(many_tools(7, tmp_path), page_size=3)
+    server = build_server(many_tools(7, tmp_path), ServeConfig(page_size=3))
     try:
         async with Client(server, mode="legacy") as client:
             names, pages = await list_all(client)
@@ -80,7 +81,7 @@ async def test_page_size_is_configurable(tmp_path: Path) -> None:
 async def test_an_invalid_cursor_is_invalid_params_naming_cursor(
     tmp_path: Path, cursor: str
 ) -> None:
-    server = build_server(many_tools(5, tmp_path), page_size=2)
+    server = build_server(many_tools(5, tmp_path), ServeConfig(page_size=2))
     try:
         async with Client(server, mode="legacy") as client:
             with pytest.raises(MCPError) as caught:
@@ -94,7 +95,7 @@ async def test_an_invalid_cursor_is_invalid_params_naming_cursor(
 
 async def test_a_cursor_from_before_a_change_asks_to_list_again(tmp_path: Path) -> None:
     presets = many_tools(5, tmp_path)
-    server = build_server(presets, page_size=2)
+    server = build_server(presets, ServeConfig(page_size=2))
     try:
         async with Client(server, mode="legacy") as client:
             first = await client.list_tools()

@@ -13,6 +13,7 @@ from mcp import Client
 
 from agent_presets import PresetValidationError
 from agent_presets.host import HeadlessHost
+from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_URI, STATUS_URI, build_server
 from agent_presets.server.policy import ToolPolicy
 
@@ -35,7 +36,7 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
             event_log=tmp_path / "events.jsonl",
             **policy,
         )
-        server = build_server(presets, policy=tool_policy)
+        server = build_server(presets, ServeConfig(policy=tool_policy))
         try:
             async with Client(server, mode="legacy") as client:
                 yield client, tool_policy

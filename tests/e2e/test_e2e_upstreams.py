@@ -30,6 +30,7 @@ from mcp import Client
 
 from agent_presets.host import HeadlessHost
 from agent_presets.plugins import load_plugins
+from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.policy import ToolPolicy
 
@@ -89,7 +90,7 @@ async def served(
         presets_ = host.start(plugin_set)
         assert presets_.problems == []
         make = policy if policy is not None else None
-        server = build_server(presets_, policy=make)
+        server = build_server(presets_, ServeConfig(policy=make))
         try:
             async with Client(server, mode="legacy", **client_options) as connected:
                 yield connected, server, host
@@ -432,7 +433,7 @@ async def test_upstream_calls_pass_the_allow_list_and_reach_the_event_log(tmp_pa
     with HeadlessHost(tmp_path / "state") as host:
         presets = host.start(load_plugins([], plugins_dir=folder))
         await_list = None
-        server = build_server(presets, policy=ToolPolicy(event_log=log))
+        server = build_server(presets, ServeConfig(policy=ToolPolicy(event_log=log)))
         try:
             async with Client(server, mode="legacy") as client:
                 await_list = await client.list_tools()

@@ -434,8 +434,10 @@ def serve(
     """Serve the active tools over MCP, on the headless host.
 
     The tool list follows the host's context live: a tool call that switches
-    surface or activity changes the list, and every client is told with
-    notifications/tools/list_changed. One banner line goes to stderr.
+    surface or activity changes the list. A 2025-11-25 (or older) client is
+    sent notifications/tools/list_changed on its session; a 2026-07-28 client
+    hears of it on a subscriptions/listen stream it keeps open (README,
+    "Connect a client"). One banner line goes to stderr.
     """
     from agent_presets.server import ServeConfig
     from agent_presets.server.control import SOCKET_NAME

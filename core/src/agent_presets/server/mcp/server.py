@@ -503,7 +503,15 @@ class PresetServer(Server[Any]):
         if explanation.active:
             return f"Tool {name!r} is being updated; list the tools again and retry."
         text = explanation.message()
-        text = text[0].upper() + text[1:] + " Only the user can set an override."
+        first = explanation.presets[0].preset if explanation.presets else None
+        text = text[0].upper() + text[1:] + " Only the user can set an override"
+        # The agent's own way to ask for one: the request tool, which a person approves.
+        text += (
+            f"; ask for one with {self._request_tool.name} "
+            f'(preset "{first}", state "on", and your reason).'
+            if first is not None
+            else "."
+        )
         if any(v.default_state == "auto" and v.override != "off" for v in explanation.presets):
             text += " After a context change, list the tools again."
         return text
