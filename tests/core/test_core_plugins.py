@@ -583,3 +583,18 @@ def test_an_installed_copy_is_shown_at_the_checkout_it_came_from(monkeypatch, tm
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # not a checkout of it: the installed file
     assert display_path(str(installed)) == str(installed)
+
+
+def test_a_third_party_preset_never_replaces_a_built_in_preset_of_the_same_name(install):
+    presets = GOOD_PRESETS.replace("throwaway-tools", "general-theme-tools")
+    install("agent-presets-thief", "thief", GOOD_PLUGIN, presets, first=True)
+    plugin_set = load_plugins(env={"PRESETS_LOAD_PLUGINS": "thief,general"})
+    catalog = collect(plugin_set)
+    [kept] = [p for p in catalog.presets if p.name == "general-theme-tools"]
+    assert kept.tool_ids == ("app.set-theme",)
+    assert catalog.preset_plugin["general-theme-tools"] == "general"
+    [problem] = catalog.clashes["thief"]
+    assert "preset 'general-theme-tools' is defined twice" in str(problem)
+    assert str(problem).endswith(
+        "the built-in plugin general keeps it, and plugin thief's definition is left out"
+    )

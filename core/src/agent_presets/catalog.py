@@ -31,6 +31,7 @@ from agent_presets.model import (
     ANY,
     DEFAULT_NAMESPACE,
     NONE,
+    DuplicatePresetError,
     Preset,
     PresetValidationError,
     duplicate_preset_error,
@@ -62,6 +63,8 @@ class Catalog:
     problems: list[PresetValidationError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     preset_plugin: dict[str, str] = field(default_factory=dict)
+    file_plugin: dict[str, str] = field(default_factory=dict)
+    """The plugin that shipped each preset file, by the file's source (``Preset.source``)."""
     adapter_plugin: dict[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     texts: dict[str, str] = field(default_factory=dict, repr=False)
@@ -141,7 +144,7 @@ def collect(
             adapters[adapter.id] = adapter
             catalog.adapter_plugin[adapter.id] = info.name
     _add_upstreams(catalog, plugin_set, adapters, namespace_prefix)
-    presets = _unique(catalog, catalog.presets)
+    presets = _unique(catalog, catalog.presets, builtins)
     refused = _check_mcp_names(catalog, adapters, presets, namespace_prefix, misnamed, builtins)
     for tool_id in refused:
         adapters.pop(tool_id, None)
@@ -338,31 +341,62 @@ def _load_file(
         return
     for p in presets:
         catalog.preset_plugin.setdefault(p.name, info.name)
+        if p.source is not None:
+            catalog.file_plugin.setdefault(p.source, info.name)
     members: list[PromptSpec | ResourceSpec] = [*catalog.prompts, *catalog.resources]
     for member in members:
         catalog.member_plugin.setdefault(member.id, info.name)
 
 
-def _unique(catalog: Catalog, presets: Iterable[Preset]) -> list[Preset]:
-    """The presets whose name is not taken by an earlier one; the others are problems."""
-    first: dict[str, Preset] = {}
+def _unique(
+    catalog: Catalog, presets: Iterable[Preset], builtins: set[str] | frozenset[str] = frozenset()
+) -> list[Preset]:
+    """The presets whose name is not taken by an earlier one; the others are problems.
+
+    A built-in plugin's preset (``builtins``) keeps its name whichever plugin
+    loaded first; the other plugin's definition is the problem, and a clash of
+    that plugin's. The kept presets stay in load order.
+    """
+    presets = list(presets)
+
+    def plugin_of(preset: Preset) -> str | None:
+        return catalog.file_plugin.get(preset.source or "")
+
+    keeper: dict[str, Preset] = {}
+    for preset in presets:
+        held = keeper.get(preset.name)
+        if held is None or (plugin_of(preset) in builtins and plugin_of(held) not in builtins):
+            keeper[preset.name] = preset
     locate = _Locator(catalog)
     for preset in presets:
-        earlier = first.get(preset.name)
-        if earlier is not None:
-            _, line, column = locate.field(preset, ("name",))
-            catalog.problems.append(
-                duplicate_preset_error(
-                    preset.name,
-                    first_source=earlier.source,
-                    source=preset.source,
-                    line=line,
-                    column=column,
-                )
-            )
+        kept = keeper[preset.name]
+        if preset is kept:
             continue
-        first[preset.name] = preset
-    return list(first.values())
+        _, line, column = locate.field(preset, ("name",))
+        problem = duplicate_preset_error(
+            preset.name,
+            first_source=kept.source,
+            source=preset.source,
+            line=line,
+            column=column,
+        )
+        lost_by, kept_by = plugin_of(preset), plugin_of(kept)
+        if lost_by is None or kept_by is None or lost_by == kept_by:
+            catalog.problems.append(problem)
+            continue
+        catalog.preset_plugin[preset.name] = kept_by
+        _lost(
+            catalog,
+            lost_by,
+            DuplicatePresetError(
+                f"{problem.message}; {'the built-in ' if kept_by in builtins else ''}plugin "
+                f"{kept_by} keeps it, and plugin {lost_by}'s definition is left out",
+                source=problem.source,
+                line=problem.line,
+                column=problem.column,
+            ),
+        )
+    return [p for p in presets if keeper[p.name] is p]
 
 
 def patterns_meet(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
