@@ -65,7 +65,7 @@ def store_option(what: str) -> Callable[[F], F]:
 
 def open_store_or_fail(url: str | None, state_dir: Path | None) -> Any:
     """The store ``--store`` names, checked to answer now; a clear usage error if not."""
-    from agent_presets.server.store import StoreUnavailableError, open_store
+    from agent_presets.server.store import StoreSettingsError, StoreUnavailableError, open_store
 
     try:
         store = open_store(url, state_dir)
@@ -77,7 +77,7 @@ def open_store_or_fail(url: str | None, state_dir: Path | None) -> Any:
     if ping is not None:
         try:
             ping()
-        except StoreUnavailableError as exc:
+        except (StoreUnavailableError, StoreSettingsError) as exc:
             store.close()
             raise click.ClickException(str(exc)) from None
     return store

@@ -13,6 +13,7 @@ from agent_presets.server.store.base import (
     SERVER,
     PrincipalState,
     Store,
+    StoreSettingsError,
     StoreUnavailableError,
     Subscriber,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "SERVER",
     "PrincipalState",
     "Store",
+    "StoreSettingsError",
     "StoreUnavailableError",
     "Subscriber",
     "open_store",

@@ -31,14 +31,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from agent_presets.model import ToolCallError
+from agent_presets.model import PresetError, ToolCallError
 
 SERVER: Final = "*"
 """The principal name the server-wide overrides are kept under (no token name has ``*``)."""
 
 
 class StoreUnavailableError(ToolCallError):
-    """The store did not answer in time (Redis down or unreachable); nothing was changed."""
+    """The store did not answer in time (Redis down or unreachable), or refused a write
+    because it is full; nothing was changed."""
+
+
+class StoreSettingsError(PresetError):
+    """The store is set up in a way that would lose what the server keeps (checked at start)."""
 
 
 @dataclass(frozen=True)

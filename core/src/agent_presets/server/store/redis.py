@@ -38,6 +38,7 @@ from agent_presets.listeners import Listeners
 from agent_presets.server.store.base import (
     SERVER,
     PrincipalState,
+    StoreSettingsError,
     StoreUnavailableError,
     Subscriber,
 )
@@ -48,7 +49,7 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError
+    from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - the message is the test
     raise ImportError(
@@ -198,6 +199,8 @@ class RedisStore:
             raise self.unavailable(f"no answer within {self.timeout:g} s") from exc
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise self.unavailable(str(exc) or type(exc).__name__) from exc
+        except OutOfMemoryError as exc:
+            raise self.full() from exc
 
     def flush(self) -> None:
         """Wait (at most ``timeout``) until the counts of unlimited calls are in Redis."""
@@ -237,9 +240,37 @@ class RedisStore:
             "reconnects by itself once Redis answers."
         )
 
+    def full(self) -> StoreUnavailableError:
+        """The error of a write Redis refused for memory (``maxmemory`` with ``noeviction``)."""
+        return StoreUnavailableError(
+            f"the store at {self.url} is full: Redis refused the write because its memory "
+            "is at maxmemory (and its maxmemory-policy noeviction keeps every key); nothing "
+            "was changed. Free memory in Redis or raise its maxmemory, then try again."
+        )
+
     def ping(self) -> None:
-        """Raise ``StoreUnavailableError`` unless Redis answers now (a server checks at start)."""
+        """Raise unless Redis answers now and keeps every key (a server checks at start).
+
+        ``StoreUnavailableError`` when it does not answer; ``StoreSettingsError``
+        when its ``maxmemory-policy`` evicts keys: the token table, the budget
+        counters and the principals' state would vanish under memory pressure,
+        and every token would get 401.
+        """
         self.run(lambda r: r.ping())
+        try:
+            memory = self.run(lambda r: r.info("memory"))
+        except ResponseError as exc:  # INFO refused (an ACL): the policy cannot be checked
+            log.warning("could not check the maxmemory-policy of %s: %s", self.url, exc)
+            return
+        policy = str(memory.get("maxmemory_policy", "noeviction"))
+        if policy.startswith(("allkeys-", "volatile-")):
+            raise StoreSettingsError(
+                f"the store at {self.url} runs Redis with maxmemory-policy {policy}, which "
+                "evicts keys when memory runs short: the token table, the budget counters "
+                "and the principals' state would vanish. Set maxmemory-policy noeviction "
+                "(`CONFIG SET maxmemory-policy noeviction`, and in redis.conf), then start "
+                "again; a full Redis then refuses writes with a clear error instead."
+            )
 
     def event_log(self) -> RedisEventLog:
         """The event log's writer for this replica: lines go to the shared stream."""
@@ -440,6 +471,8 @@ class RedisStore:
                     return script(keys=keys, args=args)
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                     raise self.unavailable(str(exc) or type(exc).__name__) from exc
+                except OutOfMemoryError as exc:
+                    raise self.full() from exc
 
             self._gate = (client, gate)
         return self._gate[1]

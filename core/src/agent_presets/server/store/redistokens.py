@@ -15,6 +15,8 @@ table it read last; no revocation can be written meanwhile either.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import threading
 import time
@@ -104,6 +106,8 @@ class RedisTokenTable(TokenTable):
         self.key = store.key("tokens")
         self._stale = threading.Event()
         self._stale.set()
+        self._reading = False
+        self._taken = 0
         self._unsubscribe = store.subscribe(self._heard)
         super().__init__("", reload=reload)  # the file's path is unused
         self.where = f"{store.url} (key {self.key})"
@@ -114,7 +118,15 @@ class RedisTokenTable(TokenTable):
 
     def refresh(self) -> None:
         now = time.monotonic()
-        if not self._stale.is_set() and now - self._read_at < self.reload:
+        stale = self._stale.is_set()
+        if not stale and now - self._read_at < self.reload:
+            return
+        if not stale and self._read_at > float("-inf"):
+            # Only the periodic look, no change heard of: the request goes on with the
+            # table read last, and the table is read behind it. A call then waits for
+            # Redis once at most (its budget), not twice, while Redis does not answer.
+            self._read_at = now
+            self._read_behind()
             return
         with self._lock:
             self._stale.clear()
@@ -124,7 +136,28 @@ class RedisTokenTable(TokenTable):
                 self._read_at = now  # keep what was read last; ask again after ``reload``
                 return
             self._read_at = now
+            self._taken += 1
             self._take(text)
+
+    def _read_behind(self) -> None:
+        """Read the table on the store's loop without waiting; take it if Redis answers."""
+        if self._reading:
+            return
+        self._reading = True
+        taken = self._taken
+
+        async def read() -> Any:
+            return await asyncio.wait_for(self.store.client.get(self.key), self.store.timeout)
+
+        def done(future: concurrent.futures.Future[Any]) -> None:
+            self._reading = False
+            if future.cancelled() or future.exception() is not None:
+                return
+            with self._lock:
+                if self._taken == taken:  # else a read since (a change heard of) is newer
+                    self._take(_text(future.result()))
+
+        asyncio.run_coroutine_threadsafe(read(), self.store._loop).add_done_callback(done)
 
     def close(self) -> None:
         self._unsubscribe()
