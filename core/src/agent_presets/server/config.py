@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ class ServeConfig:
       HTTP sessions open at once; ``replica``: this replica's name, which starts
       every legacy session id so a balancer can route a session back to it
       (docs/replicas.md).
+    - ``stop`` (HTTP): a ``threading.Event``; setting it, from any thread, ends
+      ``serve`` as SIGINT would, so an app that runs ``serve`` in a thread of its
+      own can stop it. A stdio server ends when its input closes.
     - ``tool_budget``: the most tokens a caller's ``tools/list`` may take (the rest
       is reached through ``presets_search`` and ``presets_call``); ``discovery``:
       which clients get those two tools (``docs/budget.md``, "Serving under a budget").
@@ -97,10 +101,17 @@ class ServeConfig:
     None: the embedded store, in this process and its state directory."""
     tool_budget: int | None = None
     discovery: DiscoveryMode = "auto"
+    stop: threading.Event | None = None
+    """Set it to end an HTTP ``serve``, from any thread."""
 
     def __post_init__(self) -> None:
         if self.transport not in ("stdio", "http"):
             raise PresetError(f"unknown transport {self.transport!r}; use stdio or http")
+        if self.stop is not None and self.transport != "http":
+            raise PresetError(
+                "stop= ends an HTTP server; a stdio server ends when its input closes "
+                "(close the pipe to its stdin)"
+            )
         if self.confirm not in ("none", "risky", "destructive"):
             raise PresetError(
                 f"confirm mode {self.confirm!r} is not one of: none, risky, destructive"

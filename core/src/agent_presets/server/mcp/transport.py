@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_presets.server")
 
 HTTP_PATH: Final = "/mcp"
+STOP_POLL: Final = 0.1
+"""Seconds between looks at ``ServeConfig.stop``."""
 
 Task = Callable[[], Coroutine[Any, Any, None]]
 """Something else the server runs in its task group: the control listener, the console."""
@@ -77,6 +79,7 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
                 config.tokens,
                 config.max_sessions,
                 config.replica,
+                config.stop,
             )
     except KeyboardInterrupt:
         pass
@@ -96,12 +99,13 @@ def _run(
     tokens: TokenTable | None = None,
     max_sessions: int | None = None,
     replica: str | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     if transport == "stdio":
         anyio.run(_serve_stdio, server, banner, extra)
     else:
         sock = _bind(host, port)
-        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions, replica)
+        anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions, replica, stop)
 
 
 def _console_task(
@@ -209,6 +213,7 @@ async def _serve_http(
     tokens: TokenTable | None = None,
     max_sessions: int | None = None,
     replica: str | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -281,8 +286,17 @@ async def _serve_http(
         await uv_server.serve(sockets=[sock])
         tg.cancel_scope.cancel()  # the control listener and console stop with the server
 
+    async def stop_when_asked(event: threading.Event) -> None:
+        # Polled, not waited on in a worker thread: nothing is left blocked when the
+        # server ends another way. uvicorn then shuts down as on SIGINT.
+        while not event.is_set():
+            await anyio.sleep(STOP_POLL)
+        uv_server.should_exit = True
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_http)
+        if stop is not None:
+            tg.start_soon(stop_when_asked, stop)
         for task in extra or []:
             tg.start_soon(task)
         # The banner means "ready": uvicorn has started and handles SIGINT/SIGTERM.
