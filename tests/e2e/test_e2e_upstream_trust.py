@@ -28,6 +28,19 @@ from agent_presets.server.mcp import build_server
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def first_lists_wait_for_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests wait up to 120 s for an upstream's first start, not READY_WAIT's 5 s.
+
+    These tests read upstream tools in their first list; on a loaded machine the
+    fake upstream alone takes more than 5 s to start (a client hears
+    tools/list_changed when they come instead).
+    """
+    from agent_presets.server.mcp import upstream as running
+
+    monkeypatch.setattr(running, "READY_WAIT", 120.0)
+
+
 def upstream(tmp_path: Path, *args: str, name: str = "fake", **options: Any) -> str:
     """The fake upstream's declaration, with command-line ``args`` and YAML ``options``."""
     marks = tmp_path / "marks"
@@ -229,3 +242,30 @@ async def test_a_hung_upstream_call_does_not_delay_a_surface_switch(tmp_path: Pa
             assert not switched.is_error, text(switched)
             tg.cancel_scope.cancel()
         assert order == ["switched"]
+
+
+# ------------------------------------------------------------------- item 4: a hung start
+
+
+async def test_an_upstream_that_never_answers_initialize_stalls_no_list_or_builtin_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent_presets_general
+    from agent_presets.server.mcp import upstream as running
+
+    monkeypatch.setattr(running, "READY_WAIT", 0.5)  # 5 s: a cold npx -y's start
+    mute = upstream(tmp_path, "--delay", "3600", start_timeout=60)
+    async with served(
+        tmp_path, mute, preset("fake-tools", ["fake.pid"]), plugins=[agent_presets_general]
+    ) as (client, server):
+        for index in range(10):
+            listing = await client.list_tools()
+            assert "space_fake_pid" not in [t.name for t in listing.tools]
+            assert "space_app_switch_surface" in [t.name for t in listing.tools]
+            surface = "canvas" if index % 2 else "scene"
+            switched = await client.call_tool("space_app_switch_surface", {"surface": surface})
+            assert not switched.is_error, text(switched)
+        # All of it was served while the upstream's first start still waited for its answer
+        # (start_timeout 60): no request waited for it past READY_WAIT.
+        status = server.upstreams.status()["fake"]
+        assert (status["starts"], status["failures"], status["running"]) == (1, 0, False)

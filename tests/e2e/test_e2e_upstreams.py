@@ -36,6 +36,20 @@ from agent_presets.server.policy import ToolPolicy
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(autouse=True)
+def first_lists_wait_for_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests wait up to 120 s for an upstream's first start, not READY_WAIT's 5 s.
+
+    These tests read upstream tools in their first list; on a loaded machine the
+    fake upstream alone takes more than 5 s to start (a client hears
+    tools/list_changed when they come instead).
+    """
+    from agent_presets.server.mcp import upstream as running
+
+    monkeypatch.setattr(running, "READY_WAIT", 120.0)
+
+
 HERE = Path(__file__).resolve().parents[1] / "upstreams"
 BIN = HERE / "node_modules" / ".bin"
 FAKE = [sys.executable, str(HERE / "fake_upstream.py")]

@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -76,6 +76,9 @@ GUARD_PREFIX: Final = "upstream_guard: "
 BACKOFF_FIRST: Final = 0.5
 BACKOFF_MAX: Final = 30.0
 STDERR_TAIL: Final = 300
+READY_WAIT: Final = 5.0
+"""Seconds a request waits, once, for an upstream's first start (a cold ``npx -y`` takes
+about 5 s); after that its tools are served when they come, and no request waits."""
 MAX_TOOLS: Final = 1000
 """Tools an upstream may list; one that lists more is refused (it does not start)."""
 LOG_LEVEL: Final = "info"
@@ -177,6 +180,8 @@ class Connection:
         """The calls in flight, each told the upstream's log messages (on this loop)."""
         self.lists = 0
         """Times it was asked for its tool list (a start, a relist)."""
+        self.ready_by = 0.0
+        """Until when (monotonic) requests wait for its first start; 0 before it began."""
         self._relisting: asyncio.Task[None] | None = None
         self._relist_again = False
 
@@ -567,6 +572,8 @@ class UpstreamHub:
         self._stopping: asyncio.Task[None] | None = None
         """The stop that ``close`` started on the server's loop (held so it is not collected)."""
         self.problems: list[str] = []
+        self._starts: dict[str, asyncio.Future[None]] = {}
+        """Each upstream's start in the background (``ready``), while it runs."""
 
     @classmethod
     def attach(cls, presets: Presets) -> UpstreamHub | None:
@@ -653,8 +660,13 @@ class UpstreamHub:
         """Start the upstreams that presets wait for, and serve what they list (server loop).
 
         Called before ``tools/list`` and ``tools/call``; costs nothing once no
-        preset waits. An upstream that fails to start is logged and tried
-        again at a later list, after its backoff.
+        preset waits. The starts run in the background: a request waits for
+        an upstream's first start only, and at most ``READY_WAIT`` seconds from
+        when it began, so a quick upstream's tools are in the first list and
+        a slow or hung one stalls no request after that. What it lists later
+        is served then (every client hears ``tools/list_changed``). One that
+        fails to start is logged and tried again at a later list, after its
+        backoff, in the background.
         """
         self._server_loop = asyncio.get_running_loop()
         if self._loop is not self._server_loop and self._thread is None:
@@ -668,15 +680,35 @@ class UpstreamHub:
             if (upstream := self.set.owner(tool_id)) is not None
         }
         connections = [self._connections[n] for n in sorted(names) if n in self._connections]
-        due = [c for c in connections if c.client is None and c.retry_at <= time.monotonic()]
-        if due:
-            failures: list[str] = await self._on_loop(_start_each(due))
-            for failure in failures:
-                log.warning("%s", shown(failure))
-            for connection in due:
-                if connection.listed:  # applied here, not only when the hub's notice lands
-                    self._apply(connection, connection.tools)
+        now = time.monotonic()
+        for connection in connections:
+            starting = self._starts.get(connection.name)
+            busy = starting is not None and not starting.done()
+            if connection.client is None and connection.retry_at <= now and not busy:
+                self._starts[connection.name] = self._in_background(connection)
+        waits = [
+            (connection.ready_by, start)
+            for connection in connections
+            if (start := self._starts.get(connection.name)) is not None
+            and not start.done()
+            and connection.ready_by > now
+        ]
+        if waits:
+            await asyncio.wait(
+                [start for _, start in waits], timeout=max(w for w, _ in waits) - now
+            )
+        for connection in connections:
+            if connection.listed:  # applied here, not only when the hub's notice lands
+                self._apply(connection, connection.tools)
         self._apply_pending()
+
+    def _in_background(self, connection: Connection) -> asyncio.Future[None]:
+        """Start ``connection`` on the hub's loop without waiting for it; its failure is logged."""
+        if connection.ready_by == 0.0:  # its first start: requests may wait for it, a little
+            connection.ready_by = time.monotonic() + READY_WAIT
+        if asyncio.get_running_loop() is self._loop:
+            return asyncio.ensure_future(_quietly(connection.ensure()))
+        return asyncio.wrap_future(self._submit(_quietly(connection.ensure())))
 
     async def call(
         self, upstream: str, tool: str, arguments: dict[str, Any], call: ToolCall
@@ -903,18 +935,4 @@ async def _quietly(coro: Any) -> None:
     try:
         await coro
     except UpstreamUnavailable as exc:
-        log.warning("%s", exc)
-
-
-async def _start_each(connections: Iterable[Connection]) -> list[str]:
-    """Start the connections side by side; the message of each that failed."""
-
-    async def one(connection: Connection) -> str | None:
-        try:
-            await connection.ensure()
-        except UpstreamUnavailable as exc:
-            return str(exc)
-        return None
-
-    results = await asyncio.gather(*(one(c) for c in connections))
-    return [r for r in results if r is not None]
+        log.warning("%s", shown(str(exc)))
