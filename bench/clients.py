@@ -4,6 +4,8 @@ Run (root, npm, ``ip netns``; see ``bench/clientdrive/drive.py``):
 
     uv run python bench/clients.py [--clients opencode,claudecode,claudecode-nosearch,codex]
         [--scripts draw,long] [--servers all,live,auto,bm25] [--keep DIR] [--json]
+        [--jobs N] [--presets PATH] [--cache DIR]
+    uv run python bench/clients.py --report RUNS.json ...   # tables of earlier --json runs
 
 Each run drives one real client CLI (opencode 1.18.33, Claude Code 2.1.332
 as it ships and with ``ENABLE_TOOL_SEARCH=false``, Codex 0.171.0) with a
@@ -317,7 +319,17 @@ def main() -> int:
         help="the presets executable to serve with (e.g. another checkout's .venv/bin/presets); "
         "default: this environment's",
     )
+    ap.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        help="print the tables of earlier --json outputs (one or more files) and run nothing",
+    )
     args = ap.parse_args()
+    if args.report:
+        runs = [r for f in args.report for r in json.loads(f.read_text())["runs"]]
+        print(table(runs))
+        return 0
     if args.presets:
         os.environ["PRESETS_BENCH_CLI"] = str(Path(args.presets).resolve())
     servers = args.servers.split(",")
