@@ -46,3 +46,14 @@ def test_a_plugin_that_fails_to_load_makes_doctor_fail(tmp_path: Path) -> None:
     code, report, _ = doctor("--plugins-dir", str(tmp_path))
     assert code == 1
     assert any("no_such_module_here" in p for p in report["problems"])
+
+
+def test_doctor_reports_a_plugin_that_fails_to_load_under_strict_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRESETS_STRICT", "1")
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    code, report, _ = doctor("--plugins-dir", str(tmp_path))
+    assert code == 1
+    assert any("no_such_module_here" in p for p in report["problems"])
+    assert any(f["name"] == "general-theme-tools" and f["ready"] for f in report["features"])

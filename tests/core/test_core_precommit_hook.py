@@ -79,3 +79,12 @@ def test_presets_validate_hook_leaves_other_yaml_alone() -> None:
         "presets.yaml.bak",
     ):
         assert not pattern.search(path), path
+
+
+def test_the_local_hook_in_docs_plugins_is_the_published_one() -> None:
+    text = (REPO / "docs" / "plugins.md").read_text()
+    [block] = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "repo: local" in b]
+    [local] = yaml.safe_load(block)["repos"]
+    documented = next(h for h in local["hooks"] if h["id"] == "presets-validate")
+    for key in ("entry", "language", "files", "require_serial"):
+        assert documented[key] == hook()[key], key

@@ -550,11 +550,13 @@ class HeadlessHost:
         tool_registry: ToolRegistry | None = None,
         overrides: dict[str, str] | None = None,
         owner: str = "agent-presets",
+        strict: bool | None = None,
     ) -> Presets:
         """Load plugins, let them attach runtimes, bootstrap presets, follow the shell.
 
         Without ``tool_registry``, tools are named in the host's namespace
-        (``defaults.namespace``).
+        (``defaults.namespace``). ``strict`` makes plugin and definition
+        problems fatal; None reads ``PRESETS_STRICT``.
         """
         from agent_presets.boot import bootstrap
         from agent_presets.host.context_fields import HostContextFields
@@ -566,7 +568,9 @@ class HeadlessHost:
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
         plugin_set.add(HostContextFields())
         plugin_set.call_each("presets_headless_runtime", host=self)
-        if plugin_set.problems and env_flag("PRESETS_STRICT"):
+        if strict is None:
+            strict = env_flag("PRESETS_STRICT")
+        if plugin_set.problems and strict:
             raise PresetError("\n".join(str(p) for p in plugin_set.problems))
         try:  # the key the parse cache's entries are signed with
             key: bytes | None = state_key(self.state_dir)
@@ -579,6 +583,7 @@ class HeadlessHost:
             owner=owner,
             plugins=plugin_set,
             overrides=overrides,
+            strict=strict,
             # What YAML read of the preset files, for the next start (parsecache.py).
             parse_cache=ParseCache(self.state_dir / PARSE_CACHE, key=key),
         )
