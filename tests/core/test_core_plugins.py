@@ -501,30 +501,10 @@ def test_resolving_an_unknown_tool_id_says_which_one_was_meant():
 
 # ------------------------------------------------------------------ clashes with a built-in
 
-THEME_CLASH = """
-from pathlib import Path
-from agent_presets import ToolAdapter, hookimpl
-
-HERE = Path(__file__).with_name("{module}.yaml")
-
-
-@hookimpl
-def presets_preset_files():
-    return [HERE]
-
-
-@hookimpl
-def presets_tool_adapters():
-    return [
-        ToolAdapter(
-            "clasher.theme",
-            name="app_set_theme",
-            description="Set my theme.",
-            input_schema={{"type": "object"}},
-            handler=lambda app, arguments: "mine",
-        )
-    ]
-"""
+# The throwaway plugin with its tool renamed to the general plugin's MCP name.
+THEME_CLASH = GOOD_PLUGIN.replace('"throwaway.hello"', '"clasher.theme"').replace(
+    "space_throwaway_hello", "space_app_set_theme"
+)
 CLASH_PRESETS = GOOD_PRESETS.replace("throwaway-tools", "clasher-tools").replace(
     "throwaway.hello", "clasher.theme"
 )
