@@ -11,6 +11,7 @@ import pytest
 from agent_presets.server.events import Decision, Event, Request
 from agent_presets.server.requests import (
     MAX_PENDING,
+    MAX_PER_PRINCIPAL,
     RequestLimitError,
     RequestStore,
     UnknownRequestError,
@@ -41,7 +42,7 @@ def test_a_repeated_override_request_merges_into_the_waiting_one() -> None:
     assert (merged_first, merged_again) == (False, True)
     assert again is first and again.id == "r1"
     assert again.reason == "two"
-    assert again.expires == clock.now + requests.ttl  # asking again renews it
+    assert again.expires == first.created + requests.ttl  # asking again does not renew it
     assert len(requests) == 1
     assert [type(e) for e in events] == [Request]  # one request line, not two
 
@@ -58,13 +59,46 @@ def test_requests_for_different_changes_do_not_merge() -> None:
 def test_the_request_past_the_limit_is_refused_and_says_what_to_do() -> None:
     requests, _, _ = store()
     for n in range(MAX_PENDING):
-        requests.file("override", preset=f"p{n}", state="on", reason="x")
+        who = f"agent{n // MAX_PER_PRINCIPAL}"
+        requests.file("override", preset=f"p{n}", state="on", reason="x", principal=who)
     with pytest.raises(RequestLimitError, match=r"already wait for the user.*do not ask again"):
-        requests.file("override", preset="one-more", state="on", reason="x")
+        requests.file("override", preset="one-more", state="on", reason="x", principal="new")
     assert len(requests) == MAX_PENDING
     # Asking again for a waiting change is no new request: it still merges.
-    _, merged = requests.file("override", preset="p3", state="on", reason="y")
+    _, merged = requests.file("override", preset="p3", state="on", reason="y", principal="agent0")
     assert merged
+
+
+def test_one_principal_cannot_take_every_slot_from_the_others() -> None:
+    """Issue 27: alice's requests filled the store, and bob could not ask or confirm."""
+    requests, _, clock = store()
+    for n in range(MAX_PER_PRINCIPAL):
+        requests.file("override", preset=f"p{n}", state="on", reason="x", principal="alice")
+    for kind, more in (("override", {"preset": "p9", "state": "on"}), ("call", {"tool": "t"})):
+        with pytest.raises(RequestLimitError, match=r"of yours already wait.*one caller may have"):
+            requests.file(kind, reason="x", principal="alice", **more)  # type: ignore[arg-type]
+    # Renewing hers keeps her slots, and takes none of bob's.
+    clock.now += 300
+    for n in range(MAX_PER_PRINCIPAL):
+        _, merged = requests.file(
+            "override", preset=f"p{n}", state="on", reason="again", principal="alice"
+        )
+        assert merged
+    call, merged = requests.file("call", tool="space_write", reason="x", principal="bob")
+    assert not merged and call.principal == "bob"
+    override, _ = requests.file("override", preset="p0", state="on", reason="x", principal="bob")
+    assert override.principal == "bob" and len(requests) == MAX_PER_PRINCIPAL + 2
+
+
+def test_asking_again_does_not_keep_a_request_alive_past_its_ttl() -> None:
+    requests, _, clock = store(ttl=60)
+    first, _ = requests.file("override", preset="p", state="on", reason="x", principal="alice")
+    for _ in range(5):
+        clock.now += 20
+        requests.file("override", preset="p", state="on", reason="x", principal="alice")
+    assert first.outcome.done() and first.outcome.result() == "expired"
+    (now,) = requests.pending()
+    assert now.id != first.id and now.expires == now.created + 60
 
 
 def test_a_request_expires_and_its_outcome_and_the_log_say_so() -> None:

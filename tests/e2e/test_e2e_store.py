@@ -556,6 +556,31 @@ def test_requests_shared_by_two_replicas_merge_decide_once_and_reach_the_waiting
         store.close()
 
 
+def test_one_principal_fills_only_its_own_share_of_the_shared_requests(
+    redis_server: RedisServer,
+) -> None:
+    from agent_presets.server.requests import MAX_PER_PRINCIPAL, RequestLimitError
+
+    stores = [RedisStore(redis_server.url), RedisStore(redis_server.url)]
+    one, two = (store.request_store(ttl=60) for store in stores)
+    filed = [
+        (one if n % 2 else two).file(
+            "override", preset=f"p{n}", state="on", reason="x", principal="alice"
+        )[0]
+        for n in range(MAX_PER_PRINCIPAL)
+    ]
+    with pytest.raises(RequestLimitError, match=r"of yours already wait"):
+        one.file("call", tool="t", reason="t()", arguments={}, principal="alice")
+    # Asking again keeps each request's expiry: renewing takes no longer slot.
+    again, merged = two.file("override", preset="p0", state="on", reason="y", principal="alice")
+    assert merged and again.expires == filed[0].expires
+    assert two.get(filed[0].id).expires == filed[0].expires
+    bobs, _ = one.file("call", tool="t", reason="t()", arguments={}, principal="bob")
+    assert bobs.principal == "bob" and len(two.pending()) == MAX_PER_PRINCIPAL + 1
+    for store in stores:
+        store.close()
+
+
 def test_a_request_expired_by_another_replica_resolves_the_waiting_call(
     redis_server: RedisServer,
 ) -> None:

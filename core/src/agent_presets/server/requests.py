@@ -9,13 +9,17 @@ and ``call`` (a risky tool call waits for confirmation). Each request carries a
 
 What the store promises:
 
-- *Bounded.* At most ``max_pending`` requests wait at once; one more is
-  refused with a message the agent can act on. A repeated override request
-  for the same change merges into the waiting one (same id, reason updated,
-  expiry renewed), so an agent that asks twice does not fill the store.
-- *Expiring.* A request expires ``ttl`` seconds after it was last asked for;
-  expired requests are dropped (and their futures resolved) on every access
-  and by ``expire()``, which a server calls now and then.
+- *Bounded, and fair.* At most ``max_pending`` requests wait at once, and
+  at most ``max_per_principal`` of one principal's: one more is refused
+  with a message the agent can act on, so one principal filling its share
+  leaves room for everyone else's. A repeated override request for the same
+  change merges into the waiting one (same id, reason updated), so an agent
+  that asks twice does not fill the store.
+- *Expiring.* A request expires ``ttl`` seconds after it was first asked
+  for: asking again does not renew it, so no request holds its slot for
+  longer by being asked for over and over. Expired requests are dropped
+  (and their futures resolved) on every access and by ``expire()``, which a
+  server calls now and then.
 - *Decided once.* A request leaves the store when it is decided; a second
   decision on the same id is an ``UnknownRequestError``, so a later approval of
   a withdrawn call runs nothing.
@@ -57,6 +61,8 @@ Kind = Literal["override", "call"]
 DEFAULT_TTL: Final = 600.0
 """Seconds a request waits for a person before it expires (10 minutes)."""
 MAX_PENDING: Final = 20
+MAX_PER_PRINCIPAL: Final = 5
+"""Requests one principal may have waiting at once (of ``MAX_PENDING`` in all)."""
 MAX_REASON: Final = 500
 """Longest reason (characters) kept with a request; the tool's schema enforces it."""
 MIN_DIGEST: Final = 16
@@ -65,6 +71,20 @@ MIN_DIGEST: Final = 16
 
 class RequestLimitError(ToolCallError):
     """Too many requests wait already; the new one was not filed."""
+
+
+def limit_message(waiting: int, of_principal: bool, soonest_in: float) -> str:
+    """What an agent reads when its request is refused for the caps (either store's)."""
+    whose = (
+        "of yours already wait for the user, the most one caller may have"
+        if of_principal
+        else "already wait for the user, the most this server keeps"
+    )
+    return (
+        f"{waiting} requests {whose}; do not ask again now. Carry on with the tools you "
+        "have, or tell the user what you need; the oldest of them expires in "
+        f"{_minutes(soonest_in)}."
+    )
 
 
 class UnknownRequestError(PresetError, LookupError):
@@ -204,6 +224,7 @@ class RequestStore:
         *,
         ttl: float = DEFAULT_TTL,
         max_pending: int = MAX_PENDING,
+        max_per_principal: int = MAX_PER_PRINCIPAL,
         emit: Callable[[Event], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -211,8 +232,11 @@ class RequestStore:
             raise ValueError(f"ttl must be positive, got {ttl}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
+        if max_per_principal < 1:
+            raise ValueError(f"max_per_principal must be at least 1, got {max_per_principal}")
         self.ttl = ttl
         self.max_pending = max_pending
+        self.max_per_principal = max_per_principal
         self._emit = emit
         self._clock = clock
         self._lock = threading.RLock()
@@ -255,18 +279,16 @@ class RequestStore:
                 (r for r in self._pending.values() if key is not None and r.merge_key == key),
                 None,
             )
+            theirs = [r for r in self._pending.values() if r.principal == principal]
             if same is not None:
-                same.reason = reason
-                same.expires = expires
+                same.reason = reason  # its expiry stays: asking again does not renew it
                 request, merged = same, True
+            elif len(theirs) >= self.max_per_principal:
+                soonest = min(r.expires for r in theirs)
+                raise RequestLimitError(limit_message(len(theirs), True, soonest - now))
             elif len(self._pending) >= self.max_pending:
                 soonest = min(r.expires for r in self._pending.values())
-                raise RequestLimitError(
-                    f"{len(self._pending)} requests already wait for the user, the most this "
-                    "server keeps; do not ask again now. Carry on with the tools you have, or "
-                    "tell the user what you need; the oldest request expires in "
-                    f"{_minutes(soonest - now)}."
-                )
+                raise RequestLimitError(limit_message(len(self._pending), False, soonest - now))
             else:
                 probe.id = f"r{next(self._ids)}"
                 self._pending[probe.id] = probe

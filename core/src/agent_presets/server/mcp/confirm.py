@@ -231,6 +231,16 @@ class CallConfirmation:
                 rounds.confirmed = request.id
             return self._answer(outcome, tool, arguments, request)
         self._forget_done()
+        principal = current_principal()
+        for waiting in self._asking.values():
+            # The same call asked again before its question was answered: the same
+            # question, not a second request holding a second slot.
+            if (
+                waiting.digest == digest
+                and waiting.principal == principal
+                and not waiting.outcome.done()
+            ):
+                raise InputRequired({ROUND_KEY + waiting.id: _question(tool, waiting)}, rounds)
         try:
             request, _ = self.requests.file(
                 "call",
@@ -238,8 +248,11 @@ class CallConfirmation:
                 preset=tool.preset,
                 reason=f"{tool.name}({summarize(arguments)})",
                 arguments=arguments,
-                ttl=STATE_TTL,  # the person answers in the client, as long as the state lasts
-                principal=current_principal(),
+                # The person answers in the client within --confirm-timeout, as in the
+                # legacy era; an unanswered round frees its slot then, not after the
+                # round's state (10 minutes).
+                ttl=min(STATE_TTL, self.timeout),
+                principal=principal,
             )
         except RequestLimitError as exc:
             return ConfirmAnswer(

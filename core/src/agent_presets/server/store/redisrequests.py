@@ -29,12 +29,14 @@ from agent_presets.principal import LOCAL
 from agent_presets.server.requests import (
     DEFAULT_TTL,
     MAX_PENDING,
+    MAX_PER_PRINCIPAL,
     MAX_REASON,
     Kind,
     PendingRequest,
     RequestLimitError,
     RequestStore,
     call_digest,
+    limit_message,
 )
 
 if TYPE_CHECKING:
@@ -49,27 +51,34 @@ DECISION_TTL: Final = 3600
 """Seconds a decision is kept after its request left, for a replica that missed the bus."""
 
 # KEYS: the requests hash, the id counter. ARGV: the request's JSON object (without id), its
-# merge key
-# ("" never merges), now, max_pending. Returns {"new", id, json}, {"merged", id, json} or
-# {"full", count, soonest expiry}.
+# merge key ("" never merges), now, max_pending, max_per_principal. Returns {"new", id, json},
+# {"merged", id, json}, {"full", count, soonest expiry} or {"full-principal", count, soonest}.
 _FILE: Final = """
 local new = cjson.decode(ARGV[1])
 local now = tonumber(ARGV[3])
 local count, soonest = 0, nil
+local theirs, their_soonest = 0, nil
 for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
   local r = cjson.decode(raw)
   if r.expires > now then
     count = count + 1
     if soonest == nil or r.expires < soonest then soonest = r.expires end
+    if r.principal == new.principal then
+      theirs = theirs + 1
+      if their_soonest == nil or r.expires < their_soonest then their_soonest = r.expires end
+    end
     if ARGV[2] ~= '' and r.merge == ARGV[2] then
       -- Only an override merges: it has no arguments, so re-encoding it changes nothing.
+      -- Its expiry stays: asking again does not renew it.
       r.reason = new.reason
-      r.expires = new.expires
       local text = cjson.encode(r)
       redis.call('HSET', KEYS[1], r.id, text)
       return {'merged', r.id, text}
     end
   end
+end
+if theirs >= tonumber(ARGV[5]) then
+  return {'full-principal', theirs, tostring(their_soonest)}
 end
 if count >= tonumber(ARGV[4]) then return {'full', count, tostring(soonest)} end
 local id = 'r' .. redis.call('INCR', KEYS[2])
@@ -152,10 +161,17 @@ class SharedRequestStore(RequestStore):
         *,
         ttl: float = DEFAULT_TTL,
         max_pending: int = MAX_PENDING,
+        max_per_principal: int = MAX_PER_PRINCIPAL,
         emit: Callable[[Event], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(ttl=ttl, max_pending=max_pending, emit=emit, clock=clock)
+        super().__init__(
+            ttl=ttl,
+            max_pending=max_pending,
+            max_per_principal=max_per_principal,
+            emit=emit,
+            clock=clock,
+        )
         self.store = store
         self._hash = store.key("requests")
         self._counter = store.key("request-ids")
@@ -206,19 +222,16 @@ class SharedRequestStore(RequestStore):
         text = json.dumps(data, separators=(",", ":"))
 
         async def file(r: aioredis.Redis) -> Any:
-            args = [text, data["merge"], repr(now), self.max_pending]
+            args = [text, data["merge"], repr(now), self.max_pending, self.max_per_principal]
             return await self._file(keys=[self._hash, self._counter], args=args, client=r)
 
         self.expire()
         answer = self.store.run(file)
         what = _text(answer[0])
-        if what == "full":
+        if what in ("full", "full-principal"):
             soonest = float(answer[2])
             raise RequestLimitError(
-                f"{int(answer[1])} requests already wait for the user, the most this "
-                "server keeps; do not ask again now. Carry on with the tools you have, or "
-                "tell the user what you need; the oldest request expires in "
-                f"{max(1, round((soonest - now) / 60))} minute(s)."
+                limit_message(int(answer[1]), what == "full-principal", soonest - now)
             )
         request_id = _text(answer[1])
         merged = what == "merged"
@@ -228,7 +241,7 @@ class SharedRequestStore(RequestStore):
                 request = _load(answer[2])
                 self._local[request_id] = request
             else:
-                request.reason, request.expires = probe.reason, expires
+                request.reason = probe.reason
         if not merged:
             from agent_presets.server.events import Request
 
