@@ -272,3 +272,21 @@ async def test_the_socket_answers_requests_while_served(
     finally:
         listener.close()
     assert not socket_path(state).exists()
+
+
+def test_status_names_the_tools_an_allow_list_lets_be_served(
+    stack: Any, controller: Controller
+) -> None:
+    from agent_presets.server.policy import Allowed, ToolPolicy
+
+    assert controller.status()["allowed"] is None  # no policy: every tool
+    controller.allows = ToolPolicy().allows
+    assert controller.status()["allowed"] is None  # no allow-list: every tool
+    theme = sorted(
+        stack.adapters.mcp_name(a)
+        for a in stack.adapters.list()
+        if a.id in stack.registry.get("theme-tools").tool_ids
+    )
+    policy = ToolPolicy(allow=Allowed(frozenset(theme), ("theme-tools",)))
+    controller.allows = policy.allows
+    assert controller.status()["allowed"] == theme
