@@ -400,3 +400,24 @@ def test_a_2025_11_25_cancel_kills_the_shell_command(shell_server: HttpServer) -
     assert wait_for(lambda: not processes_with(f"sleep {seconds}"), 5), (
         "the command outlived its cancelled call"
     )
+
+
+def test_a_replica_serves_no_tasks_and_says_why(tmp_path: Path) -> None:
+    """docs/replicas.md: behind a balancer a task would live in one replica's memory only."""
+    server = task_server(tmp_path / "state", "--replica", "r1")
+    try:
+        discovered = result(rpc(server.url, "server/discover", {}, name=None))
+        assert TASKS not in (discovered.get("capabilities", {}).get("extensions") or {})
+        # A task-capable call answers directly, as for a client without the extension.
+        answer = call(server.url, "space_slow_compute", {"seconds": 0.1, "label": "here"})
+        assert answer["resultType"] == "complete" and "taskId" not in answer
+        assert answer["content"][0]["text"] == "here: done after 0.1s"
+        required = error(
+            rpc(server.url, "tools/call", {"name": "space_failing_job", "arguments": {}})
+        )
+        refused = error(get(server.url, "some-task"))
+        for refusal in (required, refused):
+            assert refusal["code"] == -32600, refusal
+            assert "replica 'r1'" in refusal["message"] and "serve no tasks" in refusal["message"]
+    finally:
+        server.stop()

@@ -24,6 +24,14 @@ the server's capabilities (``Server.extensions``) and the dispatch of methods
 it does not know (``add_request_handler``); it keeps no tasks itself (mcp
 2.3.0), so this module holds them.
 
+Behind replicas (``serve --replica NAME``) there are no tasks: a task lives
+in one replica's memory, and a balancer sends a ``tasks/get`` without a
+session id to any replica, which would answer ``-32602`` every other time. A
+replica does not advertise the extension, runs a task-capable call directly
+(as for a client that did not declare it), refuses a tool that *requires* a
+task with ``-32600`` saying why, and answers ``tasks/*`` the same way
+(``docs/replicas.md``).
+
 Who may see a task: the caller that made it (its token, or ``local``), and
 nobody else; another caller's id answers exactly as an unknown one
 (``-32602``), so ids cannot be probed. Tasks live in the server's memory: one
@@ -244,6 +252,8 @@ class Tasks:
     def __init__(self, server: TaskServer) -> None:
         self.server = server
         self._tasks: dict[str, Task] = {}
+        self.replica: str | None = None
+        """This server's replica name (``behind``): tasks are not served then."""
 
     def register(self, add: Callable[..., None]) -> None:
         # Advertised in server/discover (2026-07-28 only: the SDK adds extensions there).
@@ -251,6 +261,22 @@ class Tasks:
         add("tasks/get", TaskParams, self._get)
         add("tasks/update", UpdateParams, self._update)
         add("tasks/cancel", TaskParams, self._cancel)
+
+    def behind(self, replica: str) -> None:
+        """This server is replica ``replica`` behind a balancer: no tasks (module docstring)."""
+        self.replica = replica
+        self.server.extensions.pop(TASKS, None)
+
+    def _not_here(self, what: str) -> MCPError:
+        return MCPError(
+            code=types.INVALID_REQUEST,
+            message=(
+                f"{what}: this server is replica {self.replica!r} behind a load balancer, "
+                "and a task would live in one replica's memory while the balancer sends "
+                "tasks/get to any of them, so replicas serve no tasks. Call the tool without "
+                f"the {TASKS} extension, or use a server without --replica"
+            ),
+        )
 
     def close(self) -> None:
         for task in self._tasks.values():
@@ -274,6 +300,10 @@ class Tasks:
         tool = self.server.tool_for(call.name, call.principal)
         assert tool is not None and tool.task_support is not None
         ctx = call.request
+        if self.replica is not None:
+            if tool.task_support == "required":
+                raise self._not_here(f"{call.name} runs only as a task")
+            return await self.server.run_call(call)
         if not declared(ctx):
             if tool.task_support == "required":
                 raise _needs_tasks(
@@ -373,6 +403,8 @@ class Tasks:
         """The caller's task of ``params``; every refusal of a ``tasks/*`` request is here."""
         if not modern(ctx):
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found", data=method)
+        if self.replica is not None:
+            raise self._not_here(f"{method} has no task to find")
         if not declared(ctx):
             raise _needs_tasks(
                 f"{method} is part of the {TASKS} extension, which this request's "

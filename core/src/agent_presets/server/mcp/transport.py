@@ -270,6 +270,7 @@ async def _serve_http(
 
         # At the wire's edge: a balancer routes a session by the name its id starts with.
         app = ReplicaSessionIds(app, replica)
+        server.tasks.behind(replica)  # a task would live in one replica only (tasks.py)
     from agent_presets.server.httptimeout import TimedH11
 
     config = uvicorn.Config(
