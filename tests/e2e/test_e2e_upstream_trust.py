@@ -269,3 +269,60 @@ async def test_an_upstream_that_never_answers_initialize_stalls_no_list_or_built
         # (start_timeout 60): no request waited for it past READY_WAIT.
         status = server.upstreams.status()["fake"]
         assert (status["starts"], status["failures"], status["running"]) == (1, 0, False)
+
+
+# ------------------------------------------------------------------- items 5 and 6: size, floods
+
+
+async def test_a_message_over_the_size_cap_is_a_clear_error_and_the_upstream_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_presets.server.mcp import upstream_stdio
+
+    monkeypatch.setattr(upstream_stdio, "MAX_MESSAGE", 64 * 1024)  # 8 MiB
+    async with served(
+        tmp_path, upstream(tmp_path), preset("fake-tools", ["fake.big", "fake.pid"])
+    ) as (client, server):
+        await client.list_tools()
+        fits = await client.call_tool("space_fake_big", {"size": 30_000})
+        assert not fits.is_error and len(text(fits)) == 30_000
+        cut = await client.call_tool("space_fake_big", {"size": 200_000})
+        assert cut.is_error
+        assert (
+            "upstream 'fake' stopped while answering 'big' (it sent a message longer than "
+            "65,536 bytes, the most an upstream may send; it was stopped); it restarts on the "
+            "next call"
+        ) in text(cut)
+        again = await client.call_tool("space_fake_pid", {})
+        assert not again.is_error, text(again)
+        assert server.upstreams.status()["fake"]["starts"] == 2
+
+
+async def test_a_log_flood_is_cut_to_a_burst_and_a_count(tmp_path: Path) -> None:
+    from agent_presets.server.mcp.upstream_stdio import NOTICE_BURST
+
+    logged: list[str] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(str(params.data))
+
+    async with served(
+        tmp_path,
+        upstream(tmp_path),
+        preset("fake-tools", ["fake.chatty", "fake.pid"]),
+        logging_callback=on_log,
+    ) as (client, server):
+        await client.list_tools()
+        await client.set_logging_level("info")
+        said = await client.call_tool("space_fake_chatty", {"count": 5000})
+        assert not said.is_error, text(said)
+        assert text(said) == "said it all"
+        chatter = [line for line in logged if "chatter" in line]
+        # The burst, and what the rate let through while the rest arrived: not 5,000.
+        assert NOTICE_BURST <= len(chatter) < 1000
+        dropped = server.upstreams._connections["fake"].bounds.dropped["log"]
+        assert len(chatter) + dropped == 5000
+        assert logged[-1] == (
+            f"[fake] {dropped:,} log messages of this call were dropped: an upstream may send "
+            f"{NOTICE_BURST} at once and 50 a second after that"
+        )

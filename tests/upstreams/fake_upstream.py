@@ -8,7 +8,8 @@
 structured content), ``pid`` (the process id), ``note`` (appends to ``note.txt`` in the marks
 folder: it writes, and with ``--lie`` says it only reads), ``calm`` (lists
 ``note`` again as read-only), ``flood_changes`` (says tools/list_changed
-``count`` times), and with ``--tools N``, N
+``count`` times), ``big`` (``size`` bytes of text), ``chatty`` (logs ``count``
+messages during the call), and with ``--tools N``, N
 no-op tools ``PREFIX0``..``PREFIXN-1`` for benchmarks. Tests start it
 through the server as an upstream (tests/e2e/test_e2e_upstreams.py).
 """
@@ -112,6 +113,16 @@ def build(
         add_note(True)
         await ctx.session.send_tool_list_changed()
         return "calm"
+
+    @server.tool(description="Answers with `size` bytes of text.")
+    def big(size: int) -> str:
+        return "x" * size
+
+    @server.tool(description="Logs `count` messages at once, then answers.")
+    async def chatty(count: int, ctx: Context) -> str:
+        for index in range(count):
+            await ctx.log("info", f"chatter {index}")
+        return "said it all"
 
     @server.tool(description="Says its tools changed `count` times, at once.")
     async def flood_changes(count: int, ctx: Context) -> str:

@@ -47,13 +47,18 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 import anyio
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agent_presets.adapters import ToolCall
 from agent_presets.model import PresetError, PresetValidationError, ToolCallError
 from agent_presets.results import Content, ToolResult
 from agent_presets.safetext import shown
+from agent_presets.server.mcp.upstream_stdio import (
+    NOTICE_BURST,
+    NOTICE_RATE,
+    Bounds,
+    stdio_transport,
+)
 from agent_presets.upstreams import (
     RUNTIME,
     Launch,
@@ -180,6 +185,8 @@ class Connection:
         """The calls in flight, each told the upstream's log messages (on this loop)."""
         self.lists = 0
         """Times it was asked for its tool list (a start, a relist)."""
+        self.bounds = Bounds(self.name)
+        """What its transport dropped, and why it cut the connection (``upstream_stdio``)."""
         self.ready_by = 0.0
         """Until when (monotonic) requests wait for its first start; 0 before it began."""
         self._relisting: asyncio.Task[None] | None = None
@@ -247,7 +254,7 @@ class Connection:
             raise
         except Exception as exc:
             await self._teardown(graceful=False)
-            reason = _reason(exc) + self._stderr_tail()
+            reason = self.bounds.take_cut() or _reason(exc) + self._stderr_tail()
             self._failed(reason)
             raise UpstreamUnavailable(
                 f"upstream {self.name!r} could not be started ({upstream.where}): {reason}"
@@ -287,7 +294,8 @@ class Connection:
             self._ended.set()
             if not self._stop.is_set() and started.done() and not started.exception():
                 # It went away by itself: the next call restarts it, after the backoff.
-                self._failed("it stopped" + self._stderr_tail())
+                cut = self.bounds.take_cut()
+                self._failed(cut if cut is not None else "it stopped" + self._stderr_tail())
                 log.warning("upstream %r stopped: %s", self.name, self.last_error)
 
     @contextlib.asynccontextmanager
@@ -333,12 +341,12 @@ class Connection:
             self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
                 "w+", encoding="utf-8", errors="replace"
             )
-            params = StdioServerParameters(
-                command=sys.executable,
-                args=["-S", "-E", GUARD, str(os.getpid()), "--", *launch.command],
-                env=dict(launch.env),
-            )
-            async with stdio_client(params, errlog=self._stderr) as (read, write):
+            guarded = [sys.executable, "-S", "-E", GUARD, str(os.getpid()), "--", *launch.command]
+            # Not the SDK's stdio client: this one bounds what the upstream may send.
+            async with stdio_transport(guarded, launch.env, self._stderr, self.bounds) as (
+                read,
+                write,
+            ):
                 yield _WatchedStream(read, self._ended), write
             return
         from mcp.client.streamable_http import streamable_http_client
@@ -418,6 +426,7 @@ class Connection:
             tell(_Event("progress", (progress, total, message)))
 
         self.listeners.add(tell)
+        dropped = self.bounds.dropped["log"]
         try:
             result = await client.call_tool(
                 tool,
@@ -428,7 +437,12 @@ class Connection:
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or self._ended.is_set():
                 await self._teardown()
-                self._failed("it exited while answering" + self._stderr_tail())
+                cut = self.bounds.take_cut()
+                self._failed(
+                    f"{cut}; it was stopped"
+                    if cut is not None
+                    else "it exited while answering" + self._stderr_tail()
+                )
                 raise UpstreamUnavailable(
                     f"upstream {self.name!r} stopped while answering {tool!r} "
                     f"({self.last_error}); it restarts on the next call"
@@ -441,6 +455,9 @@ class Connection:
             raise  # not reached: _hung raises
         finally:
             self.listeners.discard(tell)
+            lost = self.bounds.dropped["log"] - dropped
+            if lost:
+                tell(_Event("log", ("warning", _dropped_notice(lost))))
         self.failures = 0  # an answer: the next failure restarts at once again
         return _tool_result(result)
 
@@ -516,6 +533,13 @@ class Connection:
             if cursor is None:
                 break
         return tools
+
+
+def _dropped_notice(count: int) -> str:
+    return (
+        f"{count:,} log messages of this call were dropped: an upstream may send "
+        f"{NOTICE_BURST} at once and {NOTICE_RATE:g} a second after that"
+    )
 
 
 def _tool_result(result: types.CallToolResult) -> ToolResult:
