@@ -4,7 +4,7 @@ Run (root, npm, ``ip netns``; see ``bench/clientdrive/drive.py``):
 
     uv run python bench/clients.py [--clients opencode,claudecode,claudecode-nosearch,codex]
         [--scripts draw,long] [--servers all,live,auto,bm25] [--keep DIR] [--json]
-        [--jobs N] [--presets PATH] [--cache DIR]
+        [--jobs N] [--attempts N] [--presets PATH] [--cache DIR]
     uv run python bench/clients.py --report RUNS.json ...   # tables of earlier --json runs
 
 Each run drives one real client CLI (opencode 1.18.33, Claude Code 2.1.332
@@ -256,19 +256,31 @@ def _tally(items: Any) -> dict[str, int]:
     return out
 
 
-def one_run(client: str, script: str, server: str, root: Path, cache_dir: Path) -> dict[str, Any]:
+def one_run(
+    client: str, script: str, server: str, root: Path, cache_dir: Path, attempts: int = 1
+) -> dict[str, Any]:
+    """One client, script and server; run again (up to ``attempts`` runs in all) while the
+    script does not complete, so a race in the client is seen as such: ``attempt`` says
+    which run the figures are of, ``failed`` what stopped the runs before it."""
     kind, env = CLIENTS[client]
-    name = f"{client}-{script}-{server}"
-    state, work = root / name / "state", root / name / "work"
-    started = time.time()
-    cmd = server_command(server, state, cache_dir)
-    drive(kind, cmd, SCRIPTS[script], work, cache=cache_dir, env=env)
-    figures = measure(work, state, COUNTER)
+    failed: list[str] = []
+    for attempt in range(1, attempts + 1):
+        name = f"{client}-{script}-{server}" + (f"-{attempt}" if attempt > 1 else "")
+        state, work = root / name / "state", root / name / "work"
+        started = time.time()
+        cmd = server_command(server, state, cache_dir)
+        drive(kind, cmd, SCRIPTS[script], work, cache=cache_dir, env=env)
+        figures = measure(work, state, COUNTER)
+        if figures["done"] or attempt == attempts:
+            break
+        failed += figures["stopped"]
     return {
         "client": client,
         "script": script,
         "server": server,
         "seconds": round(time.time() - started),
+        "attempt": attempt,
+        "failed": failed,
         **figures,
     }
 
@@ -290,6 +302,8 @@ def table(runs: list[dict[str, Any]]) -> str:
         for r in rows:
             ratio = f"{r['uncached'] / base:.2f}" if base else "-"
             done = "yes" if r["done"] else f"no ({', '.join(r['stopped'])})"
+            if r.get("failed"):
+                done += f", run {r['attempt']}; before: {', '.join(r['failed'])}"
             out.append(
                 f"| {r['server']} | {r['requests']} | {r['input']:,} | {r['uncached']:,} "
                 f"| {ratio} | "
@@ -307,6 +321,13 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="keep every run's work folder (bodies, logs) here")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
+    ap.add_argument(
+        "--attempts",
+        type=int,
+        default=1,
+        help="run a combination again, up to this many runs, while its script does not "
+        "complete (default 1); the table says which run it shows and what stopped the others",
+    )
     ap.add_argument(
         "--cache",
         type=Path,
@@ -345,7 +366,9 @@ def main() -> int:
     root = args.keep or Path(tempfile.mkdtemp(prefix="clients-bench."))
     root.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one_run, c, s, v, root, args.cache) for c, s, v in combos]
+        futures = [
+            pool.submit(one_run, c, s, v, root, args.cache, args.attempts) for c, s, v in combos
+        ]
         runs = []
         for fut, (c, s, v) in zip(futures, combos, strict=True):
             run = fut.result()
