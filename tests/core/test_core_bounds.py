@@ -261,3 +261,43 @@ def test_at_the_session_limit_only_an_opening_ends_a_session_and_never_a_busy_on
             sdk.hold.set()
 
     anyio.run(main)
+
+
+def test_a_session_that_sent_nothing_after_initialize_is_ended_after_a_minute() -> None:
+    """Issue 27: 300 sessions that never sent a request were kept for the SDK's 30 minutes."""
+    from agent_presets.server.mcp.sessionlimit import UNUSED_SECONDS
+
+    now = [0.0]
+
+    async def main() -> None:
+        sdk = FakeSessions()
+        limit = SessionLimit(sdk, max_sessions=1000, clock=lambda: now[0])
+        for _ in range(3):
+            await request(limit, "POST")  # s1, s2, s3
+        await request(limit, "POST", "s1")  # notifications/initialized: s1 is used
+        now[0] += UNUSED_SECONDS - 1
+        await request(limit, "POST", None, "2026-07-28")
+        assert sdk.ended == []
+        now[0] += 2
+        await request(limit, "POST", "s2")  # too late: ended before it is looked at
+        assert sdk.ended == ["s2", "s3"]
+        await request(limit, "POST")  # s4, a new one, has its own minute
+        now[0] += UNUSED_SECONDS - 1
+        await request(limit, "POST", "s1")
+        assert sdk.ended == ["s2", "s3"]
+
+    anyio.run(main)
+
+
+def test_unused_sessions_are_swept_without_any_request_coming() -> None:
+    async def main() -> None:
+        sdk = FakeSessions()
+        limit = SessionLimit(sdk, unused_timeout=0.1)
+        for _ in range(3):
+            await request(limit, "POST")
+        await request(limit, "POST", "s2")
+        with anyio.fail_after(10):
+            while sorted(sdk.ended) != ["s1", "s3"]:
+                await anyio.sleep(0.05)
+
+    anyio.run(main)

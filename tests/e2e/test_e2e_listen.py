@@ -205,3 +205,48 @@ def test_a_listen_stream_open_when_stdin_closes_ends_with_its_result_not_an_erro
     rest, _ = listen_then_end(tmp_path, listen, close_stdin, timeout=30)
     answers = [m for m in rest if m.get("id") == "listen:0"]
     assert len(answers) == 1 and "result" in answers[0], rest
+
+
+async def test_listen_streams_past_the_bounds_are_refused_and_the_open_ones_go_on(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: one client opened 19,499 listen streams; now a bound holds, per principal."""
+    from contextlib import AsyncExitStack
+
+    from mcp.shared.exceptions import MCPError
+
+    from agent_presets.server.mcp.listenlimit import (
+        MAX_LISTEN_PER_PRINCIPAL,
+        MAX_LISTEN_STREAMS,
+    )
+
+    assert (MAX_LISTEN_PER_PRINCIPAL, MAX_LISTEN_STREAMS) == (50, 500)  # docs/security.md
+    host = HeadlessHost(tmp_path / "state")
+    presets = host.start()
+    mcp_server = build_server(presets)
+    mcp_server.listen_limit.per_principal = 3
+    try:
+        async with Client(mcp_server) as client, AsyncExitStack() as streams:
+            subs = [await streams.enter_async_context(listening(client)) for _ in range(3)]
+            with pytest.raises(MCPError) as refused:
+                async with listening(client):
+                    pass
+            assert refused.value.error.code == -32600
+            assert "3 listen streams of this caller are open already" in refused.value.error.message
+            assert len(mcp_server.listen_limit) == 3
+            switch = threading.Thread(target=host.shell.set_surface, args=("canvas",))
+            switch.start()
+            switch.join()
+            for sub in subs:  # the open streams still hear every change
+                assert await heard(sub, ToolsListChanged) == {ToolsListChanged}
+        with anyio.fail_after(10):
+            while len(mcp_server.listen_limit):
+                await anyio.sleep(0.05)
+        mcp_server.listen_limit.total = 1
+        async with Client(mcp_server) as client, listening(client):
+            with pytest.raises(MCPError, match="the most this server keeps"):
+                async with listening(client):
+                    pass
+    finally:
+        mcp_server.close()
+        presets.sync.stop()

@@ -46,6 +46,7 @@ from agent_presets.server.mcp.discovery import Discovery
 from agent_presets.server.mcp.fanout import ChangeFanout
 from agent_presets.server.mcp.hints import annotations_for
 from agent_presets.server.mcp.invalid_params import name_invalid_params
+from agent_presets.server.mcp.listenlimit import ListenLimit
 from agent_presets.server.mcp.pipeline import (
     PendingCall,
     Pipeline,
@@ -159,6 +160,7 @@ class PresetServer(Server[Any]):
         )
         self._listen_streams = 0
         self._no_listen_streams: anyio.Event | None = None
+        self.listen_limit = ListenLimit()
         self.fanout = ChangeFanout((PROMPT_URI, STATUS_URI))
         # Each principal's context and overrides, over the server's (principals.py).
         self.principals = Principals(presets.manager, self.store)
@@ -271,10 +273,12 @@ class PresetServer(Server[Any]):
     async def _listen(
         self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
+        principal = principal_of(ctx)
         self._listen_streams += 1
         try:
-            handler = self.fanout.listen_handler(principal_of(ctx))
-            return await handler(ctx, params)
+            with self.listen_limit.admit(principal):  # bounded per principal and in all
+                handler = self.fanout.listen_handler(principal)
+                return await handler(ctx, params)
         finally:
             self._listen_streams -= 1
             if self._listen_streams == 0 and self._no_listen_streams is not None:

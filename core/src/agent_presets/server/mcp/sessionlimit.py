@@ -21,10 +21,17 @@ A session that is busy is never ended: only when every session is busy does
 the new client get the SDK's ``503``. An ended session's client gets ``404``
 on its next request, which MCP's streamable HTTP transport answers with a
 new ``initialize``.
+
+A session that sent nothing after its ``initialize`` (not even the
+``notifications/initialized`` every client sends at once) for
+``unused_timeout`` seconds (``UNUSED_SECONDS``, a minute) is ended as well,
+limit or not: the SDK would keep it for its 30 idle minutes. A sweep runs a
+second after such a session's time is up, and before any request once it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -39,7 +46,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from agent_presets.server.mcp.auth import SCOPE_KEY
 from agent_presets.server.mcp.sessions import modern_request
 
-__all__ = ["MAX_SESSIONS", "SessionLimit"]
+__all__ = ["MAX_SESSIONS", "UNUSED_SECONDS", "SessionLimit"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,6 +58,12 @@ MAX_SESSIONS: Final = 1_000
 """Legacy HTTP sessions open at once. Each holds about 45 KiB (measured with mcp 2.3),
 so the SDK's own default (10,000) lets a flood take some 450 MB; with idle sessions
 making way, a lower limit locks no one out."""
+
+UNUSED_SECONDS: Final = 60.0
+"""How long a session that sent nothing after its ``initialize`` is kept (the SDK: 30 min)."""
+
+SWEEP_SLACK: Final = 1.0
+"""Seconds a sweep waits past the time it is due (sessions due together go together)."""
 
 log = logging.getLogger("agent_presets.server")
 
@@ -72,6 +85,7 @@ class _Session:
     last: float
     busy: int = 0
     used: bool = False
+    opened: float = 0.0
 
 
 class SessionLimit:
@@ -83,12 +97,21 @@ class SessionLimit:
         *,
         max_sessions: int = MAX_SESSIONS,
         idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
+        unused_timeout: float = UNUSED_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        if unused_timeout <= 0:
+            raise ValueError(f"unused_timeout must be positive, got {unused_timeout}")
         self.app = app
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
+        self.unused_timeout = unused_timeout
+        self._clock = clock
+        self._sweep_at: float | None = None
+        """When the next sweep of unused sessions is due (None: none is waiting)."""
+        self._sweeper: asyncio.TimerHandle | None = None
         self._sessions: dict[str, _Session] = {}
         # Opening requests being served: the SDK counts their sessions already.
         self._opening_now = 0
@@ -97,6 +120,8 @@ class SessionLimit:
         if scope["type"] != "http" or modern_request(scope):  # no session to count
             await self.app(scope, receive, send)
             return
+        if self._sweep_at is not None and self._clock() >= self._sweep_at:
+            await self._end_unused()
         raw = next((v for k, v in scope.get("headers", ()) if k == _SESSION_HEADER), None)
         if raw is None:
             await self._opening(scope, receive, send)
@@ -119,10 +144,10 @@ class SessionLimit:
             await self.app(scope, receive, watched)
         finally:
             session.busy -= 1
-            session.last = time.monotonic()
             # Deleted by its client, or gone on the SDK's side (idle, crashed).
             if (scope.get("method") == "DELETE" and status < 300) or status == 404:
                 self._sessions.pop(session.id, None)
+            session.last = self._clock()
 
     async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
         if _opens_a_session(scope) and self._full():
@@ -139,9 +164,11 @@ class SessionLimit:
                 for name, value in message.get("headers", ()):
                     if name.lower() == _SESSION_HEADER and message["status"] < 400:
                         session_id = value.decode("latin-1")
+                        now = self._clock()
                         self._sessions[session_id] = _Session(
-                            session_id, _client(opening), opening, time.monotonic()
+                            session_id, _client(opening), opening, now, opened=now
                         )
+                        self._sweep_later(now + self.unused_timeout)
             await send(message)
 
         try:
@@ -154,7 +181,7 @@ class SessionLimit:
         if len(self._sessions) + self._opening_now < self.max_sessions:
             return False
         # Sessions the SDK has ended for idleness since: forget them first.
-        stale = time.monotonic() - self.idle_timeout
+        stale = self._clock() - self.idle_timeout
         for session in [s for s in self._sessions.values() if not s.busy and s.last < stale]:
             del self._sessions[session.id]
         return len(self._sessions) + self._opening_now >= self.max_sessions
@@ -173,6 +200,39 @@ class SessionLimit:
             victim.client,
         )
         await self._end(victim)
+
+    def _sweep_later(self, due: float) -> None:
+        """Sweep unused sessions at ``due`` (and before any request after it)."""
+        if self._sweep_at is not None and self._sweep_at <= due:
+            return
+        self._sweep_at = due
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, due - self._clock()) + SWEEP_SLACK
+        self._sweeper = loop.call_later(delay, lambda: loop.create_task(self._end_unused()))
+
+    async def _end_unused(self) -> None:
+        """End every session unused past ``unused_timeout``; plan the sweep of the next one."""
+        self._sweeper = None
+        self._sweep_at = None
+        now = self._clock()
+        due = now - self.unused_timeout
+        waiting = [s for s in self._sessions.values() if not s.used and not s.busy]
+        gone = [s for s in waiting if s.opened <= due]
+        for session in gone:
+            del self._sessions[session.id]
+        if gone:
+            log.warning(
+                "ended %d HTTP sessions that sent nothing in the %g s after their initialize",
+                len(gone),
+                self.unused_timeout,
+            )
+        left = [s.opened for s in waiting if s.opened > due]
+        if left:
+            self._sweep_later(min(left) + self.unused_timeout)
+        for session in gone:
+            await self._end(session)
 
     async def _end(self, session: _Session) -> None:
         """Send the SDK the ``DELETE`` that ends ``session``, as its client would."""
