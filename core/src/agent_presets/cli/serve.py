@@ -32,6 +32,7 @@ from agent_presets.cli.options import (
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.model import DANGEROUS_RISKS, PresetError, PresetValidationError, effective_risk
 from agent_presets.plugins import PluginSet
+from agent_presets.server.start import start_front_enabled
 
 PLUGINS_KEY = "agent_presets.serve.plugins"
 """ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
@@ -441,7 +442,6 @@ def serve(
     """
     from agent_presets.server import ServeConfig
     from agent_presets.server.control import SOCKET_NAME
-    from agent_presets.server.mcp import serve as run_server
 
     # Check every flag before the host's saved state is touched.
     console_at = _check_flags(
@@ -507,11 +507,30 @@ def serve(
         state_dir=app.state_dir,
         store=store,
     )
+    if transport == "stdio" and start_front_enabled():
+        # The first requests are answered from here on, while the SDK loads below.
+        config = config.replace(front=_start_front(presets, config))
+    from agent_presets.server.mcp import serve as run_server  # the SDK: a second or more
+
     _startup.resume()  # start-up is over (agent_presets._startup)
     try:
         run_server(presets, config)
     finally:
         store.close()
+
+
+def _start_front(presets: Any, config: Any) -> Any:
+    from agent_presets.server.start.front import Replies, StartFront
+
+    replies = Replies(
+        presets,
+        policy=config.policy,
+        page_size=config.page_size,
+        tool_budget=config.tool_budget,
+        discovery=config.discovery,
+        store=config.store,
+    )
+    return StartFront(replies)
 
 
 def _check_flags(

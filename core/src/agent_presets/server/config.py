@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_presets.server.console.app import ConsoleOptions
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.stage import Stage
+    from agent_presets.server.start.front import StartFront
     from agent_presets.server.store import Store
     from agent_presets.server.telemetry import Telemetry
     from agent_presets.server.tokens import TokenTable
@@ -103,6 +104,9 @@ class ServeConfig:
     discovery: DiscoveryMode = "auto"
     stop: threading.Event | None = None
     """Set it to end an HTTP ``serve``, from any thread."""
+    front: StartFront | None = None
+    """stdio only: the start front that has read the wire since start-up
+    (``agent_presets.server.start``); the transport takes the wire over from it."""
 
     def __post_init__(self) -> None:
         if self.transport not in ("stdio", "http"):
@@ -143,6 +147,8 @@ class ServeConfig:
                     "it leaves out of the list, and discovery 'list' serves neither; use "
                     "discovery 'auto' or 'search', or no tool budget"
                 )
+        if self.front is not None and self.transport != "stdio":
+            raise PresetError("a start front reads stdio; it cannot serve --transport http")
         if self.tokens is not None and self.transport != "http":
             raise PresetError("token authentication needs --transport http; stdio has no tokens")
         object.__setattr__(self, "stages", tuple(self.stages))

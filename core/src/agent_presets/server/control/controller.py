@@ -452,64 +452,7 @@ class Controller:
 
     def request_tool(self, prefix: str) -> ToolDef:
         """The agent's ``<prefix>presets_request`` tool, a host tool (no owner, no preset)."""
-        name = f"{prefix}{REQUEST_TOOL}"
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "preset": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 200,
-                    "description": "The preset's name, e.g. one an unavailable tool's error named.",
-                },
-                "state": {
-                    "type": "string",
-                    "enum": ["on", "off"],
-                    "description": "on: ask the user to turn it on. off: turn it off now.",
-                },
-                "reason": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_REASON,
-                    "description": "One sentence for the user: what you need it for.",
-                },
-            },
-            "required": ["preset", "state", "reason"],
-            "additionalProperties": False,
-        }
-        validators: list[Any] = []  # built on the first call: serve starts without jsonschema
-
-        def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
-            args = dict(arguments or {})
-            if not validators:
-                import jsonschema
-
-                validators.append(jsonschema.Draft202012Validator(schema))
-            check_arguments(name, validators[0], args)
-            return self.ask(args["preset"], args["state"], args["reason"])
-
-        return ToolDef(
-            name=name,
-            title="Ask the user to turn a preset on or off",
-            description=(
-                "Ask the user to turn a preset (a set of tools) on, or turn one off. "
-                "state 'off' applies at once. state 'on' never applies by itself: it files a "
-                "request that waits for the user's approval and answers at once with its id; "
-                "the server announces the new tools (tools/list_changed) if the user approves. "
-                "Use it when a tool you need is off (its error names the preset)."
-            ),
-            input_schema=MappingProxyType(schema),
-            output_schema=REQUEST_OUTPUT,
-            run=run,
-            annotations=MappingProxyType(
-                {
-                    "readOnlyHint": False,
-                    "destructiveHint": False,
-                    "idempotentHint": True,
-                    "openWorldHint": False,
-                }
-            ),
-        )
+        return request_tool(prefix, self.ask)
 
     def _write(self, event: Event) -> None:
         if self._emit is not None:
@@ -521,3 +464,70 @@ def _check_by(by: str) -> None:
         raise PresetValidationError(
             f"'by' must be a short lowercase name such as cli or console, not {by!r}"
         )
+
+
+def request_tool(prefix: str, ask: Callable[[str, str, str], Any]) -> ToolDef:
+    """The agent's ``<prefix>presets_request`` tool, asking through ``ask(preset, state, reason)``.
+
+    A host tool (no owner, no preset). What it lists does not depend on
+    ``ask``: the start front (``agent_presets.server.start``) lists it before
+    any controller exists.
+    """
+    name = f"{prefix}{REQUEST_TOOL}"
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "preset": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "The preset's name, e.g. one an unavailable tool's error named.",
+            },
+            "state": {
+                "type": "string",
+                "enum": ["on", "off"],
+                "description": "on: ask the user to turn it on. off: turn it off now.",
+            },
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_REASON,
+                "description": "One sentence for the user: what you need it for.",
+            },
+        },
+        "required": ["preset", "state", "reason"],
+        "additionalProperties": False,
+    }
+    validators: list[Any] = []  # built on the first call: serve starts without jsonschema
+
+    def run(arguments: Mapping[str, Any] | None = None, *, context: Any = None) -> Any:
+        args = dict(arguments or {})
+        if not validators:
+            import jsonschema
+
+            validators.append(jsonschema.Draft202012Validator(schema))
+        check_arguments(name, validators[0], args)
+        return ask(args["preset"], args["state"], args["reason"])
+
+    return ToolDef(
+        name=name,
+        title="Ask the user to turn a preset on or off",
+        description=(
+            "Ask the user to turn a preset (a set of tools) on, or turn one off. "
+            "state 'off' applies at once. state 'on' never applies by itself: it files a "
+            "request that waits for the user's approval and answers at once with its id; "
+            "the server announces the new tools (tools/list_changed) if the user approves. "
+            "Use it when a tool you need is off (its error names the preset)."
+        ),
+        input_schema=MappingProxyType(schema),
+        output_schema=REQUEST_OUTPUT,
+        run=run,
+        annotations=MappingProxyType(
+            {
+                "readOnlyHint": False,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            }
+        ),
+    )

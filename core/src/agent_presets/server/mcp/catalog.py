@@ -23,8 +23,8 @@ connection, in rounds as a tool does (``get_prompt``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -41,33 +41,17 @@ from agent_presets.server.mcp.wire import (
     prompt_entry,
     prompt_text,
 )
+from agent_presets.server.start.lists import Listing, completes
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
-    from agent_presets.bundles import Members, PromptSpec, ResourceSpec
-    from agent_presets.model import PromptFragment, Resolution
+    from agent_presets.bundles import Members
+    from agent_presets.model import PromptFragment
     from agent_presets.server.mcp.calls import ToolCalls
     from agent_presets.server.policy import ToolPolicy
 
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
-
-OWN_RESOURCES: Final = (
-    {
-        "uri": PROMPT_URI,
-        "name": "active-presets-prompt",
-        "title": "Guidance for the active tools",
-        "description": "The prompt fragments of the presets active now.",
-        "mimeType": "text/markdown",
-    },
-    {
-        "uri": STATUS_URI,
-        "name": "active-presets-status",
-        "title": "Active presets",
-        "description": "The context, overrides, active presets and tools, as JSON.",
-        "mimeType": "application/json",
-    },
-)
 
 
 class Served(Protocol):
@@ -77,13 +61,12 @@ class Served(Protocol):
     policy: ToolPolicy
     calls: ToolCalls
 
+    @property
+    def listing(self) -> Listing: ...
+
     def _fragments(self, token: str | None) -> list[PromptFragment]: ...
 
-    def _presets_seen(self, token: str | None) -> set[str]: ...
-
     def status(self, token: str | None = None) -> dict[str, Any]: ...
-
-    def resolution_for(self, token: str | None) -> Resolution: ...
 
 
 def _invalid(message: str, **data: Any) -> MCPError:
@@ -123,53 +106,14 @@ class ServedMembers:
         add("resources/list", types.PaginatedRequestParams, self.list_resources)
         add("resources/read", types.ReadResourceRequestParams, self.read_resource)
         add("resources/templates/list", types.PaginatedRequestParams, self.list_templates)
-        members = self.presets.members
-        if members is not None and (
-            members.prompts or any(r.uri_template is not None for r in members.resources.values())
-        ):
+        if completes(self.presets.members):
             add("completion/complete", types.CompleteRequestParams, self.complete)
 
     # -- what a session sees -------------------------------------------------
 
-    def _open_presets(self, token: str | None) -> set[str] | None:
-        """The active presets whose members this session may see; None: all of them."""
-        policy = self.server.policy
-        if policy.allow is None and token is None:
-            return None
-        seen = self.server._presets_seen(token)
-        registry = self.presets.registry
-        for active in self.server.resolution_for(token).active_presets:
-            preset = registry.get(active.name)
-            if preset is not None and not preset.tool_ids and self._named(preset.name, token):
-                seen.add(preset.name)
-        return seen
-
-    def _named(self, preset: str, token: str | None) -> bool:
-        """Whether every allow-list in force names ``preset`` (for presets without tools)."""
-        policy = self.server.policy
-        if policy.allow is not None and preset not in policy.allow.names:
-            return False
-        if token is None:
-            return True
-        profile = policy.profile(token)
-        return profile is not None and (profile.allow is None or preset in profile.allow.names)
-
     def visible(self, token: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The prompt ids and resource ids this session is served now, in resolution order."""
-        resolution = self.server.resolution_for(token)
-        open_presets = self._open_presets(token)
-        if open_presets is None:
-            return resolution.prompt_ids, resolution.resource_ids
-        prompts: dict[str, None] = {}
-        resources: dict[str, None] = {}
-        registry = self.presets.registry
-        for name in resolution.active_names:
-            preset = registry.get(name)
-            if preset is None or name not in open_presets:
-                continue
-            prompts.update(dict.fromkeys(preset.prompts))
-            resources.update(dict.fromkeys(preset.resources))
-        return tuple(prompts), tuple(resources)
+        """The prompt ids and resource ids this session is served now (``Listing.visible``)."""
+        return self.server.listing.visible(token)
 
     def _not_served(self, kind: str, label: str, member_id: str, token: str | None) -> MCPError:
         """Why the member is not served to this session now, and what would serve it."""
@@ -225,26 +169,10 @@ class ServedMembers:
     async def list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        token = token_of(ctx.request)
-        entries = [prompt_entry(self.server._fragments(token))]
-        prompt_ids, _ = self.visible(token)
-        entries.extend(self._prompt_entry(self.members.prompts[p]) for p in prompt_ids)
-        return {"prompts": entries, "resultType": "complete"}
-
-    def _prompt_entry(self, spec: PromptSpec) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "name": self.members.prompt_name(spec.id),
-            "description": spec.description,
+        return {
+            "prompts": self.server.listing.prompts(token_of(ctx.request)),
+            "resultType": "complete",
         }
-        if spec.title is not None:
-            entry["title"] = spec.title
-        if spec.arguments:
-            entry["arguments"] = [
-                {"name": a.name, "required": a.required}
-                | ({"description": a.description} if a.description else {})
-                for a in spec.arguments
-            ]
-        return entry
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -309,29 +237,16 @@ class ServedMembers:
 
     # -- resources -----------------------------------------------------------
 
-    def _resource_entries(self, token: str | None, templates: bool) -> Iterable[ResourceSpec]:
-        _, resource_ids = self.visible(token)
-        for resource_id in resource_ids:
-            spec = self.members.resources[resource_id]
-            if (spec.uri_template is not None) == templates:
-                yield spec
-
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = [dict(e) for e in OWN_RESOURCES]
-        for spec in self._resource_entries(token_of(ctx.request), templates=False):
-            entry = _described(spec, {"uri": spec.uri})
-            entries.append(entry)
+        entries = self.server.listing.resources(token_of(ctx.request))
         return {"resources": entries, "resultType": "complete"}
 
     async def list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = [
-            _described(spec, {"uriTemplate": spec.uri_template})
-            for spec in self._resource_entries(token_of(ctx.request), templates=True)
-        ]
+        entries = self.server.listing.resources(token_of(ctx.request), templates=True)
         return {"resourceTemplates": entries, "resultType": "complete"}
 
     async def read_resource(
@@ -438,16 +353,3 @@ def _completion(values: list[str]) -> dict[str, Any]:
         },
         "resultType": "complete",
     }
-
-
-def _described(spec: ResourceSpec, entry: dict[str, Any]) -> dict[str, Any]:
-    entry["name"] = spec.name or spec.id
-    if spec.title is not None:
-        entry["title"] = spec.title
-    if spec.description is not None:
-        entry["description"] = spec.description
-    if spec.mime_type is not None:
-        entry["mimeType"] = spec.mime_type
-    elif spec.text is not None:
-        entry["mimeType"] = "text/plain"
-    return entry

@@ -24,7 +24,6 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from agent_presets._version import __version__
-from agent_presets.boot import host_defaults
 from agent_presets.model import PromptFragment, Resolution, ToolDef
 from agent_presets.principal import LOCAL, acting_as
 from agent_presets.schema import quote
@@ -44,7 +43,6 @@ from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
 from agent_presets.server.mcp.context import set_level_handler
 from agent_presets.server.mcp.discovery import Discovery
 from agent_presets.server.mcp.fanout import ChangeFanout
-from agent_presets.server.mcp.hints import annotations_for
 from agent_presets.server.mcp.invalid_params import name_invalid_params
 from agent_presets.server.mcp.listenlimit import ListenLimit
 from agent_presets.server.mcp.pipeline import (
@@ -57,16 +55,20 @@ from agent_presets.server.mcp.pipeline import (
 from agent_presets.server.mcp.rounds import state_boundary
 from agent_presets.server.mcp.tasks import Tasks
 from agent_presets.server.mcp.wire import (
-    PROMPT_NAME,
     PROMPT_URI,
     STATUS_URI,
     page_cursor,
     plain,
     read_cursor,
-    tool_entry,
 )
 from agent_presets.server.policy import ToolPolicy
 from agent_presets.server.principals import Audience, Principals
+from agent_presets.server.start.lists import (
+    SERVER_NAME,
+    SERVER_TITLE,
+    Listing,
+    server_instructions,
+)
 from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.server.telemetry import Telemetry
 from agent_presets.suggest import did_you_mean
@@ -80,19 +82,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_presets.server")
 
-SERVER_NAME: Final = "agent-presets"
-
 PRINCIPAL_LISTS: Final = 256
 """Tool lists of principals with a resolution of their own kept at once (one per resolution)."""
-
-
-INSTRUCTIONS: Final = (
-    "The tools offered here follow the app's context: they change when it changes, and the "
-    "server announces each change (tools/list_changed). "
-    f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
-    "active now. A tool that is not offered right now answers with what would turn it on."
-)
-"""The instructions of a server whose app supplies none (``HostDefaults.instructions``)."""
 
 
 _NOTIFY_ALL: Final = NotificationOptions(
@@ -198,8 +189,8 @@ class PresetServer(Server[Any]):
         super().__init__(
             name,
             version=__version__,
-            title="agent-presets",
-            instructions=instructions or _host_instructions(app) or INSTRUCTIONS,
+            title=SERVER_TITLE,
+            instructions=instructions or server_instructions(app),
             lifespan=_lifespan,
             # The lists follow the active presets, which change at any moment.
             cache_hints={
@@ -331,9 +322,14 @@ class PresetServer(Server[Any]):
             self._tools_key = key
         return self._tools_cache
 
+    @property
+    def listing(self) -> Listing:
+        """What this server lists (``start.lists``: the start front lists the same way)."""
+        return Listing(self.presets, self.policy, self.principals)
+
     def _entries(self, tools: Iterable[ToolDef]) -> list[dict[str, Any]]:
         """The wire entries of ``tools`` that the allow-list leaves in."""
-        return [tool_entry(t, annotations_for(t)) for t in tools if self.policy.allows(t.name)]
+        return self.listing.tool_entries(tools)
 
     def entries_for(self, principal: str) -> tuple[list[dict[str, Any]], int]:
         """``principal``'s ``tools/list`` entries and the list's version (for cursors).
@@ -360,10 +356,7 @@ class PresetServer(Server[Any]):
 
     def _tools_with(self, defs: Sequence[ToolDef]) -> list[ToolDef]:
         """The registry's tools, its preset tools replaced by ``defs``, in name order."""
-        managed = self.presets.sync.managed()
-        tools = {t.name: t for t in self.tool_registry.list() if t.name not in managed}
-        tools.update((d.name, d) for d in defs)
-        return [tools[name] for name in sorted(tools)]
+        return self.listing.tools_with(defs)
 
     def tool_for(self, name: str, principal: str) -> ToolDef | None:
         """The tool ``name`` as ``principal`` is served it now, or None."""
@@ -523,42 +516,20 @@ class PresetServer(Server[Any]):
     # -- prompt and resources ------------------------------------------------
 
     def _fragments(self, token: str | None) -> list[PromptFragment]:
-        """The active presets' prompt fragments this session may read (see ``_presets_seen``)."""
-        fragments = list(self.resolution_for(token).prompt_fragments)
-        if self.policy.allow is None and token is None:
-            return fragments
-        seen = self._presets_seen(token)
-        return [f for f in fragments if f.preset in seen]
+        """The active presets' prompt fragments this session may read (``Listing.fragments``)."""
+        return self.listing.fragments(token)
 
     def resolution_for(self, token: str | None) -> Resolution:
         """What the principal of ``token`` (``local`` without one) is served now."""
-        return self.principals.resolution(LOCAL if token is None else token)
+        return self.listing.resolution(token)
 
     def served_tools(self, token: str | None) -> list[ToolDef]:
         """The tools the principal of ``token`` is served now, the allow-lists not applied."""
-        principal = LOCAL if token is None else token
-        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
-        return self.tool_registry.list() if defs is None else self._tools_with(defs)
+        return self.listing.served_tools(token)
 
     def _presets_seen(self, token: str | None) -> set[str]:
-        """The active presets with at least one tool that the allow-lists show this session.
-
-        A session narrowed by ``--allow`` or its token's profile reads the
-        guidance, and sees the names, of those presets only: the others' tools
-        are not its to call, and their prompts would describe them anyway.
-        """
-        ids = {
-            tool.managed_source
-            for tool in self.served_tools(token)
-            if self.policy.allows(tool.name, token)
-        }
-        registry = self.presets.registry
-        return {
-            active.name
-            for active in self.resolution_for(token).active_presets
-            if (preset := registry.get(active.name)) is not None
-            and ids.intersection(preset.tool_ids)
-        }
+        """The active presets behind the tools this session sees (``Listing.presets_seen``)."""
+        return self.listing.presets_seen(token)
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -622,11 +593,6 @@ async def _lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         yield {}
     finally:
         server.fanout.detach_loop()
-
-
-def _host_instructions(app: Any) -> str | None:
-    defaults = host_defaults(app)
-    return None if defaults is None else defaults.instructions
 
 
 def build_server(

@@ -16,32 +16,35 @@ costs the server a few MiB and the next line is served as usual.
 One writer: the answers go out through the same stdout object the SDK
 writes with, one ``write`` per line under a lock, so frames never interleave.
 
-Given explicit streams the SDK skips its claim on fd 0 and 1, so this module
-claims them itself, as the SDK would: while serving, fd 0 reads the null
-device and fd 1 points at stderr, so a handler's or a child's stray ``print``
-misses the wire; both are restored on exit. Where the process's streams are
-not backed by those descriptors (a test harness replaced them), they are
-served in place, as the SDK does.
+Given explicit streams the SDK skips its claim on fd 0 and 1, so this
+transport claims them itself, as the SDK would (``start.wire.claim``). Or it
+takes over the wire from the start front (``agent_presets.server.start``),
+which has read and answered the first lines before the SDK loaded: every
+line it read reaches the SDK first, in order, then the rest of the input.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
-import os
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import IO, TYPE_CHECKING, Any, Final, TextIO
+from collections.abc import AsyncIterator, Callable
+from contextlib import ExitStack, asynccontextmanager, suppress
+from typing import IO, TYPE_CHECKING, Final
 
 import anyio
 from mcp.server.stdio import stdio_server
 
 from agent_presets.server.mcp.envelope import Rejection, check, too_long
-from agent_presets.server.mcp.http import DEFAULT_MAX_BODY_SIZE
+from agent_presets.server.start.wire import (
+    MAX_MESSAGE,
+    LineReader,
+    LineWriter,
+    TooLong,
+    claim,
+)
 
 if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -51,65 +54,24 @@ if TYPE_CHECKING:
     # private module; they are imported for typing alone.
     Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
+    from agent_presets.server.start.front import StartFront
+
 __all__ = ["MAX_LINE", "stdio_transport"]
 
 log = logging.getLogger("agent_presets.server.mcp.stdio")
 
-MAX_LINE: Final = DEFAULT_MAX_BODY_SIZE
+MAX_LINE: Final = MAX_MESSAGE
 """Characters in one line (one message) at most; the same 4 MiB as an HTTP body."""
 
-_DISCARD_CHUNK: Final = 1 << 16
-"""Characters read at a time while dropping the rest of an over-long line."""
-
-_claim_lock = threading.Lock()
-_claimed: set[int] = set()
-
-
-class _WireText(io.TextIOWrapper):
-    """UTF-8 text over a wire buffer this object does not own.
-
-    Closing it (also at garbage collection) detaches instead of closing the
-    buffer: in the in-place case that buffer is ``sys.stdout``'s own.
-    """
-
-    def __init__(self, buffer: IO[bytes], **kwargs: Any) -> None:
-        super().__init__(buffer, encoding="utf-8", **kwargs)
-
-    def close(self) -> None:
-        with suppress(ValueError):
-            self.detach()
-
-
-class _LineWriter(_WireText):
-    """The wire out: each ``write`` is whole lines, written and flushed under one lock.
-
-    The SDK writes one message per ``write`` (then flushes); the invalid-line
-    answers go through the same ``write``; the lock keeps them from tearing
-    each other's frames, whichever worker thread calls.
-    """
-
-    def __init__(self, buffer: IO[bytes]) -> None:
-        super().__init__(buffer)
-        self._lock = threading.RLock()
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            written = super().write(text)
-            super().flush()
-        return written
-
-    def flush(self) -> None:
-        # TextIOWrapper is not thread-safe: the SDK's flush must not run
-        # inside another thread's write.
-        with self._lock:
-            super().flush()
+# The names this module had before the wire moved to ``start.wire``.
+_LineWriter = LineWriter
 
 
 class _WireOut(anyio.AsyncFile[str]):
     """``stdout`` for the SDK's writer: one worker-thread hop per message, not two.
 
     The SDK writes each message and then flushes it, and ``anyio.wrap_file``
-    sends each of the two to a worker thread and back. ``_LineWriter.write``
+    sends each of the two to a worker thread and back. ``LineWriter.write``
     flushes what it wrote already, so the flush has nothing left to do and
     makes no hop.
     """
@@ -118,7 +80,7 @@ class _WireOut(anyio.AsyncFile[str]):
         await anyio.lowlevel.checkpoint()
 
 
-class _CheckedLines(_WireText):
+class _CheckedLines(LineReader):
     """The wire in: ``readline`` returns only lines the SDK will accept.
 
     A line that is not one valid JSON-RPC message, or is longer than
@@ -126,41 +88,33 @@ class _CheckedLines(_WireText):
     it into a silent exception.
     """
 
-    def __init__(self, buffer: IO[bytes], out: _LineWriter, max_line: int = MAX_LINE) -> None:
-        # errors="replace", as the SDK reads: a bad byte is one bad message,
-        # not the end of the connection.
-        super().__init__(buffer, errors="replace")
+    def __init__(self, buffer: IO[bytes], out: LineWriter, max_line: int = MAX_LINE) -> None:
+        super().__init__(buffer, max_line)
         self._out = out
-        self.max_line = max_line
 
     def readline(self, size: int = -1, /) -> str:  # type: ignore[override]  # as TextIOWrapper
         while True:
-            # One character past the limit tells an over-long line from one that fits.
-            line = super().readline(self.max_line + 1)
-            if not line or not line.strip():
-                if not line:
-                    return line
-                continue
-            rejection: Rejection | None
-            if len(line) > self.max_line and not line.endswith("\n"):
-                rejection = too_long(line, self.max_line)
-                del line  # the rest must not be read while this much is held
-                self._discard_rest()
-            else:
-                rejection = check(line.rstrip("\r\n"))
-            if rejection is None:
+            line = self.checked(self.read_item())
+            if line is not None:
                 return line
-            log.debug("answered an invalid JSON-RPC message: %s", rejection.message)
-            answer = rejection.to_json()
-            if answer is not None:
-                self._out.write(answer + "\n")
 
-    def _discard_rest(self) -> None:
-        """Read the rest of the current line, a chunk at a time, and drop it."""
-        while True:
-            chunk = super().readline(_DISCARD_CHUNK)
-            if not chunk or chunk.endswith("\n"):
-                return
+    def checked(self, item: str | TooLong) -> str | None:
+        """``item`` if the SDK accepts it ("" is the end); None once it is answered here."""
+        if isinstance(item, str) and not item:
+            return item
+        rejection: Rejection | None
+        if isinstance(item, TooLong):
+            rejection = too_long(item.head, self.max_line)
+        else:
+            rejection = check(item.rstrip("\r\n"))
+        if rejection is None:
+            assert isinstance(item, str)
+            return item
+        log.debug("answered an invalid JSON-RPC message: %s", rejection.message)
+        answer = rejection.to_json()
+        if answer is not None:
+            self._out.write(answer + "\n")
+        return None
 
 
 class _DaemonLines(anyio.AsyncFile[str]):
@@ -184,23 +138,35 @@ class _DaemonLines(anyio.AsyncFile[str]):
 
     AHEAD: Final = 1
 
-    def __init__(self, lines: _CheckedLines, on_eof: Callable[[], None] | None) -> None:
+    def __init__(
+        self,
+        lines: _CheckedLines,
+        on_eof: Callable[[], None] | None,
+        front: StartFront | None = None,
+    ) -> None:
         super().__init__(lines)
         self._lines = lines
         self._on_eof = on_eof
+        self._front = front
         self._send, self._receive = anyio.create_memory_object_stream[str | Exception](self.AHEAD)
         self._room = threading.Semaphore(self.AHEAD)
         self._started = False
 
-    async def readline(self) -> str:
-        if not self._started:
-            self._started = True
+    def start(self) -> None:
+        """Start reading, for the running loop (the first ``readline`` does it otherwise)."""
+        if self._started:
+            return
+        self._started = True
+        loop = asyncio.get_running_loop()
+        if self._front is not None:  # its thread goes on reading, for us now
+            self._front.hand_over(lambda item: self._deliver(loop, item))
+        else:
             threading.Thread(
-                target=self._read,
-                args=(asyncio.get_running_loop(),),
-                name="presets-stdin",
-                daemon=True,
+                target=self._read, args=(loop,), name="presets-stdin", daemon=True
             ).start()
+
+    async def readline(self) -> str:
+        self.start()
         try:
             item = await self._receive.receive()
         except anyio.EndOfStream:
@@ -221,18 +187,27 @@ class _DaemonLines(anyio.AsyncFile[str]):
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
-            item: str | Exception
+            item: str | TooLong | Exception
             try:
-                item = self._lines.readline()
+                item = self._lines.read_item()
             except Exception as exc:  # the SDK's reader raises it, as it did reading itself
                 item = exc
-            self._room.acquire()
-            try:
-                loop.call_soon_threadsafe(self._hand_over, item)
-            except RuntimeError:  # the loop is closed: nobody reads any more
+            if not self._deliver(loop, item):
                 return
-            if not isinstance(item, str) or not item:
-                return
+
+    def _deliver(self, loop: asyncio.AbstractEventLoop, item: str | TooLong | Exception) -> bool:
+        """On the reading thread: check ``item`` and hand it to the loop; False at the end."""
+        if not isinstance(item, Exception):
+            line = self._lines.checked(item)
+            if line is None:  # answered already
+                return True
+            item = line
+        self._room.acquire()
+        try:
+            loop.call_soon_threadsafe(self._hand_over, item)
+        except RuntimeError:  # the loop is closed: nobody reads any more
+            return False
+        return isinstance(item, str) and bool(item)
 
     def _hand_over(self, item: str | Exception) -> None:
         """On the loop: queue ``item`` for ``readline`` (``_room`` keeps the queue from filling)."""
@@ -260,7 +235,10 @@ async def _end_input_on_sigint(reader: _DaemonLines) -> None:
 
 @asynccontextmanager
 async def stdio_transport(
-    *, max_line: int = MAX_LINE, on_eof: Callable[[], None] | None = None
+    *,
+    max_line: int = MAX_LINE,
+    on_eof: Callable[[], None] | None = None,
+    front: StartFront | None = None,
 ) -> AsyncIterator[Streams]:
     """Serve MCP on this process's stdin and stdout: ``(read_stream, write_stream)``.
 
@@ -270,16 +248,22 @@ async def stdio_transport(
     serving. ``on_eof`` runs on a worker thread when stdin ends, or when the
     first SIGINT ends the input (in the main thread), before the server hears
     of it (``PresetServer.end_listen_streams`` ends listen streams gracefully
-    there).
+    there). ``front``: the start front whose wire this takes over (its
+    ``max_line`` then applies); it is closed when serving ends.
     """
     if max_line < 1:
         raise ValueError(f"max_line must be at least 1 character, got {max_line}")
-    with (
-        _claim(0, sys.stdin, "rb", _open_stdin_diversion) as wire_in,
-        _claim(1, sys.stdout, "wb", _open_stdout_diversion) as wire_out,
-    ):
-        out = _LineWriter(wire_out)
-        reader = _DaemonLines(_CheckedLines(wire_in, out, max_line), on_eof)
+    with ExitStack() as stack:
+        wire_in: IO[bytes]
+        if front is None:
+            wire_in = stack.enter_context(claim(0, sys.stdin, "rb"))
+            out = LineWriter(stack.enter_context(claim(1, sys.stdout, "wb")))
+        else:
+            stack.callback(front.close)
+            wire_in, out, max_line = front.wire_in, front.out, front.max_line
+        reader = _DaemonLines(_CheckedLines(wire_in, out, max_line), on_eof, front)
+        if front is not None:
+            reader.start()  # the front answers nothing more from here
         async with (
             stdio_server(stdin=reader, stdout=_WireOut(out)) as (read_stream, write_stream),
             anyio.create_task_group() as tg,
@@ -288,75 +272,3 @@ async def stdio_transport(
                 tg.start_soon(_end_input_on_sigint, reader)
             yield read_stream, write_stream
             tg.cancel_scope.cancel()
-
-
-def _open_stdin_diversion() -> int:
-    return os.open(os.devnull, os.O_RDONLY)
-
-
-def _open_stdout_diversion() -> int:
-    try:
-        return os.dup(2)
-    except OSError:
-        return os.open(os.devnull, os.O_WRONLY)
-
-
-@contextmanager
-def _claim(fd: int, stream: TextIO, mode: str, diversion: Callable[[], int]) -> Iterator[IO[bytes]]:
-    """The wire that was on ``fd``, as a binary file; ``fd`` points elsewhere meanwhile.
-
-    Best effort, as the SDK's claim: where ``stream`` is not backed by ``fd``
-    or descriptors cannot be moved, ``stream``'s own buffer is served in place.
-    """
-    with _claim_lock:
-        if fd in _claimed:
-            raise RuntimeError(f"another stdio transport in this process has claimed fd {fd}")
-        _claimed.add(fd)
-    try:
-        moved = _move_wire(fd, stream, diversion)
-        if moved is None:
-            yield stream.buffer
-            return
-        try:
-            # closefd=False: a worker thread can still be blocked reading it
-            # when serving ends, so it is never closed and recycled under it.
-            yield os.fdopen(moved, mode, closefd=False)
-        finally:
-            os.dup2(moved, fd)
-    finally:
-        with _claim_lock:
-            _claimed.discard(fd)
-
-
-def _move_wire(fd: int, stream: TextIO, diversion: Callable[[], int]) -> int | None:
-    """A private duplicate of ``fd`` with ``fd`` diverted, or ``None`` to serve in place."""
-    if sys.platform == "win32":  # pragma: no cover - the SDK's handle rebinding is not copied
-        return None
-    try:
-        if stream.buffer.fileno() != fd:
-            return None
-    except (AttributeError, OSError, ValueError):
-        return None
-    import fcntl
-
-    if fd == 1:
-        stream.flush()  # what was printed before serving still goes where it was meant to
-    try:
-        # Above the standard range and close-on-exec: no child inherits the wire.
-        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-    except OSError:
-        return None
-    try:
-        target = diversion()
-    except OSError:
-        os.close(moved)
-        return None
-    try:
-        os.dup2(target, fd)
-    except OSError:
-        os.dup2(moved, fd)
-        os.close(moved)
-        return None
-    finally:
-        os.close(target)
-    return moved

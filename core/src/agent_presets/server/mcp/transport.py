@@ -25,6 +25,7 @@ from agent_presets.server.policy import ToolPolicy
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.server.console.app import ConsoleOptions
+    from agent_presets.server.start.front import StartFront
     from agent_presets.server.tokens import TokenTable
 
 log = logging.getLogger("agent_presets.server")
@@ -80,6 +81,7 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
                 config.max_sessions,
                 config.replica,
                 config.stop,
+                config.front,
             )
     except KeyboardInterrupt:
         pass
@@ -100,9 +102,10 @@ def _run(
     max_sessions: int | None = None,
     replica: str | None = None,
     stop: threading.Event | None = None,
+    front: StartFront | None = None,
 ) -> None:
     if transport == "stdio":
-        anyio.run(_serve_stdio, server, banner, extra)
+        anyio.run(_serve_stdio, server, banner, extra, front)
     else:
         sock = _bind(host, port)
         anyio.run(_serve_http, server, sock, banner, extra, tokens, max_sessions, replica, stop)
@@ -163,6 +166,7 @@ async def _serve_stdio(
     server: PresetServer,
     banner: Callable[[str], None] | None,
     extra: list[Task] | None = None,
+    front: StartFront | None = None,
 ) -> None:
     from agent_presets.server.mcp.probe import serve_stdio_connection
     from agent_presets.server.mcp.stdio import stdio_transport
@@ -171,13 +175,14 @@ async def _serve_stdio(
         anyio.from_thread.run(server.end_listen_streams)
 
     async with (
-        stdio_transport(on_eof=on_eof) as (read_stream, write_stream),
+        stdio_transport(on_eof=on_eof, front=front) as (read_stream, write_stream),
         anyio.create_task_group() as tg,
     ):
         for task in extra or []:
             tg.start_soon(task)
         if banner is not None:
-            banner("serving MCP on stdio")
+            answered = "" if front is None else front.note()
+            banner("serving MCP on stdio" + (f", {answered}" if answered else ""))
         await serve_stdio_connection(
             server, read_stream, write_stream, server.create_initialization_options()
         )

@@ -11,11 +11,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
-from agent_presets.model import PromptFragment
 from agent_presets.results import Content, ToolResult
+from agent_presets.server.start.lists import (
+    PROMPT_NAME,
+    PROMPT_URI,
+    STATUS_URI,
+    prompt_entry,
+    prompt_text,
+)
 from agent_presets.toolwire import plain, tool_entry
 
 __all__ = [
@@ -32,10 +37,6 @@ __all__ = [
     "success_result",
     "tool_entry",
 ]
-
-PROMPT_NAME: Final = "active-presets"
-PROMPT_URI: Final = "presets://active/prompt"
-STATUS_URI: Final = "presets://active/status"
 
 
 def page_cursor(offset: int, version: int) -> str:
@@ -99,22 +100,4 @@ def error_result(message: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": message}],
         "isError": True,
         "resultType": "complete",
-    }
-
-
-def prompt_text(fragments: Sequence[PromptFragment]) -> str:
-    """The active prompt fragments as one markdown text."""
-    if not fragments:
-        return "No active preset has guidance right now."
-    parts = ["Guidance for the tools that are active now:"]
-    parts.extend(f"## {f.preset}\n\n{f.prompt.strip()}" for f in fragments)
-    return "\n\n".join(parts) + "\n"
-
-
-def prompt_entry(fragments: Sequence[PromptFragment]) -> dict[str, Any]:
-    names = ", ".join(f.preset for f in fragments) or "none"
-    return {
-        "name": PROMPT_NAME,
-        "title": "Guidance for the active tools",
-        "description": f"How to use the tools active now (presets with guidance: {names}).",
     }
