@@ -1,4 +1,4 @@
-"""Start-up: spawn to the first ``tools/list`` answer, ``presets serve`` against the bare SDK server.
+"""Start-up: spawn to the first ``tools/list``, ``presets serve`` against the bare SDK server.
 
 Run: uv run python bench/start.py [--rounds N] [--spawns K] [--json] [-- SERVE_FLAGS...]
 
