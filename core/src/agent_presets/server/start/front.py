@@ -165,14 +165,9 @@ class Replies:
             items = [shaped(e, RESOURCE_FIELDS) for e in listing.resources(None)]
         if protocol not in MODERN_VERSIONS:
             return {key: items}
-        return _modern(
-            {
-                "cacheScope": NO_CACHE["cacheScope"],
-                "resultType": "complete",
-                key: items,
-                "ttlMs": NO_CACHE["ttlMs"],
-            }
-        )
+        # The result model's fields are in alphabetical order.
+        fields = {**NO_CACHE, "resultType": "complete", key: items}
+        return _modern(dict(sorted(fields.items())))
 
     def tool_entries(
         self, listing: Listing, protocol: str, client: tuple[str, str | None] | None
