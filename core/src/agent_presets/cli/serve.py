@@ -530,7 +530,7 @@ def _start_front(presets: Any, config: Any) -> Any:
         discovery=config.discovery,
         store=config.store,
     )
-    return StartFront(replies)
+    return StartFront(replies, control_socket=config.control_socket)
 
 
 def _check_flags(

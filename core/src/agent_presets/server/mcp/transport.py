@@ -63,8 +63,11 @@ def serve(presets: Presets, config: ServeConfig | None = None, /, **legacy: Any)
     extra: list[Task] = []
     removers: list[Callable[[], None]] = []
     try:
-        if config.control_socket is not None:
+        if config.front is not None and config.front.listener is not None:
+            listener = config.front.listener  # bound before the SDK loaded
+        elif config.control_socket is not None:
             listener = ControlListener(config.control_socket)
+        if listener is not None:
             extra.append(partial(listener.serve, server.control))
             removers.append(listener.remove)
         if config.console is not None:

@@ -55,8 +55,11 @@ from agent_presets.server.start.wire import (
 from agent_presets.toolwire import LEGACY, MODERN, listed
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agent_presets.boot import Presets
     from agent_presets.model import ToolDef
+    from agent_presets.server.control.channel import ControlListener
     from agent_presets.server.policy import ToolPolicy
 
 __all__ = ["HANDSHAKE_VERSIONS", "MODERN_VERSIONS", "Replies", "StartFront"]
@@ -221,9 +224,24 @@ class StartFront:
     gives fd 0 and 1 back.
     """
 
-    def __init__(self, replies: Replies, *, max_line: int = MAX_MESSAGE) -> None:
+    def __init__(
+        self,
+        replies: Replies,
+        *,
+        max_line: int = MAX_MESSAGE,
+        control_socket: Path | None = None,
+    ) -> None:
+        """``control_socket``: where the control channel will listen, bound now (its
+        ``ControlListener``, served by the full server), so that once a client has its
+        handshake the operator's commands reach this server, as they did before the front:
+        they wait in the socket's backlog until the full server answers them."""
         self.replies = replies
         self.max_line = max_line
+        self.listener: ControlListener | None = None
+        if control_socket is not None:
+            from agent_presets.server.control.channel import ControlListener
+
+            self.listener = ControlListener(control_socket)
         self._stack = ExitStack()
         self.wire_in = self._stack.enter_context(claim(0, sys.stdin, "rb"))
         self.out = LineWriter(self._stack.enter_context(claim(1, sys.stdout, "wb")))
@@ -242,7 +260,8 @@ class StartFront:
         self._thread.start()
 
     def close(self) -> None:
-        """Give fd 0 and 1 back (the reading thread is a daemon, left to its read)."""
+        """Give fd 0 and 1 back (the reading thread is a daemon, left to its read); the
+        control listener is the full server's to close."""
         self._stack.close()
 
     # -- the reading thread --------------------------------------------------
