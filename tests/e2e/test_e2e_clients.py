@@ -207,6 +207,20 @@ def test_codex_that_never_relists_draws_through_search_and_call(tmp_path: Path) 
     assert "0 tools/list after the first list_changed" in report, report[-4000:]
 
 
+def test_stock_codex_is_offered_the_start_contexts_tools(tmp_path: Path) -> None:
+    # No `required`: Codex asks its model about 0.9 s after spawning the server, and the
+    # server answers its handshake and first tools/list before the SDK has loaded (issue 28).
+    state = tmp_path / "state"
+    run_drive(
+        "codex",
+        serve_command("--state-dir", str(state), "--surface", "scene"),
+        [{"tool": "scene_add_cuboid", "args": {"position": [0, 0.5, 0], "size": [1, 1, 1]}}],
+        {"start_present": ["scene_add_cuboid"], "server_ok": ["space_scene_add_cuboid"]},
+        tmp_path,
+        CX_EVENT_LOG=str(state / "events.jsonl"),
+    )
+
+
 def test_opencode_draws_relisting_after_each_switch(tmp_path: Path) -> None:
     run_drive(
         "opencode",

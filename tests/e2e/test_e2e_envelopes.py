@@ -322,6 +322,10 @@ class RawStdio:
         answer = self.answers(START_WITHIN, count=1)
         assert answer and answer[0]["id"] == "init", "the server did not start"
         self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        # The handshake may come from the start front before the SDK has loaded (issue 28);
+        # a ping is the full server's to answer, so after it every answer comes at once.
+        ready = self.request('{"jsonrpc":"2.0","id":"ready","method":"ping"}', START_WITHIN)
+        assert ready["id"] == "ready", ready
 
     def send(self, line: str) -> None:
         assert self.process.stdin is not None

@@ -80,7 +80,9 @@ def until_answer(raw: RawStdio, id_: Any, within: float = 10) -> list[Any]:
 def assert_served_legacy(raw: RawStdio) -> None:
     """The handshake era from here on: plain requests, and changes on the pipe."""
     raw.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    listed = raw.request('{"jsonrpc":"2.0","id":"list","method":"tools/list"}', within=10)
+    # The handshake may come from the start front, before the SDK has loaded (issue 28):
+    # the first request it leaves to the full server waits for the SDK.
+    listed = raw.request('{"jsonrpc":"2.0","id":"list","method":"tools/list"}', within=START_WITHIN)
     assert "error" not in listed, listed
     assert "space_app_switch_surface" in [t["name"] for t in listed["result"]["tools"]]
     raw.send(json.dumps(SWITCH))
@@ -119,7 +121,8 @@ def test_a_modern_request_after_the_probe_settles_the_connection_on_2026(raw: Ra
     raw.send(json.dumps(PROBE))
     assert raw.answers(START_WITHIN, count=1)[0]["id"] == "server-discover-probe-1"
     modern = {**SWITCH, "id": "modern", "params": {**SWITCH["params"], "_meta": MODERN_META}}
-    assert raw.request(json.dumps(modern), within=10)["result"]["isError"] is False
+    # Answered by the full server, which may still be loading: the probe came from the front.
+    assert raw.request(json.dumps(modern), within=START_WITHIN)["result"]["isError"] is False
 
     late = raw.request(json.dumps(INITIALIZE), within=10)
     assert late["error"]["code"] == -32022
