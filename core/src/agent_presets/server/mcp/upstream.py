@@ -234,6 +234,8 @@ class Connection:
         self._stop = asyncio.Event()
         self._ended = asyncio.Event()
         started: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        # A start given up on (its timeout) may still fail later: that is retrieved here.
+        started.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.starts += 1
         self._runner = asyncio.create_task(self._run(launch, started), name=f"upstream {self.name}")
         try:
