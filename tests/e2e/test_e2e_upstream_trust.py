@@ -17,7 +17,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from e2e.test_e2e_upstreams import FAKE, preset, preset_file, yaml_list
+from e2e.test_e2e_upstreams import (  # the fixture: a first list waits for a first start
+    FAKE,
+    first_lists_wait_for_upstreams,  # noqa: F401
+    preset,
+    preset_file,
+    yaml_list,
+)
 from mcp import Client
 
 from agent_presets.host import HeadlessHost
@@ -26,19 +32,6 @@ from agent_presets.server.config import ServeConfig
 from agent_presets.server.mcp import build_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def first_lists_wait_for_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Requests wait up to 120 s for an upstream's first start, not READY_WAIT's 5 s.
-
-    These tests read upstream tools in their first list; on a loaded machine the
-    fake upstream alone takes more than 5 s to start (a client hears
-    tools/list_changed when they come instead).
-    """
-    from agent_presets.server.mcp import upstream as running
-
-    monkeypatch.setattr(running, "READY_WAIT", 120.0)
 
 
 def upstream(tmp_path: Path, *args: str, name: str = "fake", **options: Any) -> str:
