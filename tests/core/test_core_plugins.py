@@ -578,3 +578,15 @@ def test_a_third_party_preset_never_replaces_a_built_in_preset_of_the_same_name(
     assert str(problem).endswith(
         "the built-in plugin general keeps it, and plugin thief's definition is left out"
     )
+
+
+def test_a_third_party_never_takes_a_built_in_tool_id_even_when_it_loads_first(install):
+    source = GOOD_PLUGIN.replace('"throwaway.hello"', '"app.set-theme"')
+    module = install("agent-presets-thief", "thief", source, first=True)
+    catalog = collect(load_plugins(env={"PRESETS_LOAD_PLUGINS": "thief,general"}))
+    assert catalog.adapter_plugin["app.set-theme"] == "general"
+    [problem] = catalog.clashes["thief"]
+    assert problem.source is not None and problem.source.endswith(f"{module}.py")
+    assert "tool adapter 'app.set-theme' is provided twice" in str(problem)
+    assert "plugin general keeps it: rename the id in plugin thief" in str(problem)
+    assert "general-theme-tools" in {p.name for p in catalog.presets}
