@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_presets.model import PresetError
+from agent_presets.server.delivery import DELIVERY_MODES, DeliveryMode
 
 if TYPE_CHECKING:
     from agent_presets.server.console.app import ConsoleOptions
@@ -73,6 +74,10 @@ class ServeConfig:
     - ``tool_budget``: the most tokens a caller's ``tools/list`` may take (the rest
       is reached through ``presets_search`` and ``presets_call``); ``discovery``:
       which clients get those two tools (``docs/budget.md``, "Serving under a budget").
+    - ``delivery``: how callers are served their tools: ``live`` (the list follows
+      the context), ``stable`` (it follows only changes made outside the caller's own
+      calls; its results say what changed) or ``auto`` (by era and client:
+      ``agent_presets.server.delivery``, docs/clients.md).
     """
 
     transport: Transport = "stdio"
@@ -102,6 +107,7 @@ class ServeConfig:
     None: the embedded store, in this process and its state directory."""
     tool_budget: int | None = None
     discovery: DiscoveryMode = "auto"
+    delivery: DeliveryMode = "auto"
     stop: threading.Event | None = None
     """Set it to end an HTTP ``serve``, from any thread."""
     front: StartFront | None = None
@@ -137,6 +143,16 @@ class ServeConfig:
         if self.discovery not in DISCOVERY_MODES:
             raise PresetError(
                 f"discovery {self.discovery!r} is not one of: {', '.join(DISCOVERY_MODES)}"
+            )
+        if self.delivery not in DELIVERY_MODES:
+            raise PresetError(
+                f"delivery {self.delivery!r} is not one of: {', '.join(DELIVERY_MODES)}"
+            )
+        if self.delivery == "stable" and self.discovery == "list":
+            raise PresetError(
+                "delivery 'stable' reaches the tools a context change activates through "
+                "presets_call, and discovery 'list' serves no presets_call; use discovery "
+                "'auto' or 'search', or delivery 'live'"
             )
         if self.tool_budget is not None:
             if self.tool_budget < 1:

@@ -123,6 +123,8 @@ class Profile:
     allow: Allowed | None = None
     max_calls: int | None = None
     max_calls_per_tool: int | None = None
+    delivery: str | None = None
+    """How the token's clients are served their tools (``delivery.py``); None: the server's."""
 
 
 class EventSink(Protocol):

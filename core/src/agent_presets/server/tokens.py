@@ -90,6 +90,9 @@ class TokenRecord:
     created: float = 0.0
     expires: float | None = None
     """Seconds since the epoch after which the token is refused; None: never."""
+    delivery: str | None = None
+    """``stable`` or ``live`` for every client of this token (``delivery.py``); None: the
+    server's ``--delivery``."""
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires is not None and (time.time() if now is None else now) >= self.expires
@@ -103,6 +106,7 @@ class TokenRecord:
             "max_calls_per_tool": self.max_calls_per_tool,
             "created": self.created,
             "expires": self.expires,
+            "delivery": self.delivery,
         }
 
     def public(self) -> dict[str, Any]:
@@ -123,6 +127,7 @@ class TokenRecord:
                 max_calls_per_tool=_optional_int(data.get("max_calls_per_tool")),
                 created=float(data.get("created") or 0.0),
                 expires=float(data["expires"]) if data.get("expires") is not None else None,
+                delivery=_delivery(data.get("delivery")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise TokenError(
@@ -131,6 +136,14 @@ class TokenRecord:
         if len(record.sha256) != 64:
             raise TokenError(f"{source}: token {record.name!r} has no valid sha256")
         return record
+
+
+def _delivery(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in ("auto", "stable", "live"):
+        raise ValueError(f"delivery {value!r} is not one of: auto, stable, live")
+    return None if value == "auto" else str(value)
 
 
 def _optional_int(value: Any) -> int | None:

@@ -198,7 +198,9 @@ class TokenProfiles:
         profile = self._profiles.get(name)
         if profile is None:
             allow = None if record.allow is None else self._expand(record.allow)
-            profile = Profile(name, allow, record.max_calls, record.max_calls_per_tool)
+            profile = Profile(
+                name, allow, record.max_calls, record.max_calls_per_tool, record.delivery
+            )
             self._profiles[name] = profile
         return profile
 

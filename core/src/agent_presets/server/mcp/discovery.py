@@ -76,6 +76,7 @@ log = logging.getLogger("agent_presets.server")
 
 SEARCH_TOOL: Final = "presets_search"
 CALL_TOOL: Final = "presets_call"
+RISKY_CALL_TOOL: Final = "presets_call_risky"
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"
 """The tool ``_meta`` key Claude Code reads: load this tool now, not behind its ToolSearch."""
 SEEN_WINDOW: Final = 3.0
@@ -334,7 +335,8 @@ class Discovery:
         prefix = server.tool_registry.namespace_prefix
         self.search_name = f"{prefix}{SEARCH_TOOL}"
         self.call_name = f"{prefix}{CALL_TOOL}"
-        self.names = frozenset({self.search_name, self.call_name})
+        self.risky_name = f"{prefix}{RISKY_CALL_TOOL}"
+        self.names = frozenset({self.search_name, self.call_name, self.risky_name})
         self.relisting = Relisting()
         self.search_tool = ToolDef(
             name=self.search_name,
@@ -356,16 +358,37 @@ class Discovery:
             name=self.call_name,
             title="Run a tool found by search",
             description=(
-                f"Run a tool that {self.search_name} found: name, and its arguments as its "
-                "inputSchema says. It runs exactly as a direct call would, with the same "
-                "rules; a tool not active now answers with what would turn it on."
+                f"Run a tool that {self.search_name} found, or that a result said is active "
+                "now: name, and its arguments as its inputSchema says. It runs exactly as a "
+                "direct call would, with the same rules; a tool not active now answers with "
+                f"what would turn it on. Risky tools (file writes, deletes, shell) go through "
+                f"{self.risky_name}."
             ),
             input_schema=MappingProxyType(_CALL_SCHEMA),
             run=_unrun,
             annotations=_OPEN_HINTS,
             check=_checker(self.call_name, _CALL_SCHEMA),
         )
-        self._own_entries = [self._entry(self.search_tool), self._entry(self.call_tool)]
+        # A client's permission rules match tool names: risky tools reached indirectly
+        # have a name of their own to ask for, as each listed risky tool has.
+        self.risky_tool = ToolDef(
+            name=self.risky_name,
+            title="Run a risky tool (file writes, deletes, shell)",
+            description=(
+                f"As {self.call_name}, for a tool whose preset writes files, deletes or runs "
+                "a shell (search results and notices mark them risky). Your client may ask "
+                "the user first, and the server may too."
+            ),
+            input_schema=MappingProxyType(_CALL_SCHEMA),
+            run=_unrun,
+            annotations=_OPEN_HINTS,
+            check=_checker(self.risky_name, _CALL_SCHEMA),
+        )
+        self._own_entries = [
+            self._entry(self.search_tool),
+            self._entry(self.call_tool),
+            self._entry(self.risky_tool),
+        ]
         self._search = Pipeline(
             [Record(server), _Bind(self.search_tool), Budgets(server), Arguments(), _Search(self)]
         )
@@ -414,9 +437,10 @@ class Discovery:
 
     # -- tools/list --------------------------------------------------------
 
-    def offered(self, ctx: ServerRequestContext[Any, Any]) -> bool:
-        """Whether the caller of ``ctx`` gets the two tools in its list."""
-        if self.tool_budget is not None or self.mode == "search":
+    def offered(self, ctx: ServerRequestContext[Any, Any], stable: bool = False) -> bool:
+        """Whether the caller of ``ctx`` gets the discovery tools in its list (a stable
+        caller always does: its new tools are reached through them)."""
+        if stable or self.tool_budget is not None or self.mode == "search":
             return True
         if self.mode == "list":
             return False
@@ -425,10 +449,13 @@ class Discovery:
         return self.relisting.seen(_connection(ctx), principal_of(ctx))
 
     def listed(
-        self, entries: list[dict[str, Any]], ctx: ServerRequestContext[Any, Any]
+        self,
+        entries: list[dict[str, Any]],
+        ctx: ServerRequestContext[Any, Any],
+        stable: bool = False,
     ) -> list[dict[str, Any]]:
         """The caller's ``tools/list``: ``entries`` (what it may see), narrowed and completed."""
-        if not self.offered(ctx):
+        if not self.offered(ctx, stable):
             return entries
         self.warm()
         protocol = MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else LEGACY
@@ -573,10 +600,19 @@ class Discovery:
             extra = ", ".join(sorted(set(args) - {"name", "arguments"}))
             problem = f"unexpected argument(s) {extra}; it takes 'name' and 'arguments'"
         elif name in self.names:
-            problem = f"{quote(name)} is not run through {self.call_name}: call it directly"
+            problem = f"{quote(name)} is not run through {outer.name}: call it directly"
+        elif outer.name != self.risky_name:
+            tool = self.server.tool_for(name, outer.principal)
+            if tool is not None and tool.risk in DANGEROUS_RISKS:
+                problem = (
+                    f"{name} is a risky tool (risk: {tool.risk}): run it with "
+                    f"{self.risky_name}, with the same name and arguments; your client may "
+                    "ask the user first"
+                )
         if problem is not None:  # one bad-arguments line, as a direct call's would be
-            refusal = ToolArgumentError(f"Invalid arguments for {self.call_name}: {problem}.")
-            bad = Pipeline([Record(self.server), _Bind(self.call_tool), _BadArguments(refusal)])
+            refusal = ToolArgumentError(f"Invalid arguments for {outer.name}: {problem}.")
+            own = self.risky_tool if outer.name == self.risky_name else self.call_tool
+            bad = Pipeline([Record(self.server), _Bind(own), _BadArguments(refusal)])
             return await bad(outer)
         assert isinstance(name, str) and isinstance(arguments, Mapping)
         inner = PendingCall(name, dict(arguments), outer.token, outer.request, outer.params)
@@ -639,6 +675,9 @@ class Discovery:
             "active": active,
             "score": round(score, 3),
         }
+        if chosen is not None:  # which call tool runs it (risky ones have their own name)
+            risky = chosen.risk in DANGEROUS_RISKS
+            result["run_with"] = self.risky_name if risky else self.call_name
         if result["title"] is None:
             del result["title"]
         if not active and chosen is not None:

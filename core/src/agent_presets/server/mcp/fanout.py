@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -93,6 +93,10 @@ class _Peer:
     """Requests of this HTTP session in flight: their response streams carry what changes."""
     unheard: set[Kind] = field(default_factory=set)
     resources: set[str] = field(default_factory=set)
+    stable: bool = False
+    """Served ``stable`` (``delivery.py``): told of a tools change only when its list changed."""
+    tools_seen: int | None = None
+    """The version of its stable list it last listed or heard of."""
 
 
 class ChangeFanout:
@@ -121,6 +125,11 @@ class ChangeFanout:
         Until something does (``HttpSessions``), every HTTP session counts as listening."""
         self._waiters: list[asyncio.Future[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        # Stable delivery (delivery.py): who is served stable, and their lists' versions.
+        self.stable_of: Callable[[ServerRequestContext[Any, Any]], bool] = _never
+        self.stable_principal: Callable[[str], bool] = _never
+        self.tools_version: Callable[[str], int | None] = _no_version
+        self._bus_seen: dict[str, int | None] = {}
 
     # -- listen streams, by principal ------------------------------------------
 
@@ -130,6 +139,7 @@ class ChangeFanout:
         if held is None:
             bus = InMemorySubscriptionBus()
             held = self._buses[principal] = (bus, ListenHandler(bus))
+            self._bus_seen[principal] = self.tools_version(principal)
         return held[1]
 
     def close_listen_streams(self) -> None:
@@ -228,6 +238,11 @@ class ChangeFanout:
         ready = []
         for key, peer in list(self._peers.items()):
             kinds = _kinds_for(pending, peer.principal)
+            if "tools" in kinds and peer.stable:
+                version = self.tools_version(peer.principal)
+                if version == peer.tools_seen:
+                    kinds.discard("tools")  # its own call changed nothing it lists
+                peer.tools_seen = version
             if not kinds:
                 continue
             if not peer.ready:
@@ -245,7 +260,13 @@ class ChangeFanout:
                 for key, peer, kinds in ready:
                     tg.start_soon(self._notify_peer, key, peer, kinds)
         for principal, (bus, _handler) in list(self._buses.items()):
-            for event in self._events(_kinds_for(pending, principal)):
+            kinds = _kinds_for(pending, principal)
+            if "tools" in kinds and self.stable_principal(principal):
+                version = self.tools_version(principal)
+                if version == self._bus_seen.get(principal):
+                    kinds.discard("tools")
+                self._bus_seen[principal] = version
+            for event in self._events(kinds):
                 await bus.publish(event)
 
     def _events(self, kinds: set[Kind]) -> list[ServerEvent]:
@@ -325,6 +346,8 @@ class ChangeFanout:
         answered = peer.session_id is not None and ctx.request_id is not None
         if ctx.method == "tools/list":
             peer.unheard.discard("tools")  # its answer is the news
+            if peer.stable:
+                peer.tools_seen = self.tools_version(peer.principal)
         if answered:
             peer.busy += 1
         try:
@@ -382,8 +405,17 @@ class ChangeFanout:
             key.exit_stack.callback(self._peers.pop, key, None)
         session_id = key.session_id if isinstance(key, Connection) else None
         peer = _Peer(session, session_id, LOCAL if ctx is None else principal_of(ctx))
+        peer.stable = ctx is not None and self.stable_of(ctx)
         self._peers[key] = peer
         return peer
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+def _no_version(_: str) -> int | None:
+    return None
 
 
 def _kinds_for(pending: Mapping[Kind, list[Audience]], principal: str) -> set[Kind]:

@@ -22,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets._version import __version__
 from agent_presets.model import PromptFragment, Resolution, ToolDef
@@ -36,12 +37,22 @@ from agent_presets.server.config import (
     config_from,
 )
 from agent_presets.server.control import Controller, request_ttl_from_env
+from agent_presets.server.delivery import (
+    Delivery,
+    DeliveryMode,
+    Listed,
+    Listings,
+    agent_call,
+    choose,
+    make_notice,
+    notice_text,
+)
 from agent_presets.server.mcp.auth import principal_of, token_of
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
 from agent_presets.server.mcp.catalog import ServedMembers
 from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
 from agent_presets.server.mcp.context import set_level_handler
-from agent_presets.server.mcp.discovery import Discovery
+from agent_presets.server.mcp.discovery import Discovery, client_of
 from agent_presets.server.mcp.fanout import ChangeFanout
 from agent_presets.server.mcp.invalid_params import name_invalid_params
 from agent_presets.server.mcp.listenlimit import ListenLimit
@@ -116,11 +127,13 @@ class PresetServer(Server[Any]):
         discovery: DiscoveryMode = "auto",
         state_dir: Path | None = None,
         store: Store | None = None,
+        delivery: DeliveryMode = "auto",
     ) -> None:
         """``instructions`` and ``exclusive_runtimes`` default to the app's own (its
         ``HostDefaults`` and its ``exclusive_runtimes``), else the server's generic
         instructions and no exclusive runtime. ``tool_budget`` and ``discovery``:
-        ``ServeConfig``'s (``discovery.py``)."""
+        ``ServeConfig``'s (``discovery.py``); ``delivery``: how callers are served
+        their tools, ``live``, ``stable`` or ``auto`` (``agent_presets.server.delivery``)."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
         self.presets = presets
@@ -174,6 +187,11 @@ class PresetServer(Server[Any]):
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         self._principal_lists: dict[int, tuple[Any, int, list[dict[str, Any]], int]] = {}
+        # How each caller is served its tools: a stable caller's list changes only from
+        # outside its own calls, and its calls' results tell it what changed (delivery.py).
+        self.delivery: DeliveryMode = delivery
+        self.listings = Listings(self._current_for)
+        self._stable_lists: dict[str, tuple[Listed, int, list[dict[str, Any]], int]] = {}
         # Upstream MCP servers, the app's `upstreams` runtime (None when none is declared).
         self.upstreams: UpstreamHub | None = None
         if presets.upstreams:  # the forwarding machinery is imported only for them
@@ -184,6 +202,9 @@ class PresetServer(Server[Any]):
             self.calls.detached = frozenset(presets.upstreams.runtimes)
         # The tool budget, presets_search and presets_call (discovery.py).
         self.discovery = Discovery(self, discovery, tool_budget)
+        self.fanout.stable_of = lambda ctx: self.delivery_for(ctx) == "stable"
+        self.fanout.stable_principal = self._stable_listener
+        self.fanout.tools_version = self.listings.version
         # Long calls as tasks, for clients of the tasks extension (tasks.py).
         self.tasks = Tasks(self)
         super().__init__(
@@ -292,16 +313,19 @@ class PresetServer(Server[Any]):
     # -- change listeners (any thread) --------------------------------------
 
     def _tools_changed(self, _change: ToolRegistryChange) -> None:
+        self.listings.refresh()
         self.fanout.changed("tools")
 
     def _principals_changed(self, audience: Audience) -> None:
         """What some principals are served changed (their own state, or the server's)."""
+        self.listings.refresh()
         if audience.only is not None:  # the server's own changes are told below
             self.fanout.changed("tools", audience)
             self.fanout.changed("context", audience)
             self.fanout.changed("resources", audience)
 
     def _context_changed(self, resolution: Resolution) -> None:
+        self.listings.refresh()
         self.telemetry.context_switch(self._resolution, resolution)
         before = self._resolution
         self._resolution = resolution
@@ -354,6 +378,53 @@ class PresetServer(Server[Any]):
                 self._principal_lists.pop(next(iter(self._principal_lists)))
         return cached[2], cached[3] & 0x7FFFFFFF
 
+    def stable_entries(self, principal: str) -> tuple[list[dict[str, Any]], int]:
+        """A stable ``principal``'s entries and version: its listed preset tools, and the
+        registry's other tools (the server's own, a host's), cached per listing."""
+        listed = self.listings.listed(principal)
+        version = self.tool_registry.version
+        cached = self._stable_lists.get(principal)
+        if cached is None or cached[0] is not listed or cached[1] != version:
+            entries = self._entries(self._tools_with(listed.defs))
+            key = hash(("stable", principal, tuple(e["name"] for e in entries)))
+            cached = (listed, version, entries, key & 0x7FFFFFFF)
+            self._stable_lists[principal] = cached
+            while len(self._stable_lists) > PRINCIPAL_LISTS:
+                self._stable_lists.pop(next(iter(self._stable_lists)))
+        return cached[2], cached[3]
+
+    def _current_for(self, principal: str) -> tuple[Resolution, tuple[ToolDef, ...]]:
+        """``principal``'s resolution and preset tool defs now (``Listings`` reads it)."""
+        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
+        if defs is None:
+            manager = self.presets.manager
+            return manager.resolve(), tuple(manager.get_tool_defs())
+        return self.principals.resolution(principal), defs
+
+    def delivery_for(self, ctx: ServerRequestContext[Any]) -> Delivery:
+        """How the caller of ``ctx`` is served: its token's delivery, else the server's,
+        ``auto`` deciding by era and client name (``delivery.choose``)."""
+        client = client_of(ctx)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        name = client[0] if client is not None else None
+        return choose(self._mode_of(token_of(ctx.request)), modern=modern, client=name)
+
+    def _mode_of(self, token: str | None) -> DeliveryMode:
+        """The delivery mode for a caller of ``token``: its own, else the server's."""
+        mode = self.delivery
+        if token is not None:
+            profile = self.policy.profile(token)
+            if profile is not None and profile.delivery is not None:
+                mode = profile.delivery  # type: ignore[assignment]
+        if mode == "auto" and self.discovery.mode == "list":
+            return "live"  # --discovery list serves no presets_call, which stable needs
+        return mode
+
+    def _stable_listener(self, principal: str) -> bool:
+        """Whether ``principal``'s listen streams (2026-07-28) are served stable."""
+        token = None if principal == LOCAL else principal
+        return choose(self._mode_of(token), modern=True, client=None) == "stable"
+
     def _tools_with(self, defs: Sequence[ToolDef]) -> list[ToolDef]:
         """The registry's tools, its preset tools replaced by ``defs``, in name order."""
         return self.listing.tools_with(defs)
@@ -376,9 +447,10 @@ class PresetServer(Server[Any]):
         if self.upstreams is not None:
             await self.upstreams.ready()  # starts upstreams whose tools presets wait for
         principal = principal_of(ctx)
-        listed, key = self.entries_for(principal)
+        stable = self.delivery_for(ctx) == "stable"
+        listed, key = self.stable_entries(principal) if stable else self.entries_for(principal)
         entries = self._visible(listed, token_of(ctx.request))
-        entries = self.discovery.listed(entries, ctx)
+        entries = self.discovery.listed(entries, ctx, stable=stable)
         size = self.page_size
         if params.cursor is None:
             if len(entries) <= size:  # the common case: the cached list itself, no copy
@@ -434,11 +506,40 @@ class PresetServer(Server[Any]):
         if self.upstreams is not None:
             await self.upstreams.ready()
         call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
-        if params.name in self.discovery.names and self.discovery.enabled:
-            return await self.discovery.call(call)
-        if self.tasks.takes(call):  # it runs through run_call too, as a task
-            return await self.tasks.call(call)
-        return await self.run_call(call)
+        stable = self.delivery_for(ctx) == "stable"
+        with agent_call(call.principal):
+            if params.name in self.discovery.names and (self.discovery.enabled or stable):
+                result = await self.discovery.call(call)
+            elif self.tasks.takes(call):  # it runs through run_call too, as a task
+                return await self.tasks.call(call)
+            else:
+                result = await self.run_call(call)
+        if stable:
+            self._tell(call, result)
+        return result
+
+    def _tell(self, call: PendingCall, result: dict[str, Any]) -> None:
+        """Append the notice of what changed to a stable caller's result (``delivery.py``)."""
+        content = result.get("content")
+        if not isinstance(content, list) or result.get("resultType") == "input_required":
+            return
+        news = self.listings.news(call.principal)
+        if news is None:
+            return
+        told, now, defs = news
+        listed = self.listings.listed(call.principal)
+        notice = make_notice(
+            told,
+            now,
+            defs,
+            [d.name for d in listed.defs],
+            self.principals.context(call.principal),
+            lambda name: self.policy.allows(name, call.token),
+            self.presets.tool_adapters.mcp_name_of,
+        )
+        if notice is not None:
+            text = notice_text(notice, self.discovery.call_name, self.discovery.risky_name)
+            content.append({"type": "text", "text": text})
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]:
         """Run one call through the pipeline, in its span: what ``tools/call`` does.
@@ -451,6 +552,7 @@ class PresetServer(Server[Any]):
         with (
             self.telemetry.tool_call(call.name, call.principal, call.token),
             acting_as(call.principal),
+            agent_call(call.principal),
         ):
             return await self.pipeline(call)
 
@@ -621,4 +723,5 @@ def build_server(
         discovery=config.discovery,
         state_dir=config.state_dir,
         store=config.store,
+        delivery=config.delivery,
     )
