@@ -77,13 +77,17 @@ def host_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_the_documented_host_follows_its_context_in_memory(host_module: ModuleType) -> None:
     seen = anyio.run(host_module.demo)
-    # The server's own tool (the agent asks for a preset) is served beside the host's.
-    assert seen["inbox"] == ["space_presets_request", "space_tasks_list"]
+    # The server's own tools (the agent asks for a preset; a 2026-07-28 client, served
+    # stable, reaches what its own calls activate through search and call) beside the host's.
+    own = ["space_presets_search", "space_presets_call", "space_presets_call_risky"]
+    assert seen["inbox"] == ["space_presets_request", "space_tasks_list", *own]
+    # The app's own UI switched the screen: a change from outside, so the list follows it.
     assert seen["board"] == [
         "space_presets_request",
         "space_tasks_add",
         "space_tasks_complete",
         "space_tasks_list",
+        *own,
     ]
     assert json.loads(seen["added"]) == {"id": 1, "title": "write the docs", "done": False}
     is_error, message = seen["refused"]

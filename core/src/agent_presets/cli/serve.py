@@ -106,7 +106,9 @@ def opencode(
 
     The config also has `permission` rules that make opencode ask before every
     tool whose effective risk is filesystem-write, destructive or shell, among
-    all installed presets' tools, under the names opencode gives them.
+    all installed presets' tools, under the names opencode gives them, and
+    before `presets_call_risky`, through which such a tool is reached when it
+    is not in the list (stable delivery, docs/clients.md).
     """
     if not OPENCODE_KEY_RE.match(name):
         raise click.BadParameter(
@@ -137,7 +139,10 @@ def opencode(
     # opencode names an MCP tool `<server key>_<tool>`; "ask" makes it ask the user first.
     rules = {f"{name}_{tool}": "ask" for tool in risky_tools(installed_plugins())}
     if rules:
-        config["permission"] = rules
+        # A risky tool reached indirectly (stable delivery) goes through this one tool:
+        # the same question as for a listed one (agent_presets.server.delivery).
+        rules[f"{name}_{HEADLESS_DEFAULTS.namespace}presets_call_risky"] = "ask"
+        config["permission"] = dict(sorted(rules.items()))
     _emit_config(config, write_dir)
 
 
@@ -399,6 +404,18 @@ def _plugins_dir_in(args: list[str]) -> str | None:
     "auto = clients known or seen not to re-list their tools after a change (and every "
     "client under --tool-budget).",
 )
+@click.option(
+    "--delivery",
+    type=click.Choice(["auto", "stable", "live"]),
+    default="auto",
+    show_default=True,
+    help="How clients are served their tools. live: the list follows the context, with "
+    "tools/list_changed. stable: a client's own calls never change its list (a change from "
+    "outside, the host or an operator, still does); the call's result names the tools that "
+    "became active, run through presets_call, and the provider's prompt cache holds. auto: "
+    "stable for 2026-07-28 clients and for opencode, Codex and Claude Code, live for other "
+    "clients. A token may force its own (tokens create --delivery). See docs/clients.md.",
+)
 @context_options
 @plugins_dir_option
 def serve(
@@ -425,6 +442,7 @@ def serve(
     upstreams_at_start: bool,
     tool_budget: int | None,
     discovery: str,
+    delivery: str,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
@@ -434,11 +452,14 @@ def serve(
 ) -> None:
     """Serve the active tools over MCP, on the headless host.
 
-    The tool list follows the host's context live: a tool call that switches
-    surface or activity changes the list. A 2025-11-25 (or older) client is
-    sent notifications/tools/list_changed on its session; a 2026-07-28 client
-    hears of it on a subscriptions/listen stream it keeps open (README,
-    "Connect a client"). One banner line goes to stderr.
+    The tools follow the host's context. A live client's list changes with it
+    and the client is told: a 2025-11-25 (or older) client with
+    notifications/tools/list_changed on its session, a 2026-07-28 client on a
+    subscriptions/listen stream it keeps open. A stable client's list changes
+    only when the context is changed from outside (the host, `presets context
+    set`, the console), and its own calls' results say what became active
+    (--delivery; by default 2026-07-28 clients, opencode, Codex and Claude Code
+    are stable). One banner line goes to stderr.
     """
     from agent_presets.server import ServeConfig
     from agent_presets.server.control import SOCKET_NAME
@@ -458,6 +479,12 @@ def serve(
     )
     if replica is not None:
         _check_replica(transport, replica)
+    if delivery == "stable" and discovery == "list":
+        raise click.UsageError(
+            "--delivery stable reaches what a context change activates through presets_call, "
+            "and --discovery list serves none; use --discovery auto or search, or "
+            "--delivery live"
+        )
     if tool_budget is not None and discovery == "list":
         raise click.UsageError(
             "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
@@ -504,6 +531,7 @@ def serve(
         replica=replica,
         tool_budget=tool_budget,
         discovery=cast(Any, discovery),
+        delivery=cast(Any, delivery),
         state_dir=app.state_dir,
         store=store,
     )

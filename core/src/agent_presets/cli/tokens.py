@@ -74,6 +74,14 @@ def tokens() -> None:
     "--max-calls-per-tool", type=click.IntRange(min=1), help="Calls of one tool per server run."
 )
 @click.option("--expires", metavar="DURATION", help="Lifetime such as 90m, 12h or 30d.")
+@click.option(
+    "--delivery",
+    type=click.Choice(["auto", "stable", "live"]),
+    default="auto",
+    show_default=True,
+    help="How this token's clients are served their tools, whatever the server's --delivery "
+    "says (auto: the server's). See docs/clients.md.",
+)
 @click.option("--replace", is_flag=True, help="Replace an existing token of this name.")
 @_STATE_DIR
 @_STORE
@@ -83,6 +91,7 @@ def create(
     max_calls: int | None,
     max_calls_per_tool: int | None,
     expires: str | None,
+    delivery: str,
     replace: bool,
     state_dir: Path | None,
     store_url: str | None,
@@ -112,6 +121,7 @@ def create(
             max_calls_per_tool=max_calls_per_tool,
             expires_in=lifetime,
             replace=replace,
+            delivery=delivery,
         )
     click.echo(token)
     until = f", expires {_when(record.expires)}" if record.expires is not None else ""

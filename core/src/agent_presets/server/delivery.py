@@ -149,10 +149,11 @@ class Listings:
                 held = self._listed[principal] = Listed(resolution, defs, 0)
             return held
 
-    def version(self, principal: str) -> int | None:
-        """The version of ``principal``'s list (None: it was never listed stable)."""
+    def version(self, principal: str) -> int:
+        """The version of ``principal``'s list: 0 as first given (or not yet listed), then
+        one more at each change from outside."""
         held = self._listed.get(principal)
-        return None if held is None else held.version
+        return 0 if held is None else held.version
 
     def refresh(self) -> None:
         """A change from somewhere: re-read every listed principal but the one calling."""

@@ -216,9 +216,17 @@ class TokenStore:
         max_calls_per_tool: int | None = None,
         expires_in: int | None = None,
         replace: bool = False,
+        delivery: str | None = None,
     ) -> tuple[str, TokenRecord]:
-        """Make a token; return its secret (shown once) and its stored record."""
+        """Make a token; return its secret (shown once) and its stored record.
+
+        ``delivery``: ``stable`` or ``live`` for every client of the token (``auto``
+        or None: the server's ``--delivery``)."""
         check_name(name)
+        try:
+            delivery = _delivery(delivery)
+        except ValueError as exc:
+            raise TokenError(str(exc)) from None
         for label, value in (("max_calls", max_calls), ("max_calls_per_tool", max_calls_per_tool)):
             if value is not None and value < 1:
                 raise TokenError(f"{label} must be at least 1, got {value}")
@@ -232,6 +240,7 @@ class TokenStore:
             max_calls_per_tool=max_calls_per_tool,
             created=now,
             expires=now + expires_in if expires_in is not None else None,
+            delivery=delivery,
         )
 
         def add(records: dict[str, TokenRecord]) -> None:

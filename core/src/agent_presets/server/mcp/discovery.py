@@ -676,8 +676,8 @@ class Discovery:
             "score": round(score, 3),
         }
         if chosen is not None:  # which call tool runs it (risky ones have their own name)
-            risky = chosen.risk in DANGEROUS_RISKS
-            result["run_with"] = self.risky_name if risky else self.call_name
+            dangerous = chosen.risk in DANGEROUS_RISKS
+            result["run_with"] = self.risky_name if dangerous else self.call_name
         if result["title"] is None:
             del result["title"]
         if not active and chosen is not None:

@@ -93,8 +93,9 @@ class _Peer:
     """Requests of this HTTP session in flight: their response streams carry what changes."""
     unheard: set[Kind] = field(default_factory=set)
     resources: set[str] = field(default_factory=set)
-    stable: bool = False
-    """Served ``stable`` (``delivery.py``): told of a tools change only when its list changed."""
+    stable: bool | None = None
+    """Served ``stable`` (``delivery.py``): told of a tools change only when its list
+    changed. None until its first request after ``initialize`` says who the client is."""
     tools_seen: int | None = None
     """The version of its stable list it last listed or heard of."""
 
@@ -238,11 +239,6 @@ class ChangeFanout:
         ready = []
         for key, peer in list(self._peers.items()):
             kinds = _kinds_for(pending, peer.principal)
-            if "tools" in kinds and peer.stable:
-                version = self.tools_version(peer.principal)
-                if version == peer.tools_seen:
-                    kinds.discard("tools")  # its own call changed nothing it lists
-                peer.tools_seen = version
             if not kinds:
                 continue
             if not peer.ready:
@@ -288,7 +284,7 @@ class ChangeFanout:
 
     def _notes(self, peer: _Peer, kinds: set[Kind]) -> list[types.ServerNotification]:
         notes: list[types.ServerNotification] = []
-        if "tools" in kinds:
+        if "tools" in kinds and self._tools_moved(peer):
             notes.append(types.ToolListChangedNotification())
         if "context" in kinds:
             notes.append(types.PromptListChangedNotification())
@@ -302,6 +298,18 @@ class ChangeFanout:
         if "resources" in kinds:
             notes.append(types.ResourceListChangedNotification())
         return notes
+
+    def _tools_moved(self, peer: _Peer) -> bool:
+        """Whether ``peer`` is to hear of a tools change: always when live; when stable,
+        only if its list's version moved since it last listed or heard (its own calls
+        never move it)."""
+        if not peer.stable:
+            return True
+        version = self.tools_version(peer.principal)
+        if version == peer.tools_seen:
+            return False
+        peer.tools_seen = version
+        return True
 
     async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:
         """Tell ``peer`` on its standalone channel."""
@@ -342,12 +350,13 @@ class ChangeFanout:
             return await call_next(ctx)
         if ctx.method == "initialize":
             return await call_next(ctx)
+        if peer.stable is None:  # the handshake is done: the client has said who it is
+            peer.stable = self.stable_of(ctx)
+            peer.tools_seen = self.tools_version(peer.principal)
         # An HTTP request's own stream can carry notices; a notification has none.
         answered = peer.session_id is not None and ctx.request_id is not None
         if ctx.method == "tools/list":
             peer.unheard.discard("tools")  # its answer is the news
-            if peer.stable:
-                peer.tools_seen = self.tools_version(peer.principal)
         if answered:
             peer.busy += 1
         try:
@@ -355,6 +364,8 @@ class ChangeFanout:
         finally:
             if answered:
                 peer.busy -= 1
+        if ctx.method == "tools/list" and peer.stable:
+            peer.tools_seen = self.tools_version(peer.principal)  # what it was just given
         if not peer.ready:
             peer.ready = True
             await self._tell_unheard(self._key(ctx.session), peer)
@@ -405,7 +416,6 @@ class ChangeFanout:
             key.exit_stack.callback(self._peers.pop, key, None)
         session_id = key.session_id if isinstance(key, Connection) else None
         peer = _Peer(session, session_id, LOCAL if ctx is None else principal_of(ctx))
-        peer.stable = ctx is not None and self.stable_of(ctx)
         self._peers[key] = peer
         return peer
 
