@@ -15,11 +15,12 @@ from agent_presets.host import HEADLESS_DEFAULTS, HeadlessHost
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, PresetServer
 
 TODAYS_INSTRUCTIONS = (
-    "The tools offered here follow what the user is doing in the app: they change when the "
-    "surface or activity changes, and the server announces each change (tools/list_changed). "
+    "The tools offered here follow what the user is doing in the app (its surface and "
+    "activity). When your own call changes that, your tool list stays as it is and the "
+    "call's result names the tools that became active: run them with the presets_call tool "
+    "(risky ones with presets_call_risky); presets_search finds any other. "
     "The prompt 'active-presets' and the resource presets://active/prompt hold guidance for "
-    "the tools active now. A tool that is not offered right now answers with what would turn "
-    "it on."
+    "the tools active now. A tool that is not active answers with what would turn it on."
 )
 
 
@@ -81,7 +82,7 @@ def test_a_server_whose_app_supplies_nothing_names_no_hosts_vocabulary() -> None
     server = PresetServer(presets)
     try:
         text = server.instructions or ""
-        assert "tools/list_changed" in text and PROMPT_URI in text
+        assert "presets_call" in text and PROMPT_URI in text
         for word in ("surface", "activity", "canvas"):
             assert word not in text
     finally:

@@ -19,10 +19,11 @@ HEADLESS_DEFAULTS: Final = HostDefaults(
     # The prompt and resource are the MCP server's (server.mcp.wire PROMPT_NAME,
     # PROMPT_URI), named here in words: the host does not import the server.
     instructions=(
-        "The tools offered here follow what the user is doing in the app: they change when the "
-        "surface or activity changes, and the server announces each change (tools/list_changed). "
+        "The tools offered here follow what the user is doing in the app (its surface and "
+        "activity). When your own call changes that, your tool list stays as it is and the "
+        "call's result names the tools that became active: run them with the presets_call tool "
+        "(risky ones with presets_call_risky); presets_search finds any other. "
         "The prompt 'active-presets' and the resource presets://active/prompt hold guidance for "
-        "the tools active now. A tool that is not offered right now answers with what would turn "
-        "it on."
+        "the tools active now. A tool that is not active answers with what would turn it on."
     ),
 )

@@ -33,8 +33,9 @@ PROMPT_URI: Final = "presets://active/prompt"
 STATUS_URI: Final = "presets://active/status"
 
 INSTRUCTIONS: Final = (
-    "The tools offered here follow the app's context: they change when it changes, and the "
-    "server announces each change (tools/list_changed). "
+    "The tools offered here follow the app's context. When your own call changes it, your "
+    "tool list stays as it is and the call's result names the tools that became active: run "
+    "them with the presets_call tool (risky ones with presets_call_risky). "
     f"The prompt {PROMPT_NAME!r} and the resource {PROMPT_URI} hold guidance for the tools "
     "active now. A tool that is not offered right now answers with what would turn it on."
 )
