@@ -117,10 +117,15 @@ class Listed:
     resolution: Resolution
     defs: tuple[ToolDef, ...]
     version: int
+    context: Mapping[str, Any]
+    """The context it was listed in (a budget orders presets by it)."""
+
+    def tool(self, name: str) -> ToolDef | None:
+        return next((d for d in self.defs if d.name == name), None)
 
 
-Current = Callable[[str], tuple[Resolution, tuple[ToolDef, ...]]]
-"""A principal's resolution and preset tool defs now."""
+Current = Callable[[str], tuple[Resolution, tuple[ToolDef, ...], Mapping[str, Any]]]
+"""A principal's resolution, preset tool defs and context now."""
 
 
 class Listings:
@@ -145,8 +150,8 @@ class Listings:
         with self._lock:
             held = self._listed.get(principal)
             if held is None:
-                resolution, defs = self._current(principal)
-                held = self._listed[principal] = Listed(resolution, defs, 0)
+                resolution, defs, context = self._current(principal)
+                held = self._listed[principal] = Listed(resolution, defs, 0, context)
             return held
 
     def version(self, principal: str) -> int:
@@ -163,11 +168,11 @@ class Listings:
                 if principal == own:
                     continue
                 try:
-                    resolution, defs = self._current(principal)
+                    resolution, defs, context = self._current(principal)
                 except Exception:  # served as before until its next change
                     continue
                 if resolution != held.resolution or _names(defs) != _names(held.defs):
-                    self._listed[principal] = Listed(resolution, defs, held.version + 1)
+                    self._listed[principal] = Listed(resolution, defs, held.version + 1, context)
 
     def forget(self, principal: str) -> None:
         with self._lock:
@@ -180,7 +185,7 @@ class Listings:
         Marks ``now`` as told: each change is told once.
         """
         listed = self.listed(principal)
-        resolution, defs = self._current(principal)
+        resolution, defs, _context = self._current(principal)
         with self._lock:
             told = self._told.get(principal, listed.resolution)
             if told == resolution:

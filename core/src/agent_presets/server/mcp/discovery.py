@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from agent_presets.budget import Budget
     from agent_presets.model import Preset
     from agent_presets.server.config import DiscoveryMode
+    from agent_presets.server.delivery import Listed
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.principals import Principals
     from agent_presets.server.stage import PendingCall
@@ -452,10 +453,14 @@ class Discovery:
         self,
         entries: list[dict[str, Any]],
         ctx: ServerRequestContext[Any, Any],
-        stable: bool = False,
+        stable: Listed | None = None,
     ) -> list[dict[str, Any]]:
-        """The caller's ``tools/list``: ``entries`` (what it may see), narrowed and completed."""
-        if not self.offered(ctx, stable):
+        """The caller's ``tools/list``: ``entries`` (what it may see), narrowed and completed.
+
+        ``stable``: the caller's listing when it is served stable (``delivery.py``): a
+        budget then cuts that listing, in the context it was listed in, so the caller's
+        own switches change nothing here either."""
+        if not self.offered(ctx, stable is not None):
             return entries
         self.warm()
         protocol = MODERN if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else LEGACY
@@ -464,7 +469,12 @@ class Discovery:
             return [*entries, *own]
         client = client_of(ctx)
         return self.narrow(
-            entries, own, protocol, principal_of(ctx), client_format(client and client[0])
+            entries,
+            own,
+            protocol,
+            principal_of(ctx),
+            client_format(client and client[0]),
+            stable,
         ).entries
 
     def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -485,6 +495,7 @@ class Discovery:
         protocol: str = LEGACY,
         principal: str = LOCAL,
         client: str = DEFAULT_CLIENT,
+        stable: Listed | None = None,
     ) -> Narrowed:
         """``entries`` and the server's ``own`` tools, at most ``tool_budget`` tokens, counted
         as ``client`` sends them to its model (``toolformats``).
@@ -497,7 +508,7 @@ class Discovery:
         """
         assert self.tool_budget is not None
         # The order follows the principal's context (a preset's specificity in it).
-        context = self.server.principals.context(principal)
+        context = self.server.principals.context(principal) if stable is None else stable.context
         key = (
             self.server.tool_registry.version,
             self.tool_budget,
@@ -515,7 +526,11 @@ class Discovery:
         base: list[dict[str, Any]] = []
         groups: dict[str, list[dict[str, Any]]] = {}
         for entry in loaded:
-            tool = self.server.tool_for(entry["name"], principal)
+            tool = (
+                self.server.tool_for(entry["name"], principal)
+                if stable is None
+                else stable.tool(entry["name"])
+            )
             preset = tool.preset if tool is not None else None
             if preset is None:
                 base.append(entry)

@@ -393,13 +393,16 @@ class PresetServer(Server[Any]):
                 self._stable_lists.pop(next(iter(self._stable_lists)))
         return cached[2], cached[3]
 
-    def _current_for(self, principal: str) -> tuple[Resolution, tuple[ToolDef, ...]]:
-        """``principal``'s resolution and preset tool defs now (``Listings`` reads it)."""
+    def _current_for(
+        self, principal: str
+    ) -> tuple[Resolution, tuple[ToolDef, ...], Mapping[str, Any]]:
+        """``principal``'s resolution, preset tool defs and context now (``Listings``)."""
         defs = None if principal == LOCAL else self.principals.tool_defs(principal)
+        context = self.principals.context(principal)
         if defs is None:
             manager = self.presets.manager
-            return manager.resolve(), tuple(manager.get_tool_defs())
-        return self.principals.resolution(principal), defs
+            return manager.resolve(), tuple(manager.get_tool_defs()), context
+        return self.principals.resolution(principal), defs, context
 
     def delivery_for(self, ctx: ServerRequestContext[Any]) -> Delivery:
         """How the caller of ``ctx`` is served: its token's delivery, else the server's,
@@ -450,7 +453,9 @@ class PresetServer(Server[Any]):
         stable = self.delivery_for(ctx) == "stable"
         listed, key = self.stable_entries(principal) if stable else self.entries_for(principal)
         entries = self._visible(listed, token_of(ctx.request))
-        entries = self.discovery.listed(entries, ctx, stable=stable)
+        entries = self.discovery.listed(
+            entries, ctx, self.listings.listed(principal) if stable else None
+        )
         size = self.page_size
         if params.cursor is None:
             if len(entries) <= size:  # the common case: the cached list itself, no copy
