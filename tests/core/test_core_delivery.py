@@ -103,7 +103,7 @@ def test_a_principals_listing_moves_only_on_changes_outside_its_own_calls(
     changes: list[tuple[str | None, str]],
 ) -> None:
     current = {"alice": "a", "bob": "a"}
-    listings = Listings(lambda p: (_resolution((current[p],)), ()))
+    listings = Listings(lambda p: (_resolution((current[p],)), (), {}))
     first = {p: listings.listed(p).resolution for p in current}
     expected = dict(first)
     for caller, value in changes:
