@@ -28,6 +28,7 @@ pytestmark = pytest.mark.anyio
 
 CODEX = Implementation(name="codex-mcp-client", version="0.171.0")
 SEARCH, CALL = "space_presets_search", "space_presets_call"
+RISKY = "space_presets_call_risky"
 
 
 def text(result: Any) -> str:
@@ -192,7 +193,9 @@ async def test_auto_gives_an_unknown_client_the_list_alone(serve: Callable[..., 
 
 async def test_a_later_codex_version_is_not_taken_for_0_171(serve: Callable[..., Any]) -> None:
     later = Implementation(name="codex-mcp-client", version="0.172.0")
-    async with serve(client_info=later) as s:
+    # Delivery live: the known-client rule of discovery itself (stable delivery serves
+    # every Codex the tools, docs/clients.md).
+    async with serve(client_info=later, delivery="live") as s:
         assert SEARCH not in {t.name for t in s.first}
 
 
@@ -229,11 +232,11 @@ async def test_the_budget_lists_whole_presets_in_order_and_the_rest_is_searchabl
 ) -> None:
     async with serve(client_info=None, tool_budget=3000) as s:
         names = [t.name for t in s.first]
-        assert names[:3] == ["space_presets_request", SEARCH, CALL]
+        assert names[:4] == ["space_presets_request", SEARCH, CALL, RISKY]
         registry = s.server.presets.registry
         tools = s.server.tool_registry
         context = s.server.presets.manager.get_context()
-        listed_presets = list(dict.fromkeys(tools.get(n).preset for n in names[3:]))
+        listed_presets = list(dict.fromkeys(tools.get(n).preset for n in names[4:]))
         active = [a.name for a in s.server.presets.manager.get_active_presets()]
 
         # Every preset listed is listed whole, and none of them is less specific than one left out.
@@ -286,7 +289,7 @@ async def test_a_pinned_preset_is_listed_before_more_specific_ones(
     )
     async with serve(client_info=None, tool_budget=2000, plugins_dir=folder) as s:
         names = [t.name for t in s.first]
-        own = ["space_presets_request", SEARCH, CALL]
+        own = ["space_presets_request", SEARCH, CALL, RISKY]
         if pin:  # first after the server's own, though {surface: any} is the least specific
             assert names[: len(own) + 1] == [*own, "space_pinned_ping"]
         else:  # the scene's presets come first; the budget is spent before this one
@@ -416,7 +419,8 @@ async def test_a_client_that_relists_in_time_is_not_marked(serve: Callable[..., 
 async def test_2026_07_28_lists_alike_for_every_request_of_a_principal(
     serve: Callable[..., Any],
 ) -> None:
-    async with serve(client_info=None, mode="2026-07-28") as s:
+    # Delivery live: the seen rule itself (a stable caller always has both tools).
+    async with serve(client_info=None, mode="2026-07-28", delivery="live") as s:
         assert SEARCH not in {t.name for t in s.first}
         s.server.discovery.relisting.principals.add("local")  # seen, by principal
         again = {t.name for t in (await s.client.list_tools()).tools}

@@ -143,7 +143,9 @@ async def test_stdio_bad_arguments_are_a_tool_error_and_the_server_keeps_serving
 async def test_stdio_modern_client_hears_the_change_on_its_subscription(
     stdio_server_params: Callable[..., Any],
 ) -> None:
-    async with Client(stdio_server_params()) as client:
+    # Delivery live: the list follows the client's own switch (stable delivery, the
+    # default for this era, keeps it: tests/e2e/test_e2e_delivery.py).
+    async with Client(stdio_server_params("--delivery", "live")) as client:
         assert client.protocol_version == "2026-07-28"
         async with client.listen(tools_list_changed=True) as subscription:
             for name, args in (

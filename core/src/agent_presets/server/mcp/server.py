@@ -204,7 +204,10 @@ class PresetServer(Server[Any]):
         self.discovery = Discovery(self, discovery, tool_budget)
         self.fanout.stable_of = lambda ctx: self.delivery_for(ctx) == "stable"
         self.fanout.stable_principal = self._stable_listener
-        self.fanout.tools_version = self.listings.version
+        # A stable caller's listing is fixed when it connects (its listen stream, or its
+        # first request after the handshake), so a change from outside before its first
+        # tools/list is still news to it.
+        self.fanout.tools_version = lambda principal: self.listings.listed(principal).version
         # Long calls as tasks, for clients of the tasks extension (tasks.py).
         self.tasks = Tasks(self)
         super().__init__(
