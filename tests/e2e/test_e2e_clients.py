@@ -103,10 +103,12 @@ def first_request(work: Path) -> dict[str, Any]:
 
 
 def test_claude_code_draws_relisting_after_each_switch_with_no_mcp_error(tmp_path: Path) -> None:
+    # --delivery live: the list follows Claude Code's own switches, as before stable delivery
+    # (the driver's scripted model calls only listed tools; bench/clients.py drives stable).
     state = tmp_path / "state"
     report = run_drive(
         "claudecode",
-        serve_command("--state-dir", str(state), "--surface", "scene"),
+        serve_command("--state-dir", str(state), "--surface", "scene", "--delivery", "live"),
         DRAW,
         DRAW_EXPECT,
         tmp_path,
@@ -123,7 +125,9 @@ def test_claude_code_on_a_server_slower_than_its_probe_connects_with_no_mcp_erro
     # Started 3.5 s late: Claude Code's probe times out and it sends initialize,
     # which used to be refused with -32022 (issue 17).
     state = tmp_path / "state"
-    late = shlex.join(serve_command("--state-dir", str(state), "--surface", "scene"))
+    late = shlex.join(
+        serve_command("--state-dir", str(state), "--surface", "scene", "--delivery", "live")
+    )
     report = run_drive(
         "claudecode",
         ["sh", "-c", f"sleep 3.5; exec {late}"],
@@ -224,7 +228,9 @@ def test_stock_codex_is_offered_the_start_contexts_tools(tmp_path: Path) -> None
 def test_opencode_draws_relisting_after_each_switch(tmp_path: Path) -> None:
     run_drive(
         "opencode",
-        serve_command("--state-dir", str(tmp_path / "state"), "--surface", "scene"),
+        serve_command(
+            "--state-dir", str(tmp_path / "state"), "--surface", "scene", "--delivery", "live"
+        ),
         DRAW,
         {"start_absent": ["drawing_insert_shape"], "end_present": ["drawing_insert_shape"]},
         tmp_path,
