@@ -154,7 +154,7 @@ def test_claude_code_gets_the_budgeted_tools_without_a_search(tmp_path: Path) ->
     run_drive(
         "claudecode",
         serve_command(
-            "--state-dir", str(state), "--surface", "scene", "--tool-budget", "5000"
+            "--state-dir", str(state), "--surface", "scene", "--tool-budget", "2600"
         ),
         script,
         {
