@@ -168,3 +168,33 @@ def test_a_2026_callers_own_switches_never_change_its_list_and_each_result_says_
         anyio.run(drive)
     finally:
         server.close()
+
+
+def test_a_tool_described_once_is_named_only_when_it_comes_back(host: Any) -> None:
+    app, presets = host
+    app.update_context({"surface": "scene", "activity": None})
+    server = build_server(presets, ServeConfig())
+    drawing = [
+        ("space_app_switch_surface", {"surface": "canvas"}),
+        ("space_app_set_activity", {"activity": "drawing"}),
+    ]
+    steps = [*drawing, ("space_app_set_activity", {"activity": "graph"}), drawing[1]]
+
+    async def drive() -> list[str]:
+        notices = []
+        async with Client(server) as client:
+            await client.list_tools()
+            for name, args in steps:
+                result = await client.call_tool(name, args)
+                assert result.structured_content is not None
+                notices.append(str(result.structured_content.get("presets_notice", "")))
+        return notices
+
+    try:
+        notices = anyio.run(drive)
+    finally:
+        server.close()
+    first, again = notices[1], notices[3]
+    assert "space_drawing_insert_shape(" in first
+    assert "space_drawing_insert_shape(" not in again
+    assert "as described earlier" in again and "space_drawing_insert_shape" in again

@@ -146,6 +146,8 @@ def test_a_2026_client_switching_context_itself_gets_the_same_bytes_from_tools_l
     notice = texts(drawing)[-1]
     # The same turn: the result names the tool the new context activates, and how to run it.
     assert "space_drawing_insert_shape(" in notice and "space_presets_call" in notice
+    # Also in the structured content, which Claude Code and Codex show their model instead.
+    assert json.loads(drawing)["result"]["structuredContent"]["presets_notice"] == notice
     after = lines.request(2, "tools/list", modern())
     assert after == before
     assert not any(b"list_changed" in line for line in lines.heard)

@@ -29,7 +29,7 @@ plain data, so the fast start (before the SDK loads) can compute them too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -144,6 +144,7 @@ class Listings:
         self._lock = threading.Lock()
         self._listed: dict[str, Listed] = {}
         self._told: dict[str, Resolution] = {}
+        self._shown: dict[str, set[str]] = {}
 
     def listed(self, principal: str) -> Listed:
         """``principal``'s listed tools; the first look fixes them at what is active now."""
@@ -178,6 +179,16 @@ class Listings:
         with self._lock:
             self._listed.pop(principal, None)
             self._told.pop(principal, None)
+            self._shown.pop(principal, None)
+
+    def shown(self, principal: str) -> frozenset[str]:
+        """The tools whose signatures a notice already gave ``principal``."""
+        with self._lock:
+            return frozenset(self._shown.get(principal, ()))
+
+    def mark_shown(self, principal: str, names: Sequence[str]) -> None:
+        with self._lock:
+            self._shown.setdefault(principal, set()).update(names)
 
     def news(self, principal: str) -> tuple[Resolution, Resolution, tuple[ToolDef, ...]] | None:
         """``(told, now, defs)`` when what is active changed since the agent was last told.
@@ -266,6 +277,8 @@ class Notice:
     """Newly active tools that are not in the caller's list: run them through presets_call."""
     back: tuple[str, ...]
     """Newly active tools that are in the caller's list: call them directly again."""
+    again: tuple[str, ...]
+    """Newly active tools whose signatures an earlier notice gave: named only."""
     gone: tuple[str, ...]
     """Tools the caller knew of that are no longer active."""
     guidance: tuple[str, ...]
@@ -280,12 +293,15 @@ def make_notice(
     context: Mapping[str, Any],
     visible: Callable[[str], bool],
     name_of: Callable[[str], str | None],
+    shown: Collection[str] = (),
 ) -> Notice | None:
     """The notice for a change from ``told`` to ``now`` (None when the caller sees no change).
 
     ``defs``: ``now``'s tool defs; ``listed``: the names in the caller's
     list; ``visible``: whether the caller may use a tool of that name (its
-    allow-lists); ``name_of``: a tool id's MCP name.
+    allow-lists); ``name_of``: a tool id's MCP name; ``shown``: tools whose
+    signatures an earlier notice gave (named again, not described again: the
+    conversation holds them).
     """
     before = set(told.tool_ids)
     on_list = set(listed)
@@ -307,7 +323,15 @@ def make_notice(
     )
     if not added and not back and not gone and not guidance:
         return None
-    return Notice(dict(context), tuple(added), tuple(t.name for t in back), tuple(gone), guidance)
+    again = tuple(t.name for t in added if t.name in shown)
+    return Notice(
+        dict(context),
+        tuple(t for t in added if t.name not in shown),
+        tuple(t.name for t in back),
+        again,
+        tuple(gone),
+        guidance,
+    )
 
 
 def notice_text(notice: Notice, call_tool: str, risky_call_tool: str) -> str:
@@ -323,6 +347,12 @@ def notice_text(notice: Notice, call_tool: str, risky_call_tool: str) -> str:
         )
         for tool in notice.added:
             lines.append(f"- {signature(tool)}{' [risky]' if risky(tool) else ''}")
+    if notice.again:
+        lines.append(
+            f"Active again, run with {call_tool} as described earlier: "
+            + ", ".join(notice.again)
+            + "."
+        )
     if notice.back:
         lines.append("Active again, call them directly: " + ", ".join(notice.back) + ".")
     if notice.gone:

@@ -105,6 +105,19 @@ _NO_CACHE: Final = CacheHint(ttl_ms=0, scope="private")
 and private, since what a caller sees depends on its token; changes come on listen streams."""
 
 
+NOTICE_KEY: Final = "presets_notice"
+"""The key of a stable caller's notice in a result's structured content (``delivery.py``)."""
+
+
+def _open(schema: Mapping[str, Any] | None) -> bool:
+    """Whether an object ``schema`` takes a key it does not name (a notice's)."""
+    if schema is None:
+        return True
+    return schema.get("additionalProperties", True) is not False and (
+        schema.get("unevaluatedProperties", True) is not False
+    )
+
+
 class PresetServer(Server[Any]):
     """A low-level MCP server over one ``Presets`` (its tool registry, manager and catalog)."""
 
@@ -544,10 +557,30 @@ class PresetServer(Server[Any]):
             self.principals.context(call.principal),
             lambda name: self.policy.allows(name, call.token),
             self.presets.tool_adapters.mcp_name_of,
+            self.listings.shown(call.principal),
         )
-        if notice is not None:
-            text = notice_text(notice, self.discovery.call_name, self.discovery.risky_name)
-            content.append({"type": "text", "text": text})
+        if notice is None:
+            return
+        self.listings.mark_shown(call.principal, [t.name for t in notice.added])
+        text = notice_text(notice, self.discovery.call_name, self.discovery.risky_name)
+        content.append({"type": "text", "text": text})
+        # Claude Code and Codex send the model a result's structured content instead of its
+        # text when it has some: the notice goes there too, where the output schema lets it.
+        structured = result.get("structuredContent")
+        if isinstance(structured, dict) and _open(self._output_schema(call)):
+            structured[NOTICE_KEY] = text
+
+    def _output_schema(self, call: PendingCall) -> Mapping[str, Any] | None:
+        """The output schema of the tool whose result ``call`` answers (through a
+        discovery tool: the tool it named)."""
+        name = call.name
+        if name in self.discovery.names:
+            named = call.arguments.get("name")
+            if not isinstance(named, str):
+                return None
+            name = named
+        tool = self.tool_for(name, call.principal)
+        return tool.output_schema if tool is not None else None
 
     async def run_call(self, call: PendingCall) -> dict[str, Any]:
         """Run one call through the pipeline, in its span: what ``tools/call`` does.
