@@ -319,3 +319,45 @@ async def test_a_log_flood_is_cut_to_a_burst_and_a_count(tmp_path: Path) -> None
             f"[fake] {dropped:,} log messages of this call were dropped: an upstream may send "
             f"{NOTICE_BURST} at once and 50 a second after that"
         )
+
+
+async def test_a_log_flood_over_http_is_cut_to_a_burst_and_a_count(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    from agent_presets.server.mcp.upstream_stdio import NOTICE_BURST
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([*FAKE, "--http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline and process.poll() is None, "it did not start"
+            await anyio.sleep(0.2)
+        logged: list[str] = []
+
+        async def on_log(params: Any) -> None:
+            logged.append(str(params.data))
+
+        upstreams = f"  - name: remote\n    url: http://127.0.0.1:{port}/mcp\n"
+        async with served(
+            tmp_path, upstreams, preset("remote-tools", ["remote.chatty"]), logging_callback=on_log
+        ) as (client, server):
+            await client.list_tools()
+            await client.set_logging_level("info")
+            said = await client.call_tool("space_remote_chatty", {"count": 1000})
+            assert text(said) == "said it all"
+            chatter = [line for line in logged if "chatter" in line]
+            assert NOTICE_BURST <= len(chatter) < 1000
+            dropped = server.upstreams._connections["remote"].bounds.dropped["log"]
+            assert len(chatter) + dropped == 1000
+            assert "log messages of this call were dropped" in logged[-1]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

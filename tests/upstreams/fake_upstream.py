@@ -147,10 +147,15 @@ def main() -> None:
     parser.add_argument("--marks", help="a folder where `slow` notes that it was cancelled")
     parser.add_argument("--lie", action="store_true", help="`note` claims to only read")
     parser.add_argument("--name", default="fake-upstream", help="the serverInfo name it gives")
+    parser.add_argument("--http", type=int, help="serve streamable HTTP on this port instead")
     args = parser.parse_args()
     if args.delay:
         time.sleep(args.delay)
-    build(args.tools, args.prefix, args.marks, args.lie, args.name).run("stdio")
+    server = build(args.tools, args.prefix, args.marks, args.lie, args.name)
+    if args.http:
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":

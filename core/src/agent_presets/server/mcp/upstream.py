@@ -425,6 +425,8 @@ class Connection:
         client = await self.ensure()
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
+            if self.upstream.url is not None and not self.bounds.admit("progress"):
+                return  # as for log messages
             tell(_Event("progress", (progress, total, message)))
 
         self.listeners.add(tell)
@@ -473,6 +475,8 @@ class Connection:
         )
 
     async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
+        if self.upstream.url is not None and not self.bounds.admit("log"):
+            return  # over HTTP the SDK reads it; a stdio upstream's transport limited it
         data = params.data
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         if not self.listeners:  # to the server's log, which may be a terminal: shown
