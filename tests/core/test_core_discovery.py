@@ -16,13 +16,9 @@ from hypothesis import strategies as st
 
 from agent_presets.host import HeadlessHost
 from agent_presets.server import ServeConfig
+from agent_presets.server.clients import KNOWN_CLIENTS, known_not_to_relist
 from agent_presets.server.mcp import build_server
-from agent_presets.server.mcp.discovery import (
-    ALWAYS_LOAD,
-    KNOWN_CLIENTS,
-    Relisting,
-    known_not_to_relist,
-)
+from agent_presets.server.mcp.discovery import ALWAYS_LOAD, Relisting
 from agent_presets.server.policy import Profile, ToolPolicy
 from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
 from agent_presets.toolsearch import ToolIndex, catalog_docs, query_words, words

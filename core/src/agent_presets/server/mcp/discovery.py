@@ -45,6 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets.model import ANY, DANGEROUS_RISKS, ToolArgumentError, ToolDef
 from agent_presets.schema import quote
+from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.mcp.pipeline import (
     Arguments,
@@ -91,44 +92,6 @@ _CHANGES_KEPT: Final = 64
 # ------------------------------------------------------------------ known clients
 
 
-@dataclass(frozen=True)
-class KnownClient:
-    """A client, by the name it gives (``clientInfo.name``), that does not re-list its tools."""
-
-    name: str
-    up_to: str | None
-    """The newest version known to behave so (None: every version)."""
-    note: str
-
-    def matches(self, name: str, version: str | None) -> bool:
-        if name != self.name:
-            return False
-        if self.up_to is None:
-            return True
-        have, limit = _version(version), _version(self.up_to)
-        return have is not None and limit is not None and have <= limit
-
-
-KNOWN_CLIENTS: Final = (
-    KnownClient(
-        "codex-mcp-client",
-        "0.171.0",
-        "OpenAI Codex CLI: lists tools once, at start; re-lists only with "
-        "--enable mcp_tool_list_changed (off by default)",
-    ),
-)
-"""Clients known not to re-list: ``auto`` serves them the two tools from their first list.
-
-A later version is left to the ``seen`` rule until someone checks it (docs/clients.md)."""
-
-
-def _version(text: str | None) -> tuple[int, ...] | None:
-    if not text:
-        return None
-    parts = text.split("+")[0].split("-")[0].split(".")
-    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
-
-
 def client_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str, str | None] | None:
     """``(name, version)`` of the client behind ``ctx``: its ``initialize`` (legacy), or
     the request's ``_meta`` client info (2026-07-28); None when it gave none."""
@@ -142,12 +105,6 @@ def client_of(ctx: ServerRequestContext[Any, Any]) -> tuple[str, str | None] | N
         version = raw.get("version")
         return raw["name"], version if isinstance(version, str) else None
     return None
-
-
-def known_not_to_relist(client: tuple[str, str | None] | None) -> KnownClient | None:
-    if client is None:
-        return None
-    return next((k for k in KNOWN_CLIENTS if k.matches(*client)), None)
 
 
 # ------------------------------------------------------------------ seen not to re-list

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.start.lists import (
     RESOURCE_FIELDS,
     Listing,
@@ -175,8 +176,12 @@ class Replies:
     def tool_entries(
         self, listing: Listing, protocol: str, client: tuple[str, str | None] | None
     ) -> list[dict[str, Any]] | None:
-        if not self.lists or self.tool_budget is not None or self.discovery != "list":
-            return None  # who gets the discovery tools is the full server's to say, for now
+        if not self.lists or self.tool_budget is not None or self.discovery == "search":
+            return None  # the discovery tools are in the list: the full server's to answer
+        if self.discovery == "auto" and known_not_to_relist(client) is not None:
+            return None  # so are they for a client known not to re-list
+        # Otherwise none: auto gives them to a client only once it was seen not to re-list,
+        # which at the start no client has been.
         tools = self.served_tools()
         if tools is None:
             return None
