@@ -145,16 +145,14 @@ def answered(note: str, era: str, lists: tuple[str, ...] = LISTS) -> None:
 def test_the_front_answers_each_client_with_the_full_servers_bytes(
     tmp_path: Path, era: str, client: str
 ) -> None:
-    # The default --discovery auto: Codex, known not to re-list, gets presets_search and
-    # presets_call in its list, which the full server answers; the others, the plain list.
+    # The defaults (--delivery auto, --discovery auto): a stable caller (the 2026-07-28 era,
+    # Codex, opencode) gets its stable listing, which the full server answers, and so the
+    # lists after it; a live one (Claude Code over 2025-11-25), every list from the front.
     args = ["--state-dir", str(tmp_path / "state")]
     answers, note = same_as_full_server(args, opening(era, client))
-    if client == "codex":
-        answered(note, era, ())
-        assert "space_presets_search" in answers[1]
-    else:
-        answered(note, era)
-        assert "space_presets_search" not in answers[1]
+    live = era == "legacy" and client == "claude-code"
+    answered(note, era, LISTS if live else ())
+    assert ("space_presets_search" in answers[1]) is not live
     tools = json.loads(answers[1])["result"]["tools"]
     assert "space_presets_request" in {t["name"] for t in tools}
 
@@ -166,24 +164,28 @@ def test_the_front_answers_each_client_with_the_full_servers_bytes(
         ["--surface", "canvas", "--activity", "drawing"],
         ["--allow", "space_app_switch_surface", "--allow", "scene-object-tools"],
         ["--namespace", "myapp_", "--surface", "canvas"],
+        ["--discovery", "search"],
         ["--on", "general-theme-tools", "--off", "scene-object-tools"],
     ],
-    ids=["context", "allow", "namespace", "overrides"],
+    ids=["context", "allow", "namespace", "search", "overrides"],
 )
 def test_each_flag_changes_the_answer_and_the_front_follows_it(
     tmp_path: Path, era: str, flags: list[str]
 ) -> None:
-    base = ["--state-dir", str(tmp_path / "base"), "--discovery", "list"]
+    base = ["--state-dir", str(tmp_path / "base"), "--discovery", "list", "--delivery", "live"]
     plain, _ = same_as_full_server(base, opening(era, "codex"))
-    args = ["--state-dir", str(tmp_path / "state"), "--discovery", "list", *flags]
+    live = ["--discovery", "list", "--delivery", "live"]
+    if "--discovery" in flags:  # search: the discovery tools, the full server's to list
+        live = ["--delivery", "live"]
+    args = ["--state-dir", str(tmp_path / "state"), *live, *flags]
     changed, note = same_as_full_server(args, opening(era, "codex"))
-    answered(note, era)
+    answered(note, era, () if "--discovery" in flags else LISTS)
     assert changed[1] != plain[1]  # the tool list moved with the flag
 
 
 def test_a_saved_context_is_answered_as_the_full_server_resumes_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    first = ["--state-dir", str(state), "--discovery", "list"]
+    first = ["--state-dir", str(state), "--discovery", "list", "--delivery", "live"]
     before, _ = same_as_full_server(first, opening("legacy", "codex"))
     # A run that moves the context saves it; the next start resumes it with no flag.
     moved = [*first, "--surface", "canvas", "--activity", "drawing"]
@@ -195,7 +197,7 @@ def test_a_saved_context_is_answered_as_the_full_server_resumes_it(tmp_path: Pat
 
 
 def test_plugins_and_preset_files_change_the_answer_and_the_front_follows(tmp_path: Path) -> None:
-    args = ["--state-dir", str(tmp_path / "state"), "--discovery", "list"]
+    args = ["--state-dir", str(tmp_path / "state"), "--discovery", "list", "--delivery", "live"]
     everything, _ = same_as_full_server(args, opening("legacy", "opencode"))
     # Fewer plugins.
     fewer, note = same_as_full_server(
@@ -241,7 +243,16 @@ def test_requests_after_the_first_lines_are_served_in_order_by_the_full_server(
         "method": "tools/list",
         **({"params": params} if params else {}),
     }
-    args = ["--state-dir", str(tmp_path / "state"), "--discovery", "list", "--surface", "scene"]
+    args = [
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--discovery",
+        "list",
+        "--delivery",
+        "live",
+        "--surface",
+        "scene",
+    ]
     answers, err = exchange(args, [*messages, call, again])
     answered(banner(err), era)
     first = {t["name"] for t in json.loads(answers[1])["result"]["tools"]}

@@ -557,6 +557,7 @@ def _start_front(presets: Any, config: Any) -> Any:
         tool_budget=config.tool_budget,
         discovery=config.discovery,
         store=config.store,
+        delivery=config.delivery,
     )
     return StartFront(replies, control_socket=config.control_socket)
 

@@ -37,6 +37,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.server.clients import known_not_to_relist
+from agent_presets.server.delivery import DeliveryMode, choose
 from agent_presets.server.start.lists import (
     RESOURCE_FIELDS,
     Listing,
@@ -114,6 +115,7 @@ class Replies:
         tool_budget: int | None,
         discovery: str,
         store: object | None,
+        delivery: DeliveryMode = "auto",
     ) -> None:
         """The serving options as ``ServeConfig`` names them, for the server it starts."""
         from agent_presets.server.control.controller import request_tool
@@ -125,6 +127,7 @@ class Replies:
         self.page_size = page_size
         self.tool_budget = tool_budget
         self.discovery = discovery
+        self.delivery: DeliveryMode = delivery
         self.members = presets.members
         self.instructions = server_instructions(presets.manager.app)
         prefix = presets.tool_registry.namespace_prefix
@@ -176,12 +179,17 @@ class Replies:
     def tool_entries(
         self, listing: Listing, protocol: str, client: tuple[str, str | None] | None
     ) -> list[dict[str, Any]] | None:
+        """The ``tools/list`` entries of a ``live`` caller with no discovery tool; None: the
+        full server's to answer (a ``stable`` caller's listing, the discovery tools, a budget).
+        """
         if not self.lists or self.tool_budget is not None or self.discovery == "search":
-            return None  # the discovery tools are in the list: the full server's to answer
+            return None
+        modern = protocol in MODERN_VERSIONS
+        if choose(self.delivery, modern=modern, client=client and client[0]) != "live":
+            return None
         if self.discovery == "auto" and known_not_to_relist(client) is not None:
-            return None  # so are they for a client known not to re-list
-        # Otherwise none: auto gives them to a client only once it was seen not to re-list,
-        # which at the start no client has been.
+            return None  # its list holds the discovery tools
+        # auto gives those to a client seen not to re-list, which at the start none has been.
         tools = self.served_tools()
         if tools is None:
             return None
