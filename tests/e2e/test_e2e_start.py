@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from greet_plugin import GREET_MODULE, GREET_PRESETS
 
+from agent_presets.server.delivery import choose
+
 from .conftest import serve_command, server_env, terminate
 
 pytestmark = pytest.mark.slow
@@ -145,14 +147,13 @@ def answered(note: str, era: str, lists: tuple[str, ...] = LISTS) -> None:
 def test_the_front_answers_each_client_with_the_full_servers_bytes(
     tmp_path: Path, era: str, client: str
 ) -> None:
-    # The defaults (--delivery auto, --discovery auto): a stable caller (the 2026-07-28 era,
-    # Codex, opencode) gets its stable listing, which the full server answers, and so the
-    # lists after it; a live one (Claude Code over 2025-11-25), every list from the front.
+    # The defaults (--delivery auto, --discovery auto): a stable caller (delivery.choose) is
+    # listed the tools active now and the discovery tools; a live one, the tools active now.
     args = ["--state-dir", str(tmp_path / "state")]
     answers, note = same_as_full_server(args, opening(era, client))
-    live = era == "legacy" and client == "claude-code"
-    answered(note, era, LISTS if live else ())
-    assert ("space_presets_search" in answers[1]) is not live
+    answered(note, era)
+    live = choose("auto", modern=era == "modern", client=CLIENTS[client][0]["name"]) == "live"
+    assert ("space_presets_call_risky" in answers[1]) is not live
     tools = json.loads(answers[1])["result"]["tools"]
     assert "space_presets_request" in {t["name"] for t in tools}
 
@@ -175,11 +176,11 @@ def test_each_flag_changes_the_answer_and_the_front_follows_it(
     base = ["--state-dir", str(tmp_path / "base"), "--discovery", "list", "--delivery", "live"]
     plain, _ = same_as_full_server(base, opening(era, "codex"))
     live = ["--discovery", "list", "--delivery", "live"]
-    if "--discovery" in flags:  # search: the discovery tools, the full server's to list
+    if "--discovery" in flags:
         live = ["--delivery", "live"]
     args = ["--state-dir", str(tmp_path / "state"), *live, *flags]
     changed, note = same_as_full_server(args, opening(era, "codex"))
-    answered(note, era, () if "--discovery" in flags else LISTS)
+    answered(note, era)
     assert changed[1] != plain[1]  # the tool list moved with the flag
 
 

@@ -36,7 +36,6 @@ import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -59,6 +58,15 @@ from agent_presets.server.mcp.pipeline import (
 )
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import LOCAL
+from agent_presets.server.searchtools import (
+    ALWAYS_LOAD,
+    CALL_TOOL,
+    DEFAULT_LIMIT,
+    RISKY_CALL_TOOL,
+    SEARCH_TOOL,
+    discovery_tools,
+    own_entry,
+)
 from agent_presets.toolformats import DEFAULT_CLIENT, client_format
 from agent_presets.toolwire import LEGACY, MODERN
 
@@ -76,16 +84,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_presets.server")
 
-SEARCH_TOOL: Final = "presets_search"
-CALL_TOOL: Final = "presets_call"
-RISKY_CALL_TOOL: Final = "presets_call_risky"
-ALWAYS_LOAD: Final = "anthropic/alwaysLoad"
-"""The tool ``_meta`` key Claude Code reads: load this tool now, not behind its ToolSearch."""
 SEEN_WINDOW: Final = 3.0
 """Seconds after a tools/list_changed within which a re-listing client lists again."""
-DEFAULT_LIMIT: Final = 5
-MAX_LIMIT: Final = 20
-MAX_QUERY: Final = 500
 _CHANGES_KEPT: Final = 64
 
 
@@ -203,69 +203,6 @@ class Narrowed:
 # ------------------------------------------------------------------ the two tools
 
 
-_SEARCH_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_QUERY,
-            "description": "What you want to do, in words, e.g. 'add a box to the 3D scene'.",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "description": f"How many tools to return (default {DEFAULT_LIMIT}).",
-        },
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-
-_CALL_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "name": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "description": "The tool's name, as presets_search gave it.",
-        },
-        "arguments": {
-            "type": "object",
-            "description": "The tool's arguments, as its inputSchema says.",
-        },
-    },
-    "required": ["name"],
-    "additionalProperties": False,
-}
-
-_OPEN_HINTS: Final = MappingProxyType(
-    {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
-)
-
-
-def _checker(name: str, schema: Mapping[str, Any]) -> Any:
-    """The tool's argument check, with jsonschema built on the first call."""
-    from agent_presets.adapters import check_arguments
-
-    validators: list[Any] = []
-
-    def check(arguments: Mapping[str, Any]) -> None:
-        if not validators:
-            import jsonschema
-
-            validators.append(jsonschema.Draft202012Validator(schema))
-        check_arguments(name, validators[0], dict(arguments))
-
-    return check
-
-
-def _unrun(arguments: Mapping[str, Any] | None = None, **_: Any) -> Any:
-    raise RuntimeError("the discovery tools run in their own stage, not through ToolDef.run")
-
-
 # ------------------------------------------------------------------ the server's part
 
 
@@ -296,56 +233,9 @@ class Discovery:
         self.risky_name = f"{prefix}{RISKY_CALL_TOOL}"
         self.names = frozenset({self.search_name, self.call_name, self.risky_name})
         self.relisting = Relisting()
-        self.search_tool = ToolDef(
-            name=self.search_name,
-            title="Find a tool for a task",
-            description=(
-                "Find tools for a task, among all of this server's tools, also those not in "
-                "your tool list (it is kept short, and goes stale when the app's context "
-                "changes). Each result has its inputSchema, whether it is active now, and if "
-                f"not, what would turn it on. Run one with {self.call_name}."
-            ),
-            input_schema=MappingProxyType(_SEARCH_SCHEMA),
-            run=_unrun,
-            annotations=MappingProxyType(
-                {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
-            ),
-            check=_checker(self.search_name, _SEARCH_SCHEMA),
-        )
-        self.call_tool = ToolDef(
-            name=self.call_name,
-            title="Run a tool found by search",
-            description=(
-                f"Run a tool that {self.search_name} found, or that a result said is active "
-                "now: name, and its arguments as its inputSchema says. It runs exactly as a "
-                "direct call would, with the same rules; a tool not active now answers with "
-                f"what would turn it on. Risky tools (file writes, deletes, shell) go through "
-                f"{self.risky_name}."
-            ),
-            input_schema=MappingProxyType(_CALL_SCHEMA),
-            run=_unrun,
-            annotations=_OPEN_HINTS,
-            check=_checker(self.call_name, _CALL_SCHEMA),
-        )
-        # A client's permission rules match tool names: risky tools reached indirectly
-        # have a name of their own to ask for, as each listed risky tool has.
-        self.risky_tool = ToolDef(
-            name=self.risky_name,
-            title="Run a risky tool (file writes, deletes, shell)",
-            description=(
-                f"As {self.call_name}, for a tool whose preset writes files, deletes or runs "
-                "a shell (search results and notices mark them risky). Your client may ask "
-                "the user first, and the server may too."
-            ),
-            input_schema=MappingProxyType(_CALL_SCHEMA),
-            run=_unrun,
-            annotations=_OPEN_HINTS,
-            check=_checker(self.risky_name, _CALL_SCHEMA),
-        )
+        self.search_tool, self.call_tool, self.risky_tool = discovery_tools(prefix)
         self._own_entries = [
-            self._entry(self.search_tool),
-            self._entry(self.call_tool),
-            self._entry(self.risky_tool),
+            own_entry(t) for t in (self.search_tool, self.call_tool, self.risky_tool)
         ]
         self._search = Pipeline(
             [Record(server), _Bind(self.search_tool), Budgets(server), Arguments(), _Search(self)]
@@ -437,13 +327,6 @@ class Discovery:
     def _own(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken = {e["name"] for e in entries}
         return [e for e in self._own_entries if e["name"] not in taken]
-
-    def _entry(self, tool: ToolDef) -> dict[str, Any]:
-        from agent_presets.toolwire import tool_entry
-
-        entry = tool_entry(tool, dict(tool.annotations))
-        entry["_meta"] = {ALWAYS_LOAD: True}
-        return entry
 
     def narrow(
         self,

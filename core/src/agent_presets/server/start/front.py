@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.delivery import DeliveryMode, choose
+from agent_presets.server.searchtools import discovery_tools, own_entry
 from agent_presets.server.start.lists import (
     RESOURCE_FIELDS,
     Listing,
@@ -132,6 +133,7 @@ class Replies:
         self.instructions = server_instructions(presets.manager.app)
         prefix = presets.tool_registry.namespace_prefix
         self.request_tool = request_tool(prefix, _unserved)
+        self.own_entries = [own_entry(t) for t in discovery_tools(prefix)]
         # An upstream's tools come only once it has started, and a shared store's state
         # can move from another replica: then the lists are the full server's to answer.
         self.lists = not presets.upstreams and (store is None or isinstance(store, EmbeddedStore))
@@ -179,21 +181,30 @@ class Replies:
     def tool_entries(
         self, listing: Listing, protocol: str, client: tuple[str, str | None] | None
     ) -> list[dict[str, Any]] | None:
-        """The ``tools/list`` entries of a ``live`` caller with no discovery tool; None: the
-        full server's to answer (a ``stable`` caller's listing, the discovery tools, a budget).
+        """What ``tools/list`` lists, as the full server lists it; None: not the front's.
+
+        A ``stable`` caller's listing is, at the start, the tools active now (its
+        first listing is taken when it first lists); ``Discovery.listed`` then adds
+        the discovery tools for it, for ``search``, and under ``auto`` for a client
+        known not to re-list (or seen not to, which at the start none has been).
+        Under a tool budget the list is cut by token counts, with a tokenizer the
+        front does not load: the full server's to answer.
         """
-        if not self.lists or self.tool_budget is not None or self.discovery == "search":
+        if not self.lists or self.tool_budget is not None:
             return None
-        modern = protocol in MODERN_VERSIONS
-        if choose(self.delivery, modern=modern, client=client and client[0]) != "live":
-            return None
-        if self.discovery == "auto" and known_not_to_relist(client) is not None:
-            return None  # its list holds the discovery tools
-        # auto gives those to a client seen not to re-list, which at the start none has been.
         tools = self.served_tools()
         if tools is None:
             return None
         entries = listing.tool_entries(tools)
+        name = client[0] if client is not None else None
+        stable = choose(self.delivery, modern=protocol in MODERN_VERSIONS, client=name)
+        if (
+            stable == "stable"
+            or self.discovery == "search"
+            or (self.discovery == "auto" and known_not_to_relist(client) is not None)
+        ):
+            taken = {e["name"] for e in entries}
+            entries += [e for e in self.own_entries if e["name"] not in taken]
         return entries if len(entries) <= self.page_size else None
 
     def served_tools(self) -> list[ToolDef] | None:
