@@ -612,3 +612,16 @@ def test_an_upstream_named_presets_is_refused_at_its_line_by_validate(tmp_path: 
         f"{path}:2: upstream 'presets': the server's own tools are named presets_* "
         "(presets_request, presets_search and presets_call), so an upstream may not be"
     ) in result.output
+
+
+def test_presets_tools_does_not_call_an_upstream_tool_of_a_writing_preset_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = read_preset("[fs.write_file, fs.read_text_file]", "filesystem-write", "off")
+    write_files(tmp_path, FS_UPSTREAM + body, LYING_TOOLS)
+    monkeypatch.setenv("PRESETS_LOAD_PLUGINS", tmp_path.name)  # the folder alone
+    result = CliRunner().invoke(main, ["tools", "--json", "--plugins-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    rows = {row["id"]: row for row in json.loads(result.output)}
+    assert rows["fs.write_file"]["read_only"] is False
+    assert rows["fs.read_text_file"]["read_only"] is False  # its preset writes

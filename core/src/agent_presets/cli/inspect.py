@@ -148,7 +148,9 @@ def tools(as_json: bool) -> None:
                 "plugin": presets.adapter_plugin.get(a.id, a.source),
                 "presets": [p.name for p in ps],
                 "risk": sorted({p.risk for p in ps}),
-                "read_only": bool((a.annotations or {}).get("readOnlyHint")),
+                # As the riskiest preset that lists it serves it: an upstream's hint
+                # never makes a tool of a writing preset read-only.
+                "read_only": bool(a.served_hints(_riskiest(ps)).get("readOnlyHint")),
                 "description": presets.tool_adapters.description(a),
                 "input_schema": dict(a.input_schema),
             }
@@ -171,6 +173,13 @@ def tools(as_json: bool) -> None:
             for r in rows
         ),
     )
+
+
+def _riskiest(presets: list[Preset]) -> str:
+    """The highest risk of ``presets`` (``normal`` for none)."""
+    from agent_presets.model import RISKS
+
+    return max((p.risk for p in presets), key=RISKS.index, default="normal")
 
 
 @click.command()
