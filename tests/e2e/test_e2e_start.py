@@ -49,10 +49,12 @@ def opening(era: str, client: str) -> list[dict[str, Any]]:
             {"elicitation": {}} if client == "codex" else {"roots": {"listChanged": True}}
         )
         init = {"protocolVersion": version, "capabilities": capabilities, "clientInfo": info}
+        # Codex 0.171.0 sends its lists with a progress token.
+        progress = {"params": {"_meta": {"progressToken": 0}}} if client == "codex" else {}
         return [
             {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            *({"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(LISTS, 1)),
+            *({"jsonrpc": "2.0", "id": i, "method": m, **progress} for i, m in enumerate(LISTS, 1)),
         ]
     meta = {
         "_meta": {

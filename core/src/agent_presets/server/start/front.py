@@ -360,7 +360,7 @@ class StartFront:
                 if set(params or {}) != {"_meta"}:
                     return None
             elif meta is None and session.era == "legacy":
-                if params:  # a cursor, a progress token...
+                if params and not _progress_only(params):  # a cursor...
                     return None
             else:
                 return None
@@ -529,6 +529,16 @@ def _modern_meta(params: Any) -> tuple[str, str | None] | None:
     if not _capabilities(meta[CLIENT_CAPABILITIES_KEY]):
         return None
     return _client(meta[CLIENT_INFO_KEY])
+
+
+def _progress_only(params: dict[str, Any]) -> bool:
+    """Whether ``params`` is only a progress token (Codex sends one with ``tools/list``),
+    which changes nothing in a list's answer."""
+    meta = params.get("_meta")
+    if set(params) != {"_meta"} or not isinstance(meta, dict) or set(meta) != {"progressToken"}:
+        return False
+    token = meta["progressToken"]
+    return isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
 
 
 def _plain_numbers(value: Any) -> bool:
