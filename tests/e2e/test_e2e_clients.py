@@ -215,9 +215,12 @@ def test_stock_codex_is_offered_the_start_contexts_tools(tmp_path: Path) -> None
     # No `required`: Codex asks its model about 0.9 s after spawning the server, and the
     # server answers its handshake and first tools/list before the SDK has loaded (issue 28).
     state = tmp_path / "state"
+    # A state folder made by an earlier start, as a user's is: the first start does more.
+    command = serve_command("--state-dir", str(state), "--surface", "scene")
+    subprocess.run(command, input="", capture_output=True, text=True, timeout=120, check=True)
     run_drive(
         "codex",
-        serve_command("--state-dir", str(state), "--surface", "scene"),
+        command,
         [{"tool": "scene_add_cuboid", "args": {"position": [0, 0.5, 0], "size": [1, 1, 1]}}],
         {"start_present": ["scene_add_cuboid"], "server_ok": ["space_scene_add_cuboid"]},
         tmp_path,
