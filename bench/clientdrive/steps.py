@@ -99,7 +99,8 @@ def told_name(results: list[tuple[str, str]], suffix: str) -> tuple[str, bool] |
     pattern = re.compile(
         r"(?<![A-Za-z0-9_])([A-Za-z0-9_]*" + re.escape(suffix) + r")(?![A-Za-z0-9_])"
     )
-    for _, text in reversed(results):
+    for _, raw in reversed(results):
+        text = raw.replace("\\n", "\n")  # a notice inside JSON (structured content) has "\n"
         for m in reversed(list(pattern.finditer(text))):
             name = m.group(1)
             line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]

@@ -151,3 +151,14 @@ def test_the_model_searches_when_told_nothing_then_gives_up() -> None:
 def test_the_script_is_done_when_every_step_has_a_result() -> None:
     act = steps.decide(SCRIPT, view([], [("call_s0_1", "ok")]), "call_")
     assert act.reply == "SCRIPT_DONE"
+
+
+def test_a_notice_inside_structured_content_is_read_line_by_line() -> None:
+    # Claude Code and Codex show the model a result's structured content: the notice
+    # arrives as a JSON string, its lines joined by an escaped newline.
+    notice = (
+        '{"surface":"canvas","presets_notice":"No longer active: space_scene_add_cuboid.'
+        '\\n- space_drawing_insert_shape(shape: \\"rect\\") - Insert a shape."}'
+    )
+    act = steps.decide(SCRIPT, view(["srv_space_presets_call"], [("call_other", notice)]), "call_")
+    assert act.input == {"name": "space_drawing_insert_shape", "arguments": {"shape": "rect"}}
