@@ -104,8 +104,11 @@ def told_name(results: list[tuple[str, str]], suffix: str) -> tuple[str, bool] |
         for m in reversed(list(pattern.finditer(text))):
             name = m.group(1)
             line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-            if name.endswith(("presets_call", "presets_search")) or "no longer" in line.lower():
-                continue  # not a tool to run: the call tools, a notice's "no longer active"
+            lowered = line.lower()
+            if name.endswith(("presets_call", "presets_search")) or (
+                "no longer" in lowered or "inactive" in lowered
+            ):
+                continue  # not a tool to run: the call tools, a notice's "now inactive" line
             # What is said of this tool: the rest of its line (a notice's signature and its
             # [risky] mark) up to the next search-result entry.
             ends = [i for i in (text.find("\n", m.end()), text.find('"name": "', m.end())) if i > 0]

@@ -157,7 +157,7 @@ def test_a_notice_inside_structured_content_is_read_line_by_line() -> None:
     # Claude Code and Codex show the model a result's structured content: the notice
     # arrives as a JSON string, its lines joined by an escaped newline.
     notice = (
-        '{"surface":"canvas","presets_notice":"No longer active: space_scene_add_cuboid.'
+        '{"surface":"canvas","presets_notice":"Now inactive: space_scene_add_cuboid.'
         '\\n- space_drawing_insert_shape(shape: \\"rect\\") - Insert a shape."}'
     )
     act = steps.decide(SCRIPT, view(["srv_space_presets_call"], [("call_other", notice)]), "call_")

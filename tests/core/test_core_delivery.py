@@ -197,4 +197,5 @@ def test_a_tool_described_once_is_named_only_when_it_comes_back(host: Any) -> No
     first, again = notices[1], notices[3]
     assert "space_drawing_insert_shape(" in first
     assert "space_drawing_insert_shape(" not in again
-    assert "as described earlier" in again and "space_drawing_insert_shape" in again
+    assert "Active again, run with space_presets_call:" in again
+    assert "space_drawing_insert_shape" in again

@@ -257,10 +257,18 @@ def _literal(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value).lower()
 
 
+DESCRIPTION_WORDS: Final = 16
+"""A signature's description: its first sentence, cut to this many words."""
+
+
 def _first_sentence(text: str) -> str:
     text = " ".join(text.split())
     end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
+    sentence = text if end < 0 else text[: end + 1]
+    words = sentence.split(" ")
+    return (
+        sentence if len(words) <= DESCRIPTION_WORDS else " ".join(words[:DESCRIPTION_WORDS]) + "..."
+    )
 
 
 def risky(tool: ToolDef) -> bool:
@@ -339,24 +347,20 @@ def notice_text(notice: Notice, call_tool: str, risky_call_tool: str) -> str:
     shown = ", ".join(
         f"{k}={'none' if v is None else _literal(v)}" for k, v in notice.context.items()
     )
-    lines = [f"[presets] The app's context is now: {shown}."]
+    lines = [f"[presets] Context now: {shown}."]
     if notice.added:
-        lines.append(
-            f"Tools active now that are not in your tool list: run them with {call_tool} "
-            f'{{"name": ..., "arguments": {{...}}}} (those marked [risky] with {risky_call_tool}):'
-        )
+        lines.append(f'New tools, not in your list: run with {call_tool} {{"name", "arguments"}}')
+        if any(risky(t) for t in notice.added):
+            lines[-1] += f" ([risky] ones with {risky_call_tool})"
+        lines[-1] += ":"
         for tool in notice.added:
             lines.append(f"- {signature(tool)}{' [risky]' if risky(tool) else ''}")
     if notice.again:
-        lines.append(
-            f"Active again, run with {call_tool} as described earlier: "
-            + ", ".join(notice.again)
-            + "."
-        )
+        lines.append(f"Active again, run with {call_tool}: " + ", ".join(notice.again) + ".")
     if notice.back:
-        lines.append("Active again, call them directly: " + ", ".join(notice.back) + ".")
+        lines.append("Active again, call directly: " + ", ".join(notice.back) + ".")
     if notice.gone:
-        lines.append("No longer active (calls are refused): " + ", ".join(notice.gone) + ".")
+        lines.append("Now inactive: " + ", ".join(notice.gone) + ".")
     for text in notice.guidance:
         lines.append(f"Guidance: {text}")
     return "\n".join(lines)
