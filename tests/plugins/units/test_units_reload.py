@@ -230,15 +230,31 @@ def test_unsafe_loads_unconfined_but_still_in_a_process_of_its_own(
     )
 
 
-def test_the_headless_host_hands_the_unsafe_shell_flag_to_the_loader(tmp_path: Path) -> None:
+def test_serve_unsafe_shell_reaches_the_unit_loader(tmp_path: Path) -> None:
+    # The way `presets serve --unsafe-shell` goes: the general plugin's serve
+    # options parse the flag and build its ShellOptions, the host is handed it.
+    import click
+
+    import agent_presets_general
+    import agent_presets_units
+    from agent_presets.host import HeadlessHost
+
+    options = agent_presets_general.presets_serve_options()
+    command = click.Command("serve", params=list(options.options))
+    parsed = command.make_context("serve", ["--unsafe-shell"]).params
+    with HeadlessHost(tmp_path / "state", serve_options=[options.build(**parsed)]) as host:
+        host.start([agent_presets_units])
+        loader = host.runtime("units").loader
+        assert (loader.unsafe, loader.root) == (True, host.root.resolve())
+
+
+def test_without_unsafe_shell_the_unit_loader_stays_confined(tmp_path: Path) -> None:
     import agent_presets_units
     from agent_presets.host import HeadlessHost
 
     with HeadlessHost(tmp_path / "state") as host:
-        host.shell_options = {"unsafe_shell": True}
         host.start([agent_presets_units])
-        loader = host.runtime("units").loader
-        assert (loader.unsafe, loader.root) == (True, host.root.resolve())
+        assert host.runtime("units").loader.unsafe is False
 
 
 JSON = st.recursive(

@@ -14,6 +14,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from agent_presets import ContentProvider, ToolAdapter, hookimpl, require_runtime
+from agent_presets_general import ShellOptions
 from agent_presets_units.units import UnitFolder
 
 __all__ = ["UnitFolder"]
@@ -54,7 +55,7 @@ def _complete_unit(app: Any, argument: str, _value: str, _arguments: Any) -> lis
 @hookimpl
 def presets_headless_runtime(host: Any) -> None:
     # A unit loads like a shell command runs: in the sandbox, writing only the
-    # file root; --unsafe-shell (plain data, as the general plugin reads it)
-    # lets it load unconfined where the sandbox does not work.
-    unsafe = bool((getattr(host, "shell_options", None) or {}).get("unsafe_shell", False))
+    # file root; the general plugin's --unsafe-shell (read back typed, as that
+    # plugin reads it) lets it load unconfined where the sandbox does not work.
+    unsafe = host.serve_options(ShellOptions).unsafe_shell
     host.attach("units", UnitFolder(host.state_dir / "units", root=host.root, unsafe=unsafe))
