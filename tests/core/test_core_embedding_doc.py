@@ -196,7 +196,7 @@ def test_the_top_level_lists_the_plugin_authors_names_and_still_loads_the_embedd
     assert not {"bootstrap", "serve", "PresetManager"} & set(agent_presets.__all__)
     # Code written before the split keeps working: every embedding name still loads here.
     for name in agent_presets.embed.__all__:
-        if name in ("Stage", "PendingCall", "CallRefused", "HostDefaults", "ServeConfig"):
+        if name in ("Stage", "PendingCall", "CallRefused", "HostDefaults"):
             continue  # new with the split: only agent_presets.embed has them
         assert getattr(agent_presets, name) is getattr(agent_presets.embed, name), name
 
@@ -211,12 +211,20 @@ def test_type_checkers_see_every_public_name_and_the_version_is_the_distribution
         if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"
     ]
     typed = {
-        a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
+        a.asname or a.name: n.module
+        for n in block.body
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
     }
-    # The author's names, and the embedder's kept for code written before the split.
-    assert set(agent_presets.__all__) - {"__version__"} <= typed
-    assert typed <= set(agent_presets.__all__) | set(agent_presets._EXPORTS)
+    # Exactly the names the package loads (the author's, and the embedder's kept for
+    # code written before the split), each from the module it loads it from.
+    loaded = {**agent_presets._EXPORTS, **agent_presets._UNLISTED}
+    assert typed == {name: f"agent_presets.{module}" for name, module in loaded.items()}
     assert agent_presets.__version__ == importlib.metadata.version("agent-presets")
+
+
+def test_the_listed_and_the_unlisted_names_are_apart() -> None:
+    assert not set(agent_presets._EXPORTS) & set(agent_presets._UNLISTED)
 
 
 # -- the runtime protocols -------------------------------------------------------
