@@ -7,11 +7,14 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+
+from .conftest import HttpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -117,25 +120,32 @@ async def test_http_three_clients_all_hear_a_change_one_of_them_makes(
 
 
 async def test_http_modern_client_hears_a_legacy_clients_change_on_its_subscription(
-    http_server: Any,
+    tmp_path: Path,
 ) -> None:
-    async with (
-        Client(http_server.url) as modern,
-        Client(http_server.url, mode="legacy") as legacy,
-    ):
-        assert modern.protocol_version == "2026-07-28"
-        assert legacy.protocol_version == "2025-11-25"
-        async with modern.listen(tools_list_changed=True, prompts_list_changed=True) as sub:
-            await switch_to_drawing(legacy)
-            seen: set[str] = set()
-            with anyio.fail_after(10):
-                async for event in sub:
-                    seen.add(type(event).__name__)
-                    if {"ToolsListChanged", "PromptsListChanged"} <= seen:
-                        break
-            # The stream may also end early; hearing both changes is what this test is about.
-            assert {"ToolsListChanged", "PromptsListChanged"} <= seen, seen
-        assert "space_drawing_insert_shape" in [t.name for t in (await modern.list_tools()).tools]
+    # --delivery live: both clients are `local`, so under stable delivery (the default) the
+    # legacy client's switch is that principal's own and changes no list of its.
+    http_server = HttpServer(tmp_path / "state", "--delivery", "live")
+    try:
+        async with (
+            Client(http_server.url) as modern,
+            Client(http_server.url, mode="legacy") as legacy,
+        ):
+            assert modern.protocol_version == "2026-07-28"
+            assert legacy.protocol_version == "2025-11-25"
+            async with modern.listen(tools_list_changed=True, prompts_list_changed=True) as sub:
+                await switch_to_drawing(legacy)
+                seen: set[str] = set()
+                with anyio.fail_after(10):
+                    async for event in sub:
+                        seen.add(type(event).__name__)
+                        if {"ToolsListChanged", "PromptsListChanged"} <= seen:
+                            break
+                # The stream may also end early; hearing both changes is what this test is about.
+                assert {"ToolsListChanged", "PromptsListChanged"} <= seen, seen
+            names = [t.name for t in (await modern.list_tools()).tools]
+            assert "space_drawing_insert_shape" in names
+    finally:
+        http_server.stop()
 
 
 async def test_http_inactive_tool_is_an_explained_tool_error(http_server: Any) -> None:

@@ -180,7 +180,10 @@ async def listen(client: Client) -> None:
         await client.call_tool("space_app_switch_surface", {"surface": "scene"})
         with anyio.fail_after(20):
             async for event in sub:
-                if "tools" in type(event).__name__.lower():
+                # Served stable (this era's default), its own switch changes the prompts it
+                # is served, never its tool list (test_e2e_delivery.py).
+                assert "tools" not in type(event).__name__.lower(), event
+                if "prompts" in type(event).__name__.lower():
                     return
 
 

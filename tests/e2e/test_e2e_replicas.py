@@ -204,10 +204,50 @@ async def test_a_legacy_session_whose_replica_died_is_told_to_start_again(tmp_pa
 # -- per-principal state across replicas ---------------------------------------------------
 
 
-async def test_alice_switches_context_on_one_replica_and_her_list_follows_on_another(
+async def test_alice_served_stable_keeps_her_list_on_every_replica_when_she_switches(
     tmp_path: Path,
 ) -> None:
     with deployment(tmp_path, 2, "--auth", "tokens") as running:
+        alice = (await operator(running, "tokens", "create", "alice")).stdout.strip()
+        one, two = running.replicas
+        async with (
+            client_of(one.url, alice) as alice_one,
+            client_of(two.url, alice) as alice_two,
+            client_of(running.url, alice) as alice_any,
+            alice_two.listen(tools_list_changed=True) as alice_hears,
+        ):
+            before = await names(alice_two)
+            # A replica fixes a stable list when it first serves the principal
+            # (docs/replicas.md): her client has listed on both before it switches.
+            assert await names(alice_one) == before
+            for tool, args in (
+                ("space_app_switch_surface", {"surface": "canvas"}),
+                ("space_app_set_activity", {"activity": "drawing"}),
+            ):
+                result = await alice_one.call_tool(tool, args)
+                assert not result.is_error, text(result)
+            # Her own switch, made on replica 1: no replica moves her list or tells her so.
+            assert await silent(alice_hears, seconds=2)
+            assert await names(alice_two) == before
+            for _ in range(4):  # through the balancer, whichever replica answers
+                assert await names(alice_any) == before
+            # The drawing tool is hers all the same, through presets_call, on either replica.
+            drawn = await alice_two.call_tool(
+                "space_presets_call",
+                {
+                    "name": SHAPE_TOOL,
+                    "arguments": {"shape": "rect", "x": 1, "y": 1, "width": 4, "height": 4},
+                },
+            )
+            assert not drawn.is_error, text(drawn)
+        assert not running.tracebacks()
+
+
+async def test_alice_switches_context_on_one_replica_and_her_list_follows_on_another(
+    tmp_path: Path,
+) -> None:
+    # --delivery live: the list follows her own switch (served stable, it would not: below).
+    with deployment(tmp_path, 2, "--auth", "tokens", "--delivery", "live") as running:
         alice = (await operator(running, "tokens", "create", "alice")).stdout.strip()
         bob = (await operator(running, "tokens", "create", "bob")).stdout.strip()
         one, two = running.replicas

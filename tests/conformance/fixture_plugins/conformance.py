@@ -19,6 +19,7 @@ import io
 import json
 import math
 import struct
+import threading
 import time
 import wave
 import zlib
@@ -296,11 +297,23 @@ def logging_tool(_app: Any, _args: dict[str, Any], call: ToolCall) -> str:
 
 
 def trigger_change(app: Any, _args: dict[str, Any]) -> str:
-    """Change the served tools and prompts and change them back: every listener hears it."""
-    shell = app.shell
-    before = shell.surface
-    shell.set_surface("canvas" if before != "canvas" else "scene")
-    shell.set_surface(before)
+    """Change the served tools and prompts and change them back: every listener hears it.
+
+    The suite's diagnostic hook stands for a change on the server's side, so it is made
+    from outside the calling agent's own call (on a thread of its own, as a host's UI
+    thread would make it): a stable caller's own switch never changes its list
+    (agent_presets.server.delivery), a change from outside does.
+    """
+
+    def change() -> None:
+        shell = app.shell
+        before = shell.surface
+        shell.set_surface("canvas" if before != "canvas" else "scene")
+        shell.set_surface(before)
+
+    outside = threading.Thread(target=change, name="conformance-host-change")
+    outside.start()
+    outside.join()
     return "the tool and prompt lists changed (and changed back)"
 
 

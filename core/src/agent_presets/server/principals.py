@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,6 +33,7 @@ from agent_presets.manager import PresetManager
 from agent_presets.matching import Context
 from agent_presets.model import PresetValidationError, Resolution, ToolDef
 from agent_presets.principal import LOCAL
+from agent_presets.server.delivery import agent_call, calling
 from agent_presets.server.store import SERVER, PrincipalState, Store
 
 IDLE_SECONDS: Final = 900.0
@@ -209,7 +211,10 @@ class Principals:
         self.store.save_principal(principal, state)
         self._views.pop(principal, None)
         after = self._view(principal)
-        self.store.publish(TOPIC, {"name": principal})
+        # "own": the principal's own tool call made it, so every replica leaves that
+        # principal's stable list as it is (agent_presets.server.delivery).
+        own = {"own": True} if calling() == principal else {}
+        self.store.publish(TOPIC, {"name": principal, **own})
         if _served(before, self.manager) != _served(after, self.manager):
             self._listeners.notify(Audience(only=frozenset({principal})))
 
@@ -285,7 +290,8 @@ class Principals:
             # before any list): what it was served is unknown, so it is told.
             after = None if before is _MISSING else self._view(name)
         if before is None or after is None or before.resolution != after.resolution:
-            self._listeners.notify(Audience(only=frozenset({name})))
+            with agent_call(name) if payload.get("own") is True else nullcontext():
+                self._listeners.notify(Audience(only=frozenset({name})))
 
     def _apply_server_overrides(self) -> None:
         """The server-wide overrides changed in the store: make them this manager's."""
