@@ -165,19 +165,24 @@ def test_a_2026_client_switching_context_itself_gets_the_same_bytes_from_tools_l
     assert calls_of(state, "space_presets_call") == []
 
 
-def test_a_legacy_client_named_opencode_is_served_stable_and_hears_no_list_change(
-    lines: Lines,
-) -> None:
+def handshake(lines: Lines, client: str, version: str) -> None:
+    """A 2025-11-25 handshake, as the client ``client`` makes it."""
     lines.request(
         1,
         "initialize",
         {
             "protocolVersion": "2025-11-25",
             "capabilities": {},
-            "clientInfo": {"name": "opencode", "version": "1.18.33"},
+            "clientInfo": {"name": client, "version": version},
         },
     )
     lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def test_a_legacy_client_named_opencode_is_served_stable_and_hears_no_list_change(
+    lines: Lines,
+) -> None:
+    handshake(lines, "opencode", "1.18.33")
     before = lines.request(2, "tools/list", {})
     lines.request(3, "tools/call", call("space_app_switch_surface", {"surface": "canvas"}))
     drawing = lines.request(
@@ -189,16 +194,7 @@ def test_a_legacy_client_named_opencode_is_served_stable_and_hears_no_list_chang
 
 
 def test_a_legacy_client_of_unknown_name_keeps_the_live_list(lines: Lines) -> None:
-    lines.request(
-        1,
-        "initialize",
-        {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "some-ide", "version": "0.1"},
-        },
-    )
-    lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    handshake(lines, "some-ide", "0.1")
     before = lines.request(2, "tools/list", {})
     lines.request(3, "tools/call", call("space_app_switch_surface", {"surface": "canvas"}))
     drawing = lines.request(
