@@ -155,12 +155,6 @@ class Listings:
                 held = self._listed[principal] = Listed(resolution, defs, 0, context)
             return held
 
-    def version(self, principal: str) -> int:
-        """The version of ``principal``'s list: 0 as first given (or not yet listed), then
-        one more at each change from outside."""
-        held = self._listed.get(principal)
-        return 0 if held is None else held.version
-
     def refresh(self) -> None:
         """A change from somewhere: re-read every listed principal but the one calling."""
         own = calling()
@@ -174,12 +168,6 @@ class Listings:
                     continue
                 if resolution != held.resolution or _names(defs) != _names(held.defs):
                     self._listed[principal] = Listed(resolution, defs, held.version + 1, context)
-
-    def forget(self, principal: str) -> None:
-        with self._lock:
-            self._listed.pop(principal, None)
-            self._told.pop(principal, None)
-            self._shown.pop(principal, None)
 
     def shown(self, principal: str) -> frozenset[str]:
         """The tools whose signatures a notice already gave ``principal``."""

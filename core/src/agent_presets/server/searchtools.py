@@ -104,53 +104,65 @@ def discovery_tools(prefix: str) -> tuple[ToolDef, ToolDef, ToolDef]:
     search_name = f"{prefix}{SEARCH_TOOL}"
     call_name = f"{prefix}{CALL_TOOL}"
     risky_name = f"{prefix}{RISKY_CALL_TOOL}"
-    search = ToolDef(
-        name=search_name,
-        title="Find a tool for a task",
-        description=(
+    search = _own_tool(
+        search_name,
+        "Find a tool for a task",
+        (
             "Find tools for a task, among all of this server's tools, also those not in "
             "your tool list (it is kept short, and goes stale when the app's context "
             "changes). Each result has its inputSchema, whether it is active now, and if "
             f"not, what would turn it on. Run one with {call_name}."
         ),
-        input_schema=MappingProxyType(_SEARCH_SCHEMA),
-        run=_unrun,
-        annotations=MappingProxyType(
-            {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
-        ),
-        check=_checker(search_name, _SEARCH_SCHEMA),
+        _SEARCH_SCHEMA,
+        MappingProxyType({"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}),
     )
-    call = ToolDef(
-        name=call_name,
-        title="Run a tool found by search",
-        description=(
+    call = _own_tool(
+        call_name,
+        "Run a tool found by search",
+        (
             f"Run a tool that {search_name} found, or that a result said is active "
             "now: name, and its arguments as its inputSchema says. It runs exactly as a "
             "direct call would, with the same rules; a tool not active now answers with "
             f"what would turn it on. Risky tools (file writes, deletes, shell) go through "
             f"{risky_name}."
         ),
-        input_schema=MappingProxyType(_CALL_SCHEMA),
-        run=_unrun,
-        annotations=_OPEN_HINTS,
-        check=_checker(call_name, _CALL_SCHEMA),
+        _CALL_SCHEMA,
+        _OPEN_HINTS,
     )
     # A client's permission rules match tool names: risky tools reached indirectly
     # have a name of their own to ask for, as each listed risky tool has.
-    risky = ToolDef(
-        name=risky_name,
-        title="Run a risky tool (file writes, deletes, shell)",
-        description=(
+    risky = _own_tool(
+        risky_name,
+        "Run a risky tool (file writes, deletes, shell)",
+        (
             f"As {call_name}, for a tool whose preset writes files, deletes or runs "
             "a shell (search results and notices mark them risky). Your client may ask "
             "the user first, and the server may too."
         ),
-        input_schema=MappingProxyType(_CALL_SCHEMA),
-        run=_unrun,
-        annotations=_OPEN_HINTS,
-        check=_checker(risky_name, _CALL_SCHEMA),
+        _CALL_SCHEMA,
+        _OPEN_HINTS,
     )
     return search, call, risky
+
+
+def _own_tool(
+    name: str,
+    title: str,
+    description: str,
+    schema: dict[str, Any],
+    annotations: Mapping[str, Any],
+) -> ToolDef:
+    """One of the discovery tools: run in a stage of its own, its arguments checked
+    against ``schema`` under its own name."""
+    return ToolDef(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=MappingProxyType(schema),
+        run=_unrun,
+        annotations=annotations,
+        check=_checker(name, schema),
+    )
 
 
 def own_entry(tool: ToolDef) -> dict[str, Any]:

@@ -258,10 +258,11 @@ class ChangeFanout:
         for principal, (bus, _handler) in list(self._buses.items()):
             kinds = _kinds_for(pending, principal)
             if "tools" in kinds and self.stable_principal(principal):
-                version = self.tools_version(principal)
-                if version == self._bus_seen.get(principal):
+                moved, self._bus_seen[principal] = self._tools_news(
+                    principal, self._bus_seen.get(principal)
+                )
+                if not moved:
                     kinds.discard("tools")
-                self._bus_seen[principal] = version
             for event in self._events(kinds):
                 await bus.publish(event)
 
@@ -305,11 +306,14 @@ class ChangeFanout:
         never move it)."""
         if not peer.stable:
             return True
-        version = self.tools_version(peer.principal)
-        if version == peer.tools_seen:
-            return False
-        peer.tools_seen = version
-        return True
+        moved, peer.tools_seen = self._tools_news(peer.principal, peer.tools_seen)
+        return moved
+
+    def _tools_news(self, principal: str, seen: int | None) -> tuple[bool, int | None]:
+        """Whether ``principal``'s stable list moved since version ``seen``, and its version
+        now: the one rule for legacy connections and listen streams alike."""
+        version = self.tools_version(principal)
+        return version != seen, version
 
     async def _notify_peer(self, key: object, peer: _Peer, kinds: set[Kind]) -> None:
         """Tell ``peer`` on its standalone channel."""

@@ -341,7 +341,8 @@ class PresetServer(Server[Any]):
             self.fanout.changed("resources", audience)
 
     def _context_changed(self, resolution: Resolution) -> None:
-        self.listings.refresh()
+        # The listings were refreshed by _principals_changed: Principals hears every
+        # change of the manager's and tells its listeners.
         self.telemetry.context_switch(self._resolution, resolution)
         before = self._resolution
         self._resolution = resolution
