@@ -1,8 +1,9 @@
 """agent-presets: decide which tools an AI agent may use right now.
 
-The names in ``__all__`` are what a plugin author needs: the hooks, the
-adapter and its schema helpers, the call context and results, the errors,
-``ContextField``, the row-table protocol, the atomic writer and ``svg_safe``.
+The names in ``__all__`` are what a plugin author needs: the hooks and the
+plugin kit, the adapter and its schema helpers, the call context and
+results, the errors, ``ContextField``, the row table and the runtime kept in
+one, and the atomic writer.
 A host app that embeds the core (bootstrap, the manager and registries,
 serving and its config, the runtimes' protocols) imports from
 ``agent_presets.embed``; those names still load from here too, as they did
@@ -47,10 +48,10 @@ _EXPORTS = {
     "ContextField": "vocabulary",
     "RowConflict": "rows",
     "RowTable": "rows",
+    "TableRuntime": "rows",
     "TableSync": "rows",
     "synced": "rows",
     "write_atomic": "atomicfile",
-    "svg_safe": "safetext",
     "current_principal": "principal",
     "CallContext": "callcontext",
     "Elicitation": "callcontext",
@@ -83,6 +84,9 @@ _UNLISTED = {
     "build_server": "server",
     "serve": "server",
     "ServeConfig": "server",
+    # Listed for plugin authors before: what the built-in pictures and the console pass an
+    # SVG through. It is the core's own care (agent_presets.safetext), still loaded here.
+    "svg_safe": "safetext",
 }
 
 __all__ = sorted(["__version__", *_EXPORTS])
@@ -137,6 +141,7 @@ if TYPE_CHECKING:
     from agent_presets.results import ToolResult as ToolResult
     from agent_presets.rows import RowConflict as RowConflict
     from agent_presets.rows import RowTable as RowTable
+    from agent_presets.rows import TableRuntime as TableRuntime
     from agent_presets.rows import TableSync as TableSync
     from agent_presets.rows import synced as synced
     from agent_presets.safetext import svg_safe as svg_safe

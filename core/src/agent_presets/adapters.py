@@ -503,24 +503,30 @@ def _caller() -> tuple[str, int] | None:
 
 @dataclass(frozen=True)
 class AdapterKit:
-    """What a plugin's tools share, said once: the runtime they act on and its refusals.
+    """What a plugin's tools share, said once: the runtime they act on, its refusals, their ids.
 
     ::
 
         kit = AdapterKit("notes", errors=(NotesError,))
 
-        def tool_adapters():
-            return [
-                kit.adapter("notes.append", append, description=..., input_schema=...),
-                kit.adapter("notes.list", list_notes, description=..., input_schema=...),
-            ]
 
-    ``kit.adapter(id, action, **options)`` is ``ToolAdapter(id,
-    runtime=kit.runtime, action=action, errors=kit.errors, **options)``.
+        def add_note(notes, arguments): ...
+
+
+        def tool_adapters():
+            return [kit.adapter(add_note, description=..., input_schema=...)]
+
+    A tool's id is written once, in the presets that list it: ``kit.adapter(action,
+    **options)`` derives it from the action's name, ``notes.add-note`` for
+    ``add_note`` (``tool_id``), and is ``ToolAdapter(id, runtime=kit.runtime,
+    action=action, errors=kit.errors, **options)``. ``prefix`` is the ids' first
+    part when it is not the runtime's name. ``kit.adapter(id, action, ...)``
+    gives the id as written, for an action whose name cannot be the tool's.
     """
 
     runtime: str
     errors: tuple[type[Exception], ...] = ()
+    prefix: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.runtime, str) or not self.runtime.isidentifier():
@@ -529,6 +535,41 @@ class AdapterKit:
             )
         object.__setattr__(self, "errors", tuple(self.errors))
 
+    def tool_id(self, action: RuntimeAction) -> str:
+        """The id of the tool ``action`` does: the kit's prefix, a dot, the action's name.
+
+        The name loses its leading and trailing underscores (``_select`` and
+        ``list_`` are ``select`` and ``list``) and has ``-`` for ``_``.
+        """
+        name = getattr(action, "__name__", "")
+        verb = name.strip("_").replace("_", "-")
+        tool_id = f"{self.prefix or self.runtime}.{verb}"
+        if not name.isidentifier() or not TOOL_ID_RE.match(tool_id):
+            raise PresetValidationError(
+                f"adapter kit {self.runtime!r}: the action {name or action!r} has no name a tool "
+                f"id can be made of; name its function after the tool (def add_note for "
+                f"{self.prefix or self.runtime}.add-note), or give the id first: "
+                "kit.adapter(id, action, ...)"
+            )
+        return tool_id
+
+    @overload
+    def adapter(
+        self,
+        action: RuntimeAction,
+        /,
+        *,
+        description: str,
+        input_schema: Mapping[str, Any],
+        name: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        task_support: TaskSupport | None = None,
+    ) -> ToolAdapter: ...
+
+    @overload
     def adapter(
         self,
         id: str,
@@ -542,10 +583,33 @@ class AdapterKit:
         annotations: Mapping[str, Any] | None = None,
         source: str | None = None,
         task_support: TaskSupport | None = None,
+    ) -> ToolAdapter: ...
+
+    def adapter(
+        self,
+        id: str | RuntimeAction,
+        action: RuntimeAction | None = None,
+        *,
+        description: str,
+        input_schema: Mapping[str, Any],
+        name: str | None = None,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        task_support: TaskSupport | None = None,
     ) -> ToolAdapter:
-        """The adapter of tool ``id``: ``action(app.<runtime>, arguments)`` when it is called."""
+        """The adapter of a tool: ``action(app.<runtime>, arguments)`` when it is called."""
+        if action is None:
+            if isinstance(id, str):
+                raise TypeError(f"kit.adapter({id!r}): give the action after the tool id")
+            tool_id, action = self.tool_id(id), id
+        elif isinstance(id, str):
+            tool_id = id
+        else:
+            raise TypeError("kit.adapter(action, ...) takes the action alone; its name is the id")
         return ToolAdapter(
-            id,
+            tool_id,
             runtime=self.runtime,
             action=action,
             errors=self.errors,

@@ -10,6 +10,8 @@ through ``TableSync``: before each operation it reloads what another writer
 changed, and a commit that lost the race reloads and runs the operation again.
 On the embedded table (one writer: the state directory's lock) nothing is
 ever stale and nothing conflicts, so there it only serialises the operations.
+``TableRuntime`` is the frame of such a runtime, which a subclass fills with
+its own state and rows.
 """
 
 from __future__ import annotations
@@ -18,9 +20,19 @@ import functools
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar, runtime_checkable
+from typing import (
+    Any,
+    ClassVar,
+    Concatenate,
+    Final,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeVar,
+    runtime_checkable,
+)
 
 ATTEMPTS: Final = 30
 """How many times ``TableSync.run`` runs an operation that keeps losing the race to commit."""
@@ -193,3 +205,125 @@ def synced(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
         return self.table_sync.run(lambda: method(self, *args, **kwargs))
 
     return wrapper
+
+
+class TableRuntime:
+    """A runtime whose state is in memory and, one row per part, in a host's table.
+
+    What the reference runtimes share, so that a subclass writes only its
+    own state. It keeps its state in attributes set in ``__init__`` (which
+    keeps the signature ``(changed=None, *, table=None)`` and calls
+    ``super().__init__(changed, table=table)`` first) and defines:
+
+    - ``error``: its refusal type (a class attribute), which ``TableSync``
+      lets through untouched;
+    - ``read_rows(rows)``: read a table's rows (never none) into this fresh
+      runtime;
+    - ``row(key)``: the value row ``key`` holds for the state in memory now,
+      or None for no row;
+    - for the whole-state forms (``factory``, ``migrate``, ``restore``) also
+      ``load_state(state)``, read a whole state into this fresh runtime or
+      raise ``error``, and ``row_keys()``, every row key of the state.
+
+    Its public methods that read or change the state are ``@synced``; a
+    change updates memory, then ``save``s the rows it changed. Loading never
+    changes the runtime half way: rows and states are read into a fresh
+    runtime, whose state this one then takes.
+    """
+
+    error: ClassVar[type[Exception]] = RuntimeError
+
+    def __init__(
+        self, changed: Callable[[], None] | None = None, *, table: RowTable | None = None
+    ) -> None:
+        self.table = table
+        self._changed = changed or _nothing
+        self.table_sync = TableSync(table, self._load_rows, error=self.error)
+
+    @classmethod
+    def from_table(cls, table: RowTable) -> Self:
+        """The runtime on ``table``'s rows: ``host.add_table_runtime``'s factory."""
+        runtime = cls(table=table)
+        runtime.table_sync.load()
+        return runtime
+
+    @classmethod
+    def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Self:
+        """The runtime of a state saved whole (or none yet), telling ``changed`` of each change."""
+        runtime = cls(changed)
+        if saved is not None:
+            runtime.load_state(saved)
+        return runtime
+
+    @classmethod
+    def migrate(cls, saved: Mapping[str, Any], table: RowTable) -> None:
+        """Write a state that an earlier version saved whole into ``table``, as rows."""
+        runtime = cls.factory(saved, _nothing)
+        # Writing, not syncing: a runtime synced with the table would read its rows first.
+        runtime.table = table
+        runtime.save_all()
+
+    def read_rows(self, rows: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define read_rows(rows)")
+
+    def row(self, key: str) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define row(key)")
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no whole state: define load_state")
+
+    def row_keys(self) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__} has no whole state: define row_keys")
+
+    def save(self, *keys: str) -> None:
+        """Write the rows ``keys`` (only those: they are what changed) in one transaction.
+
+        Each is ``row(key)``, computed in the order given, or deleted when
+        that is None; then the change is reported.
+        """
+        if self.table is not None:
+            with self.table.transaction():
+                for key in keys:
+                    value = self.row(key)
+                    if value is None:
+                        self.table.delete(key)
+                    else:
+                        self.table.put(key, value)
+        self._changed()
+
+    def save_all(self) -> None:
+        """Replace every row with the state in memory (``row_keys()``), in one transaction."""
+        if self.table is None:
+            self._changed()
+            return
+        with self.table.transaction():
+            self.table.clear()
+            self.save(*self.row_keys())
+
+    @synced
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Replace the whole state with ``state``, or change nothing if it is invalid."""
+        fresh = type(self)()
+        fresh.load_state(state)
+        self._take(fresh)
+        self.save_all()
+
+    def _load_rows(self, rows: dict[str, Any]) -> None:
+        """``TableSync``'s load: the whole state becomes the one ``rows`` hold."""
+        fresh = type(self)()
+        if rows:
+            fresh.read_rows(rows)
+        self._take(fresh)
+
+    def _take(self, fresh: TableRuntime) -> None:
+        for name, value in vars(fresh).items():
+            if name not in _FRAME:
+                setattr(self, name, value)
+
+
+_FRAME: Final = frozenset({"table", "_changed", "table_sync"})
+"""What a ``TableRuntime`` keeps when it takes a fresh one's state: its own table and reporting."""
+
+
+def _nothing() -> None:
+    pass

@@ -16,28 +16,20 @@ if TYPE_CHECKING:
 
 __all__ = ["Drawing", "DrawingError"]
 
-
-def __getattr__(name: str) -> Any:
-    # The drawing runtime loads when first used (a call, or this name), not with the plugin.
-    if name == "Drawing":
-        from agent_presets_drawing.document import Drawing
-
-        return Drawing
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# presets.yaml, .adapters, and the values these presets add to the host's fields
-# (surface and activity are the host's).
+# The values these presets add to the host's fields; one drawing per world, loaded when used.
 _hooks = PluginHooks(
     __name__,
     context_fields=[
         {"name": "surface", "values": ["canvas"]},
         {"name": "activity", "values": ["drawing"]},
     ],
+    runtimes={"drawing": ".document:Drawing"},
 )
 presets_preset_files = _hooks.presets_preset_files
 presets_context_fields = _hooks.presets_context_fields
 presets_tool_adapters = _hooks.presets_tool_adapters
+presets_headless_runtime = _hooks.presets_headless_runtime
+__getattr__ = _hooks.module_getattr
 
 
 @hookimpl
@@ -49,20 +41,3 @@ def presets_content_providers() -> list[ContentProvider]:
 def _svg(app: Any, _variables: Any) -> str:
     drawing: Drawing = require_runtime(app, "drawing", "the resource drawing://current.svg")
     return drawing.to_svg()
-
-
-@hookimpl
-def presets_headless_runtime(host: Any) -> None:
-    host.add_table_runtime("drawing", _drawing, migrate=_migrate)
-
-
-def _drawing(table: Any) -> Drawing:
-    from agent_presets_drawing.document import Drawing
-
-    return Drawing.from_table(table)
-
-
-def _migrate(saved: Any, table: Any) -> None:
-    from agent_presets_drawing.document import Drawing
-
-    Drawing.migrate(saved, table)

@@ -1,6 +1,7 @@
 """The drawing tools: one ``ToolAdapter`` per MCP tool in the spec's Drawing table.
 
-Each tool comes from ``KIT``, the plugin's ``AdapterKit`` over ``app.drawing``: the core fetches
+Each tool comes from ``KIT``, the plugin's ``AdapterKit`` over ``app.drawing``, and an
+action named after it (``set_tool`` does ``drawing.set-tool``): the core fetches
 the current world's drawing when the tool runs, the action calls one method on
 it, and a ``DrawingError`` becomes a ``ToolCallError`` the model can act on.
 """
@@ -74,14 +75,14 @@ STYLE_CHANGE = object_schema(
 # ------------------------------------------------------------------ actions
 
 
-def _inspect(d: Drawing, a: dict[str, Any]) -> Any:
+def inspect(d: Drawing, a: dict[str, Any]) -> Any:
     result = d.inspect()
     if a.get("include_svg"):
         result["svg"] = d.to_svg()
     return result
 
 
-def _insert_shape(d: Drawing, a: dict[str, Any]) -> Any:
+def insert_shape(d: Drawing, a: dict[str, Any]) -> Any:
     return d.insert_shape(
         a["shape"],
         a.get("x"),
@@ -95,7 +96,7 @@ def _insert_shape(d: Drawing, a: dict[str, Any]) -> Any:
     )
 
 
-def _select(d: Drawing, a: dict[str, Any]) -> Any:
+def select(d: Drawing, a: dict[str, Any]) -> Any:
     return d.select(
         a.get("ids"),
         a.get("rect"),
@@ -105,12 +106,74 @@ def _select(d: Drawing, a: dict[str, Any]) -> Any:
     )
 
 
-def _transform(d: Drawing, a: dict[str, Any]) -> Any:
+def transform_selection(d: Drawing, a: dict[str, Any]) -> Any:
     moves = {k: a[k] for k in ("dx", "dy", "sx", "sy", "degrees") if k in a}
     if not moves:
         raise DrawingError("say how to transform: dx/dy to move, sx/sy to scale, degrees to rotate")
     origin = (a["origin"]["x"], a["origin"]["y"]) if "origin" in a else None
     return d.transform_selection(**moves, origin=origin)
+
+
+def set_tool(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.set_tool(a["tool"])
+
+
+def insert_line(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.insert_line(
+        a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
+    )
+
+
+def insert_stroke(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer"))
+
+
+def add_layer(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.add_layer(a.get("name"))
+
+
+def duplicate_layer(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.duplicate_layer(a.get("layer"), a.get("name"))
+
+
+def rename_layer(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.rename_layer(a["layer"], a["name"])
+
+
+def set_active_layer(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.set_active_layer(a["layer"])
+
+
+def delete_layer(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.delete_layer(a["layer"])
+
+
+def set_defaults(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width"))
+
+
+def update_selection_style(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width"))
+
+
+def sample_color(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.sample_color(a["x"], a["y"])
+
+
+def undo(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.undo()
+
+
+def redo(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.redo()
+
+
+def clear_selection(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.clear_selection()
+
+
+def delete_selected(d: Drawing, a: dict[str, Any]) -> Any:
+    return d.delete_selected()
 
 
 READ_ONLY = {"readOnlyHint": True}
@@ -238,8 +301,7 @@ DELETE_SELECTED_OUTPUT = result_schema({"deleted": IDS, "count": COUNT})
 def tool_adapters() -> list[ToolAdapter]:
     return [
         KIT.adapter(
-            "drawing.inspect",
-            _inspect,
+            inspect,
             title="Inspect the drawing",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -252,8 +314,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations=READ_ONLY,
         ),
         KIT.adapter(
-            "drawing.set-tool",
-            lambda d, a: d.set_tool(a["tool"]),
+            set_tool,
             title="Set the drawing tool",
             output_schema=SET_TOOL_OUTPUT,
             description="Switch the active drawing tool the user sees in the toolbar.",
@@ -263,8 +324,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.insert-shape",
-            _insert_shape,
+            insert_shape,
             title="Insert a shape",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -311,10 +371,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.insert-line",
-            lambda d, a: d.insert_line(
-                a["x1"], a["y1"], a["x2"], a["y2"], style=a.get("style"), layer=a.get("layer")
-            ),
+            insert_line,
             title="Insert a line",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -334,8 +391,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.insert-stroke",
-            lambda d, a: d.insert_stroke(a["points"], style=a.get("style"), layer=a.get("layer")),
+            insert_stroke,
             title="Insert a stroke",
             output_schema=INSERT_OUTPUT,
             description=(
@@ -357,8 +413,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.add-layer",
-            lambda d, a: d.add_layer(a.get("name")),
+            add_layer,
             title="Add a layer",
             output_schema=ADD_LAYER_OUTPUT,
             description=(
@@ -368,8 +423,7 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({"name": LAYER_NAME}),
         ),
         KIT.adapter(
-            "drawing.duplicate-layer",
-            lambda d, a: d.duplicate_layer(a.get("layer"), a.get("name")),
+            duplicate_layer,
             title="Duplicate a layer",
             output_schema=DUPLICATE_LAYER_OUTPUT,
             description=(
@@ -380,24 +434,21 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}),
         ),
         KIT.adapter(
-            "drawing.rename-layer",
-            lambda d, a: d.rename_layer(a["layer"], a["name"]),
+            rename_layer,
             title="Rename a layer",
             output_schema=RENAME_LAYER_OUTPUT,
             description="Rename a layer. Names are unique within the drawing.",
             input_schema=object_schema({"layer": LAYER, "name": LAYER_NAME}, ["layer", "name"]),
         ),
         KIT.adapter(
-            "drawing.set-active-layer",
-            lambda d, a: d.set_active_layer(a["layer"]),
+            set_active_layer,
             title="Set the active layer",
             output_schema=ACTIVE_LAYER_OUTPUT,
             description="Make a layer the active one: new objects are inserted on it.",
             input_schema=object_schema({"layer": LAYER}, ["layer"]),
         ),
         KIT.adapter(
-            "drawing.delete-layer",
-            lambda d, a: d.delete_layer(a["layer"]),
+            delete_layer,
             title="Delete a layer",
             output_schema=DELETE_LAYER_OUTPUT,
             description=(
@@ -408,8 +459,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations=DESTRUCTIVE,
         ),
         KIT.adapter(
-            "drawing.set-defaults",
-            lambda d, a: d.set_defaults(a.get("fill"), a.get("stroke"), a.get("width")),
+            set_defaults,
             title="Set the default style",
             output_schema=DEFAULTS_OUTPUT,
             description=(
@@ -420,8 +470,7 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=STYLE_CHANGE,
         ),
         KIT.adapter(
-            "drawing.update-selection-style",
-            lambda d, a: d.update_selection_style(a.get("fill"), a.get("stroke"), a.get("width")),
+            update_selection_style,
             title="Restyle the selection",
             output_schema=RESTYLE_OUTPUT,
             description=(
@@ -431,8 +480,7 @@ def tool_adapters() -> list[ToolAdapter]:
             input_schema=STYLE_CHANGE,
         ),
         KIT.adapter(
-            "drawing.sample-color",
-            lambda d, a: d.sample_color(a["x"], a["y"]),
+            sample_color,
             title="Sample a color",
             output_schema=SAMPLE_OUTPUT,
             description=(
@@ -444,24 +492,21 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations=READ_ONLY,
         ),
         KIT.adapter(
-            "drawing.undo",
-            lambda d, a: d.undo(),
+            undo,
             title="Undo",
             output_schema=UNDO_OUTPUT,
             description="Undo the last change to the drawing and say what it was.",
             input_schema=object_schema(),
         ),
         KIT.adapter(
-            "drawing.redo",
-            lambda d, a: d.redo(),
+            redo,
             title="Redo",
             output_schema=REDO_OUTPUT,
             description="Redo the change most recently undone and say what it was.",
             input_schema=object_schema(),
         ),
         KIT.adapter(
-            "drawing.select",
-            _select,
+            select,
             title="Select shapes",
             output_schema=SELECT_OUTPUT,
             description=(
@@ -495,8 +540,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.transform-selection",
-            _transform,
+            transform_selection,
             title="Transform the selection",
             output_schema=TRANSFORM_OUTPUT,
             description=(
@@ -523,16 +567,14 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         KIT.adapter(
-            "drawing.clear-selection",
-            lambda d, a: d.clear_selection(),
+            clear_selection,
             title="Clear the selection",
             output_schema=CLEAR_SELECTION_OUTPUT,
             description="Deselect everything.",
             input_schema=object_schema(),
         ),
         KIT.adapter(
-            "drawing.delete-selected",
-            lambda d, a: d.delete_selected(),
+            delete_selected,
             title="Delete the selection",
             output_schema=DELETE_SELECTED_OUTPUT,
             description="Delete the selected objects. {{drawing.undo}} brings them back.",

@@ -12,28 +12,20 @@ if TYPE_CHECKING:
 
 __all__ = ["Graph", "GraphError"]
 
-
-def __getattr__(name: str) -> Any:
-    # The graph runtime loads when first used (a call, or this name), not with the plugin.
-    if name == "Graph":
-        from agent_presets_graph.model import Graph
-
-        return Graph
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# presets.yaml, .adapters, and the values these presets add to the host's fields
-# (surface and activity are the host's).
+# The values these presets add to the host's fields; one graph per world, loaded when used.
 _hooks = PluginHooks(
     __name__,
     context_fields=[
         {"name": "surface", "values": ["canvas"]},
         {"name": "activity", "values": ["graph"]},
     ],
+    runtimes={"graph": ".model:Graph"},
 )
 presets_preset_files = _hooks.presets_preset_files
 presets_context_fields = _hooks.presets_context_fields
 presets_tool_adapters = _hooks.presets_tool_adapters
+presets_headless_runtime = _hooks.presets_headless_runtime
+__getattr__ = _hooks.module_getattr
 
 
 @hookimpl
@@ -56,20 +48,3 @@ def _node(app: Any, variables: Any) -> str:
 def _node_ids(app: Any, _argument: str, _value: str, _arguments: Any) -> list[str]:
     # Every id, in the graph's order; the server keeps those that start like the value.
     return list(_graph_of(app).nodes)
-
-
-@hookimpl
-def presets_headless_runtime(host: Any) -> None:
-    host.add_table_runtime("graph", _graph, migrate=_migrate)
-
-
-def _graph(table: Any) -> Graph:
-    from agent_presets_graph.model import Graph
-
-    return Graph.from_table(table)
-
-
-def _migrate(saved: Any, table: Any) -> None:
-    from agent_presets_graph.model import Graph
-
-    Graph.migrate(saved, table)

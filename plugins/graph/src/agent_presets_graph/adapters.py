@@ -1,9 +1,10 @@
 """The graph tools: MCP adapters over the current world's ``Graph``.
 
-Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one ``(graph, arguments)``
-function: the core fetches ``app.graph`` when the tool runs (the headless
-host resolves it to the current world's graph) and turns a ``GraphError``
-into a ``ToolCallError`` the model reads.
+Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one
+``(graph, arguments)`` function named after it (``add_node`` does
+``graph.add-node``): the core fetches ``app.graph`` when the tool runs (the
+headless host resolves it to the current world's graph) and turns a
+``GraphError`` into a ``ToolCallError`` the model reads.
 """
 
 from __future__ import annotations
@@ -138,7 +139,6 @@ def tool_adapters() -> list[ToolAdapter]:
     source = __package__ or "agent_presets_graph"
     return [
         KIT.adapter(
-            "graph.add-node",
             add_node,
             title="Add a node",
             output_schema=NODE_OUT,
@@ -153,7 +153,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.load-node",
             load_node,
             title="Load a node",
             output_schema=LOAD_OUTPUT,
@@ -180,7 +179,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.remove-nodes",
             remove_nodes,
             title="Remove nodes",
             output_schema=REMOVE_OUTPUT,
@@ -205,7 +203,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.add-edge",
             add_edge,
             title="Add an edge",
             output_schema=ADD_EDGE_OUTPUT,
@@ -226,7 +223,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.focus-node",
             focus_node,
             title="Focus a node",
             output_schema=VIEW_OUTPUT,
@@ -239,7 +235,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.open-node",
             open_node,
             title="Open a node",
             output_schema=VIEW_OUTPUT,
@@ -252,7 +247,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.search-nodes",
             search_nodes,
             title="Search nodes",
             output_schema=SEARCH_OUTPUT,
@@ -276,7 +270,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.create-identity",
             create_identity,
             title="Create an identity",
             output_schema=NODE_OUT,
@@ -295,7 +288,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.get-state",
             get_state,
             title="View the graph",
             output_schema=STATE_OUTPUT,
@@ -308,7 +300,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "graph.restore-state",
             restore_state,
             title="Restore the graph",
             output_schema=RESTORE_OUTPUT,

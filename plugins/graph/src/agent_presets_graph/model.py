@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent_presets import RowTable, TableSync, synced
+from agent_presets import RowTable, TableRuntime, synced
 from agent_presets_graph.terms import ID_PATTERN as ID_PATTERN
 from agent_presets_graph.terms import MAX_LABEL as MAX_LABEL
 from agent_presets_graph.terms import NODE_KINDS as NODE_KINDS
@@ -84,18 +84,19 @@ class SearchHit:
         return hit
 
 
-class Graph:
+class Graph(TableRuntime):
     """One world's graph.
 
     Made by ``Graph.from_table(table)`` for the headless host, or
     ``Graph.factory(saved_state, changed)`` for a state saved whole.
     """
 
+    error = GraphError
+
     def __init__(
         self, changed: Callable[[], None] | None = None, *, table: RowTable | None = None
     ) -> None:
-        self._changed = changed or (lambda: None)
-        self._table = table
+        super().__init__(changed, table=table)
         self.nodes: dict[str, Node] = {}
         self.edges: dict[str, Edge] = {}
         self.focused: str | None = None
@@ -104,50 +105,23 @@ class Graph:
         # Node and edge ids may be chosen by the caller, so rows keep their order apart.
         self._places: dict[str, int] = {}
         self._next_place = 1
-        self.table_sync = TableSync(table, self._load_rows, error=GraphError)
 
-    @classmethod
-    def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Graph:
-        graph = cls(changed)
-        if saved is not None:
-            graph._load(saved)
-        return graph
-
-    @classmethod
-    def from_table(cls, table: RowTable) -> Graph:
-        """The headless host's per-world runtime: rows in ``table``."""
-        graph = cls(table=table)
-        graph.table_sync.load()
-        return graph
-
-    def _load_rows(self, rows: dict[str, Any]) -> None:
-        """Replace the whole graph with the one ``rows`` hold."""
-        fresh = Graph()
-        if rows:
-            meta = rows.get("graph", {})
-            ordered = sorted(
-                (value["place"], key, value) for key, value in rows.items() if "place" in value
-            )
-            state = {
+    def read_rows(self, rows: dict[str, Any]) -> None:
+        meta = rows.get("graph", {})
+        ordered = sorted(
+            (value["place"], key, value) for key, value in rows.items() if "place" in value
+        )
+        self.load_state(
+            {
                 "version": meta.get("version", STATE_VERSION),
                 "nodes": [v["node"] for _, k, v in ordered if k.startswith("node/")],
                 "edges": [v["edge"] for _, k, v in ordered if k.startswith("edge/")],
                 "view": meta.get("view", {}),
                 "next_id": meta.get("next_id", 1),
             }
-            fresh._load(state)
-            fresh._places = {k.split("/", 1)[1]: place for place, k, _ in ordered}
-            fresh._next_place = meta.get("next_place", len(ordered) + 1)
-        self.nodes, self.edges = fresh.nodes, fresh.edges
-        self.focused, self.open, self._next_id = fresh.focused, fresh.open, fresh._next_id
-        self._places, self._next_place = fresh._places, fresh._next_place
-
-    @staticmethod
-    def migrate(saved: dict[str, Any], table: RowTable) -> None:
-        """Write a graph that an earlier version saved as one JSON file into ``table``."""
-        graph = Graph.factory(saved, lambda: None)
-        graph._table = table
-        graph._save_all()
+        )
+        self._places = {k.split("/", 1)[1]: place for place, k, _ in ordered}
+        self._next_place = meta.get("next_place", len(ordered) + 1)
 
     def _place(self, item_id: str) -> int:
         place = self._places.get(item_id)
@@ -156,7 +130,7 @@ class Graph:
             self._next_place += 1
         return place
 
-    def _row(self, key: str) -> Any:
+    def row(self, key: str) -> Any:
         if key == "graph":
             return {
                 "version": STATE_VERSION,
@@ -171,28 +145,16 @@ class Graph:
             return None
         return {"place": self._place(item_id), kind: item.to_dict()}
 
-    def _save(self, *keys: str) -> None:
-        """Persist the rows ``keys`` (only those: they are what changed), then report it."""
-        if self._table is not None:
-            with self._table.transaction():
-                # Item rows first: a new item takes its place before ``graph`` records the count.
-                for key in sorted(keys, key=lambda k: k == "graph"):
-                    value = self._row(key)
-                    if value is None:
-                        self._table.delete(key)
-                    else:
-                        self._table.put(key, value)
-        self._changed()
+    def row_keys(self) -> list[str]:
+        return [f"node/{i}" for i in self.nodes] + [f"edge/{i}" for i in self.edges] + ["graph"]
 
-    def _save_all(self) -> None:
-        self._places, self._next_place = {}, 1
-        keys = [f"node/{i}" for i in self.nodes] + [f"edge/{i}" for i in self.edges]
-        if self._table is not None:
-            with self._table.transaction():
-                self._table.clear()
-                self._save(*keys, "graph")
-        else:
-            self._changed()
+    def save(self, *keys: str) -> None:
+        # Item rows first: a new item takes its place before ``graph`` records the count.
+        super().save(*sorted(keys, key=lambda k: k == "graph"))
+
+    def save_all(self) -> None:
+        self._places, self._next_place = {}, 1  # every row takes its place anew, in order
+        super().save_all()
 
     # -- nodes ---------------------------------------------------------------
 
@@ -203,7 +165,7 @@ class Graph:
         clean_label, clean_data = _label(label), _data(data)  # refuse before taking an id
         node = Node(self._new_id("n"), clean_label, kind, clean_data)
         self.nodes[node.id] = node
-        self._save(f"node/{node.id}", "graph")
+        self.save(f"node/{node.id}", "graph")
         return node
 
     @synced
@@ -244,7 +206,7 @@ class Graph:
                 )
             node = Node(node_id, _label(label), "node", new_data or {})
             self.nodes[node_id] = node
-            self._save(f"node/{node_id}", "graph")
+            self.save(f"node/{node_id}", "graph")
             return node, True
         new_label = _label(label) if label is not None else None
         if new_label is None and new_data is None:
@@ -253,7 +215,7 @@ class Graph:
             node.label = new_label
         if new_data is not None:
             node.data = {**node.data, **new_data} if merge else new_data
-        self._save(f"node/{node_id}")
+        self.save(f"node/{node_id}")
         return node, False
 
     @synced
@@ -287,7 +249,7 @@ class Graph:
         if self.focused in doomed:
             self.focused = None
         keys = [f"edge/{i}" for i in removed_edges] + [f"node/{i}" for i in removed_nodes]
-        self._save(*keys, "graph")
+        self.save(*keys, "graph")
         return removed_nodes, removed_edges
 
     # -- edges ---------------------------------------------------------------
@@ -311,7 +273,7 @@ class Graph:
                 return edge, False
         edge = Edge(self._new_id("e"), source, target, label)
         self.edges[edge.id] = edge
-        self._save(f"edge/{edge.id}", "graph")
+        self.save(f"edge/{edge.id}", "graph")
         return edge, True
 
     @synced
@@ -341,7 +303,7 @@ class Graph:
         if node_id in self.open:
             return False
         self.open.append(node_id)
-        self._save("graph")
+        self.save("graph")
         return True
 
     @synced
@@ -353,7 +315,7 @@ class Graph:
         self.focused = node_id
         if node_id not in self.open:
             self.open.append(node_id)
-        self._save("graph")
+        self.save("graph")
 
     @synced
     def view(self) -> dict[str, Any]:
@@ -409,16 +371,7 @@ class Graph:
             "next_id": self._next_id,
         }
 
-    @synced
-    def restore(self, state: Mapping[str, Any]) -> None:
-        """Replace the whole graph with ``state``, or change nothing if it is invalid."""
-        fresh = Graph()
-        fresh._load(state)
-        self.nodes, self.edges = fresh.nodes, fresh.edges
-        self.focused, self.open, self._next_id = fresh.focused, fresh.open, fresh._next_id
-        self._save_all()
-
-    def _load(self, state: Mapping[str, Any]) -> None:
+    def load_state(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, Mapping):
             raise GraphError("a graph state must be an object, as space_graph_get_state returns")
         unknown = set(state) - {"version", "nodes", "edges", "view", "next_id"}

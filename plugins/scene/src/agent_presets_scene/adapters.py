@@ -1,9 +1,10 @@
 """The scene tools: MCP adapters over the current world's ``Scene``.
 
-Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one ``(scene, arguments)``
-function: the core fetches ``app.scene`` when the tool runs (the headless
-host resolves it to the current world's scene) and turns a ``SceneError``
-into a ``ToolCallError`` the model reads.
+Each tool is ``KIT.adapter`` (the plugin's ``AdapterKit``) over one
+``(scene, arguments)`` function named after it (``add_cuboid`` does
+``scene.add-cuboid``): the core fetches ``app.scene`` when the tool runs (the
+headless host resolves it to the current world's scene) and turns a
+``SceneError`` into a ``ToolCallError`` the model reads.
 """
 
 from __future__ import annotations
@@ -270,7 +271,6 @@ def tool_adapters() -> list[ToolAdapter]:
     samples = {"type": "integer", "minimum": MIN_SAMPLES, "maximum": MAX_SAMPLES, "default": 33}
     return [
         KIT.adapter(
-            "scene.add-cuboid",
             add_cuboid,
             title="Add a cuboid",
             output_schema=CUBOID_OUT,
@@ -293,7 +293,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.add-physics-body",
             add_physics_body,
             title="Add a physics body",
             output_schema=BODY_OUTPUT,
@@ -317,7 +316,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.select-object",
             select_object,
             title="Select an object",
             output_schema=SELECT_OUTPUT,
@@ -336,7 +334,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.add-terrain",
             add_terrain,
             task_support="optional",
             title="Generate terrain",
@@ -384,7 +381,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.raycast-terrain",
             raycast_terrain,
             title="Raycast the terrain",
             output_schema=RAYCAST_OUTPUT,
@@ -409,7 +405,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.remove-terrain",
             remove_terrain,
             title="Remove terrain",
             output_schema=REMOVE_TERRAIN_OUTPUT,
@@ -419,7 +414,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.add-light",
             add_light,
             title="Add a light",
             output_schema=LIGHT_OUT,
@@ -448,7 +442,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.set-light-state",
             set_light_state,
             title="Set a light's state",
             output_schema=LIGHT_OUT,
@@ -464,7 +457,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.set-skybox",
             set_skybox,
             title="Set the skybox",
             output_schema=SKY_OUTPUT,
@@ -474,7 +466,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.set-background",
             set_background,
             title="Set the background",
             output_schema=SKY_OUTPUT,
@@ -486,7 +477,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.set-camera",
             set_camera,
             title="Set the camera",
             output_schema=CAMERA_OUT,
@@ -506,7 +496,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.reset-camera",
             reset_camera,
             title="Reset the camera",
             output_schema=CAMERA_OUT,
@@ -519,7 +508,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.screen-ray",
             screen_ray,
             title="Cast a ray from the screen",
             output_schema=RAY_OUTPUT,
@@ -541,7 +529,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.get-state",
             get_state,
             title="Get the scene state",
             output_schema=STATE_OUTPUT,
@@ -554,7 +541,6 @@ def tool_adapters() -> list[ToolAdapter]:
             source=source,
         ),
         KIT.adapter(
-            "scene.restore-state",
             restore_state,
             title="Restore the scene state",
             output_schema=RESTORE_OUTPUT,

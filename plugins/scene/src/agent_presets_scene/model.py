@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
-from agent_presets import RowTable, TableSync, synced
+from agent_presets import RowTable, TableRuntime, synced
 from agent_presets_scene.camera import Camera
 from agent_presets_scene.errors import SceneError
 from agent_presets_scene.terms import BODY_KINDS as BODY_KINDS
@@ -158,7 +158,7 @@ class Light:
         }
 
 
-class Scene:
+class Scene(TableRuntime):
     """One world's scene.
 
     Made by ``Scene.from_table(table)`` for the headless host, or
@@ -173,11 +173,12 @@ class Scene:
     ``scene`` row, which every change that takes an id writes.
     """
 
+    error = SceneError
+
     def __init__(
         self, changed: Callable[[], None] | None = None, *, table: RowTable | None = None
     ) -> None:
-        self._changed = changed or (lambda: None)
-        self._table = table
+        super().__init__(changed, table=table)
         self.objects: dict[str, Cuboid] = {}
         self.lights: dict[str, Light] = {}
         self.selected: str | None = None
@@ -186,48 +187,17 @@ class Scene:
         self.background: str = DEFAULT_BACKGROUND
         self.camera = Camera()
         self._next_id = 1
-        self.table_sync = TableSync(table, self._load_rows, error=SceneError)
 
-    @classmethod
-    def factory(cls, saved: Mapping[str, Any] | None, changed: Callable[[], None]) -> Scene:
-        scene = cls(changed)
-        if saved is not None:
-            scene._load(saved)
-        return scene
+    def read_rows(self, rows: dict[str, Any]) -> None:
+        meta = rows.get("scene", {})
+        state = {k: v for k, v in meta.items() if k not in ("objects", "lights")}
+        state["objects"] = [rows[f"object/{i}"] for i in meta.get("objects", [])]
+        state["lights"] = [rows[f"light/{i}"] for i in meta.get("lights", [])]
+        state["terrain"] = rows.get("terrain")
+        state["camera"] = rows.get("camera")
+        self.load_state(state)
 
-    @classmethod
-    def from_table(cls, table: RowTable) -> Scene:
-        """The headless host's per-world runtime: rows in ``table``."""
-        scene = cls(table=table)
-        scene.table_sync.load()
-        return scene
-
-    def _load_rows(self, rows: dict[str, Any]) -> None:
-        """Replace the whole scene with the one ``rows`` hold."""
-        fresh = Scene()
-        if rows:
-            meta = rows.get("scene", {})
-            state = {k: v for k, v in meta.items() if k not in ("objects", "lights")}
-            state["objects"] = [rows[f"object/{i}"] for i in meta.get("objects", [])]
-            state["lights"] = [rows[f"light/{i}"] for i in meta.get("lights", [])]
-            state["terrain"] = rows.get("terrain")
-            state["camera"] = rows.get("camera")
-            fresh._load(state)
-        self._take(fresh)
-
-    def _take(self, fresh: Scene) -> None:
-        for attr in ("objects", "lights", "selected", "terrain", "skybox", "background"):
-            setattr(self, attr, getattr(fresh, attr))
-        self.camera, self._next_id = fresh.camera, fresh._next_id
-
-    @staticmethod
-    def migrate(saved: dict[str, Any], table: RowTable) -> None:
-        """Write a scene that an earlier version saved as one JSON file into ``table``."""
-        scene = Scene.factory(saved, lambda: None)
-        scene._table = table
-        scene._save_all()
-
-    def _row(self, key: str) -> Any:
+    def row(self, key: str) -> Any:
         if key == "scene":
             return {
                 "version": STATE_VERSION,
@@ -246,27 +216,9 @@ class Scene:
         item = (self.objects if kind == "object" else self.lights).get(ident)
         return item.to_dict() if item is not None else None
 
-    def _save(self, *keys: str) -> None:
-        """Persist the rows ``keys`` (only those: they are what changed), then report it."""
-        if self._table is not None:
-            with self._table.transaction():
-                for key in keys:
-                    value = self._row(key)
-                    if value is None:
-                        self._table.delete(key)
-                    else:
-                        self._table.put(key, value)
-        self._changed()
-
-    def _save_all(self) -> None:
+    def row_keys(self) -> list[str]:
         keys = ["scene", "camera", "terrain"]
-        keys += [f"object/{i}" for i in self.objects] + [f"light/{i}" for i in self.lights]
-        if self._table is not None:
-            with self._table.transaction():
-                self._table.clear()
-                self._save(*keys)
-        else:
-            self._changed()
+        return keys + [f"object/{i}" for i in self.objects] + [f"light/{i}" for i in self.lights]
 
     # -- objects -------------------------------------------------------------
 
@@ -289,7 +241,7 @@ class Scene:
         )
         self._new_id("cuboid")
         self.objects[object_id] = cuboid
-        self._save("scene", f"object/{object_id}")
+        self.save("scene", f"object/{object_id}")
         return cuboid
 
     @synced
@@ -303,7 +255,7 @@ class Scene:
         body = PhysicsBody(kind, mass)
         updated = replace(cuboid, body=body)
         self.objects[object_id] = updated
-        self._save(f"object/{object_id}")
+        self.save(f"object/{object_id}")
         return updated, cuboid.body is not None
 
     @synced
@@ -312,7 +264,7 @@ class Scene:
             self.get_object(object_id)
         if self.selected != object_id:
             self.selected = object_id
-            self._save("scene")
+            self.save("scene")
 
     @synced
     def get_object(self, object_id: str) -> Cuboid:
@@ -336,14 +288,14 @@ class Scene:
                 "or keep using it"
             )
         self.terrain = terrain
-        self._save("terrain")
+        self.save("terrain")
         return terrain
 
     @synced
     def remove_terrain(self) -> Heightfield:
         terrain = self.require_terrain()
         self.terrain = None
-        self._save("terrain")
+        self.save("terrain")
         return terrain
 
     @synced
@@ -386,7 +338,7 @@ class Scene:
         )
         self._new_id("light")
         self.lights[light_id] = light
-        self._save("scene", f"light/{light_id}")
+        self.save("scene", f"light/{light_id}")
         return light
 
     @synced
@@ -401,7 +353,7 @@ class Scene:
         if light.on != on:
             light = replace(light, on=on)
             self.lights[light_id] = light
-            self._save(f"light/{light_id}")
+            self.save(f"light/{light_id}")
         return light
 
     @synced
@@ -409,25 +361,25 @@ class Scene:
         if name not in SKYBOXES:
             raise SceneError(f"unknown skybox {name!r}; use one of: {', '.join(SKYBOXES)}")
         self.skybox = name
-        self._save("scene")
+        self.save("scene")
 
     @synced
     def set_background(self, color: str) -> None:
         self.background = hex_color(color)
-        self._save("scene")
+        self.save("scene")
 
     # -- camera --------------------------------------------------------------
 
     @synced
     def set_camera(self, position: Vec3, target: Vec3, fov: float | None = None) -> Camera:
         self.camera = Camera(position, target, self.camera.fov if fov is None else fov)
-        self._save("camera")
+        self.save("camera")
         return self.camera
 
     @synced
     def reset_camera(self) -> Camera:
         self.camera = Camera()
-        self._save("camera")
+        self.save("camera")
         return self.camera
 
     @synced
@@ -458,15 +410,7 @@ class Scene:
             "next_id": self._next_id,
         }
 
-    @synced
-    def restore(self, state: Mapping[str, Any]) -> None:
-        """Replace the whole scene with ``state``, or change nothing if it is invalid."""
-        fresh = Scene()
-        fresh._load(state)
-        self._take(fresh)
-        self._save_all()
-
-    def _load(self, state: Mapping[str, Any]) -> None:
+    def load_state(self, state: Mapping[str, Any]) -> None:
         try:
             self._parse(state)
         except SceneError as exc:

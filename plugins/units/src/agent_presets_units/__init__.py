@@ -9,34 +9,19 @@ Loading runs a unit in a sandboxed process of its own, never in the server.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Any
 
-from agent_presets import ContentProvider, ToolAdapter, hookimpl, require_runtime
+from agent_presets import ContentProvider, PluginHooks, hookimpl, require_runtime
 from agent_presets_general import ShellOptions
 from agent_presets_units.units import UnitFolder
 
 __all__ = ["UnitFolder"]
 
-
-@hookimpl
-def presets_preset_files() -> Sequence[Traversable]:
-    return [resources.files(__name__) / "presets.yaml"]
-
-
-@hookimpl
-def presets_context_fields() -> Sequence[dict[str, Any]]:
-    # The unit tools work on any surface: they use the host's field and add no value.
-    return [{"name": "surface", "values": []}]
-
-
-@hookimpl
-def presets_tool_adapters() -> Sequence[ToolAdapter]:
-    # Imported here: the adapters (and their schema checks) are built when asked for.
-    from agent_presets_units.adapters import tool_adapters
-
-    return tool_adapters()
+# The unit tools work on any surface: they use the host's field and add no value.
+_hooks = PluginHooks(__name__, context_fields=[{"name": "surface", "values": []}])
+presets_preset_files = _hooks.presets_preset_files
+presets_context_fields = _hooks.presets_context_fields
+presets_tool_adapters = _hooks.presets_tool_adapters
 
 
 @hookimpl

@@ -1,12 +1,19 @@
-"""The unit tools: ``UNITS.adapter`` (an ``AdapterKit``) over ``app.units``, fetched when called."""
+"""The unit tools: ``UNITS.adapter`` (an ``AdapterKit``) over ``app.units``, fetched when called.
+
+Each tool's action is named after it: ``apply_patch`` does ``unit.apply-patch``, and
+``list_`` (not to hide the builtin) ``unit.list``.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets import AdapterKit, ToolAdapter, object_schema, result_schema
 
-UNITS: Final = AdapterKit("units")
+if TYPE_CHECKING:
+    from agent_presets_units.units import UnitFolder
+
+UNITS: Final = AdapterKit("units", prefix="unit")
 
 UNIT_NAME: Final = {
     "type": "string",
@@ -119,11 +126,34 @@ RELOAD_OUTPUT: Final = result_schema(
 )
 
 
+def list_(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.list()
+
+
+def inspect(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.inspect(a["name"])
+
+
+def create(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.create(a["name"], a["source"], check_syntax=_check(a))
+
+
+def edit(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.edit(a["name"], a["source"], check_syntax=_check(a))
+
+
+def apply_patch(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.apply_patch(a["name"], a["patch"], check_syntax=_check(a))
+
+
+def reload(u: UnitFolder, a: dict[str, Any]) -> Any:
+    return u.reload(a["name"])
+
+
 def tool_adapters() -> list[ToolAdapter]:
     return [
         UNITS.adapter(
-            "unit.list",
-            lambda u, a: u.list(),
+            list_,
             title="List units",
             output_schema=LIST_OUTPUT,
             description="List the code units (Python files) with size and load status. "
@@ -132,8 +162,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations={"readOnlyHint": True},
         ),
         UNITS.adapter(
-            "unit.inspect",
-            lambda u, a: u.inspect(a["name"]),
+            inspect,
             title="Inspect a unit",
             output_schema=INSPECT_OUTPUT,
             description=(
@@ -145,8 +174,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations={"readOnlyHint": True},
         ),
         UNITS.adapter(
-            "unit.create",
-            lambda u, a: u.create(a["name"], a["source"], check_syntax=_check(a)),
+            create,
             title="Create a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -167,8 +195,7 @@ def tool_adapters() -> list[ToolAdapter]:
             ),
         ),
         UNITS.adapter(
-            "unit.edit",
-            lambda u, a: u.edit(a["name"], a["source"], check_syntax=_check(a)),
+            edit,
             title="Edit a unit",
             output_schema=CHANGE_OUTPUT,
             description=(
@@ -186,8 +213,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations={"destructiveHint": True, "idempotentHint": True},
         ),
         UNITS.adapter(
-            "unit.apply-patch",
-            lambda u, a: u.apply_patch(a["name"], a["patch"], check_syntax=_check(a)),
+            apply_patch,
             title="Apply a patch to a unit",
             output_schema=PATCH_OUTPUT,
             description=(
@@ -209,8 +235,7 @@ def tool_adapters() -> list[ToolAdapter]:
             annotations={"destructiveHint": True},
         ),
         UNITS.adapter(
-            "unit.reload",
-            lambda u, a: u.reload(a["name"]),
+            reload,
             task_support="optional",
             title="Reload units",
             output_schema=RELOAD_OUTPUT,
