@@ -434,11 +434,54 @@ def test_an_adapter_kit_gives_the_runtime_and_its_errors_once() -> None:
         AdapterKit("not an attribute")
 
 
+def add_amount(counter: Counter, arguments: dict[str, Any]) -> int:
+    return counter.add(arguments["amount"])
+
+
+def _reset(counter: Counter, arguments: dict[str, Any]) -> int:
+    counter.value = 0
+    return 0
+
+
+def list_(counter: Counter, arguments: dict[str, Any]) -> list[int]:
+    return [counter.value]
+
+
+def test_a_kit_adapter_takes_its_tool_id_from_the_action_s_name() -> None:
+    kit, schema = AdapterKit("counter", errors=(Refused,)), object_schema()
+    amount = object_schema({"amount": {"type": "integer"}})
+    made = [kit.adapter(f, description="Do.", input_schema=amount) for f in (add_amount, _reset)]
+    assert [(a.id, a.mcp_name) for a in made] == [
+        ("counter.add-amount", "counter_add_amount"),
+        ("counter.reset", "counter_reset"),
+    ]
+    # A trailing underscore keeps a builtin's name free; prefix= when ids are not the runtime's.
+    tally = AdapterKit("counter", prefix="tally")
+    assert tally.adapter(list_, description="List.", input_schema=schema).id == "tally.list"
+    # The id as written still works, for an action whose name cannot be the tool's.
+    written = kit.adapter("counter.add", add_amount, description="A.", input_schema=schema)
+    assert written.id == "counter.add"
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry.register(made[0])
+    with pytest.raises(ToolCallError, match=r"^space_counter_add_amount: amount is over 10"):
+        registry.resolve("counter.add-amount").run({"amount": 11})
+
+
+def test_a_kit_refuses_an_action_whose_name_makes_no_tool_id() -> None:
+    kit, schema = AdapterKit("counter"), object_schema()
+    with pytest.raises(PresetValidationError, match="name its function after the tool"):
+        kit.adapter(lambda c, a: 0, description="No name.", input_schema=schema)
+    with pytest.raises(TypeError, match="give the action after the tool id"):
+        kit.adapter("counter.add", description="No action.", input_schema=schema)  # type: ignore[call-overload]
+
+
 def test_an_adapter_knows_the_line_that_made_it() -> None:
     kit, schema = AdapterKit("counter"), object_schema()
     here = sys._getframe().f_lineno + 1
     made = kit.adapter("counter.x", print, description="X.", input_schema=schema)
     assert made.defined_at == (__file__, here)
+    derived = kit.adapter(add_amount, description="Add.", input_schema=schema)
+    assert derived.defined_at == (__file__, here + 2)
     assert ToolAdapter.for_runtime(
         "counter.y", "counter", print, description="Y.", input_schema=schema
-    ).defined_at == (__file__, here + 2)
+    ).defined_at == (__file__, here + 4)

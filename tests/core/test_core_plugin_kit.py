@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from collections.abc import Callable
@@ -13,7 +14,9 @@ import pytest
 import agent_presets
 from agent_presets.atomicfile import write_atomic
 from agent_presets.catalog import collect
+from agent_presets.cli.newplugin import write_plugin
 from agent_presets.host.statedb import StateStore
+from agent_presets.loader import load_preset_file
 from agent_presets.plugins import load_plugins
 from agent_presets.testing import PresetsHost, PresetTable, read_only_tools
 
@@ -133,6 +136,92 @@ def test_an_adapters_module_without_tool_adapters_is_a_problem_naming_what_to_de
     catalog = collect(plugins)
     [problem] = [p for p in catalog.problems if "tool_adapters" in str(p)]
     assert "kit_notes.adapters has no tool_adapters() function" in str(problem)
+
+
+RUNTIME_INIT = """
+from agent_presets import PluginHooks
+
+_hooks = PluginHooks(__name__, runtimes={"notes": ".notebook:Notebook"})
+presets_preset_files = _hooks.presets_preset_files
+presets_tool_adapters = _hooks.presets_tool_adapters
+presets_headless_runtime = _hooks.presets_headless_runtime
+__getattr__ = _hooks.module_getattr
+"""
+RUNTIME_NOTEBOOK = """
+from agent_presets import TableRuntime
+
+
+class Notebook(TableRuntime):
+    notes = ()
+
+    def read_rows(self, rows):
+        self.notes = tuple(rows["notes"])
+
+    def load_state(self, state):
+        self.notes = tuple(state["notes"])
+
+    def row_keys(self):
+        return ["notes"]
+
+    def row(self, key):
+        return list(self.notes)
+
+    def __len__(self):
+        return len(self.notes)
+"""
+
+
+def test_plugin_hooks_give_each_world_its_table_runtime_loaded_when_first_used(
+    notes_package: Any, tmp_path: Path, presets_host: Callable[..., PresetsHost]
+) -> None:
+    (tmp_path / "kit_notes" / "__init__.py").write_text(RUNTIME_INIT)
+    (tmp_path / "kit_notes" / "notebook.py").write_text(RUNTIME_NOTEBOOK)
+    importlib.reload(notes_package)
+    state = tmp_path / "state"
+    (state / "worlds" / "home").mkdir(parents=True)
+    (state / "worlds" / "home" / "notes.json").write_text('{"notes": ["saved", "whole"]}')
+    host = presets_host(plugins=[notes_package], state_dir=state)
+    assert "kit_notes.notebook" not in sys.modules  # the host started without it
+    host.set_context(surface="canvas", activity="notes")
+    assert host.call_tool("space_notes_count") == 2  # migrated from the file saved whole
+    assert notes_package.Notebook is sys.modules["kit_notes.notebook"].Notebook
+    with pytest.raises(AttributeError, match="module 'kit_notes' has no attribute 'Notes'"):
+        notes_package.Notes  # noqa: B018
+
+
+def test_a_runtime_given_neither_as_a_class_nor_as_module_colon_class_is_refused() -> None:
+    with pytest.raises(ValueError, match="give the class, or where it is as 'module:Class'"):
+        agent_presets.PluginHooks("kit_notes", runtimes={"notes": ".notebook"})
+
+
+def test_the_smallest_plugin_is_one_module_and_its_presets_and_its_tool_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, presets_host: Callable[..., PresetsHost]
+) -> None:
+    # What `presets new-plugin` writes: the package is one module and its presets.
+    write_plugin("jot", tmp_path / "p")
+    package = tmp_path / "p" / "src" / "agent_presets_jot"
+    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "presets.yaml"]
+    # Each tool id is written once, in the presets: no string in the module's code holds one.
+    listed = {i for preset in load_preset_file(package / "presets.yaml") for i in preset.tool_ids}
+    assert listed == {"jot.add-note", "jot.list-notes"}
+    tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)][1:]  # no docstring
+    assert not [s for s in strings if isinstance(s, str) and any(i in s for i in listed)]
+
+    monkeypatch.syspath_prepend(str(tmp_path / "p" / "src"))
+    try:
+        module = importlib.import_module("agent_presets_jot")
+        plugins = load_plugins([module])
+        catalog = collect(plugins)
+        assert plugins.problems == catalog.problems == []  # it loads and validates
+        assert {a.id for a in catalog.adapters} == listed
+        host = presets_host(plugins=[module], context={"surface": "canvas", "activity": "jot"})
+        assert host.call_tool("space_jot_add_note", text=" buy milk ") == {"number": 1}
+        host.restart()
+        assert host.call_tool("space_jot_list_notes") == {"notes": ["buy milk"]}
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "agent_presets_jot"]:
+            del sys.modules[name]
 
 
 @pytest.mark.parametrize("plugin", ["drawing", "general", "graph", "scene", "units"])

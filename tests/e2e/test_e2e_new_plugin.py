@@ -37,10 +37,7 @@ FILES = [
     "pyproject.toml",
     "schemas/preset.schema.json",
     "src/agent_presets_time_tracker/__init__.py",
-    "src/agent_presets_time_tracker/adapters.py",
-    "src/agent_presets_time_tracker/notebook.py",
     "src/agent_presets_time_tracker/presets.yaml",
-    "src/agent_presets_time_tracker/py.typed",
     "tests/test_time_tracker.py",
 ]
 

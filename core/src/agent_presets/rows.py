@@ -211,9 +211,10 @@ class TableRuntime:
     """A runtime whose state is in memory and, one row per part, in a host's table.
 
     What the reference runtimes share, so that a subclass writes only its
-    own state. It keeps its state in attributes set in ``__init__`` (which
+    own state. It keeps its state in attributes: set in ``__init__`` (which
     keeps the signature ``(changed=None, *, table=None)`` and calls
-    ``super().__init__(changed, table=table)`` first) and defines:
+    ``super().__init__(changed, table=table)`` first), or defaults on the
+    class that ``read_rows`` sets on the runtime. It defines:
 
     - ``error``: its refusal type (a class attribute), which ``TableSync``
       lets through untouched;
@@ -316,9 +317,10 @@ class TableRuntime:
         self._take(fresh)
 
     def _take(self, fresh: TableRuntime) -> None:
-        for name, value in vars(fresh).items():
-            if name not in _FRAME:
-                setattr(self, name, value)
+        """Hold ``fresh``'s state and nothing else: all its attributes but the frame."""
+        frame = {name: vars(self)[name] for name in _FRAME}
+        vars(self).clear()
+        vars(self).update(vars(fresh), **frame)
 
 
 _FRAME: Final = frozenset({"table", "_changed", "table_sync"})

@@ -194,7 +194,7 @@ def install_step() -> str:
     "empty or absent.",
 )
 def new_plugin(name: str, directory: Path | None) -> None:
-    """Write a new plugin NAME: a package, presets, a tool, tests, CI and pre-commit.
+    """Write a new plugin NAME: one module and its presets, tests, CI and pre-commit.
 
     \b
     Then, in the new folder, in a fresh virtual environment (the printed step makes one):
