@@ -11,8 +11,23 @@ import pytest
 DOC = Path(__file__).parents[2] / "docs" / "plugins.md"
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+def blocks(language: str, section: str = "## 1. The package") -> list[str]:
+    """The ``language`` code blocks of ``section`` and, for section 1, of the sections after it."""
+    text = DOC.read_text(encoding="utf-8").split(section, 1)[1]
+    if not section.startswith("## 1."):
+        text = text.split("\n## ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def test_the_plugin_on_one_screen_is_what_new_plugin_writes() -> None:
+    # Its own tests, its build and its install run in tests/e2e/test_e2e_new_plugin.py.
+    from agent_presets.cli.newplugin import PluginNames, render
+
+    written = render(PluginNames.parse("notes"))
+    [module] = blocks("python", "## A plugin on one screen")
+    [presets] = blocks("yaml", "## A plugin on one screen")
+    assert module == written["src/agent_presets_notes/__init__.py"]
+    assert presets == written["src/agent_presets_notes/presets.yaml"]
 
 
 def test_the_documented_plugin_loads_validates_and_runs(

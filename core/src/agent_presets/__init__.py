@@ -84,8 +84,8 @@ _UNLISTED = {
     "build_server": "server",
     "serve": "server",
     "ServeConfig": "server",
-    # Listed for plugin authors before: what the built-in pictures and the console pass an
-    # SVG through. It is the core's own care (agent_presets.safetext), still loaded here.
+    # Listed for plugin authors before; the console applies it to every view, so a plugin
+    # needs it only for an SVG it serves elsewhere (the built-in drawing's resource).
     "svg_safe": "safetext",
 }
 

@@ -265,15 +265,19 @@ class TableRuntime:
         runtime.save_all()
 
     def read_rows(self, rows: dict[str, Any]) -> None:
+        """Read a table's rows (never none) into this fresh runtime: the subclass's."""
         raise NotImplementedError(f"{type(self).__name__} must define read_rows(rows)")
 
     def row(self, key: str) -> Any:
+        """The value row ``key`` holds for the state in memory now, or None: the subclass's."""
         raise NotImplementedError(f"{type(self).__name__} must define row(key)")
 
     def load_state(self, state: Mapping[str, Any]) -> None:
+        """Read a whole state into this fresh runtime, or raise ``error``: the subclass's."""
         raise NotImplementedError(f"{type(self).__name__} has no whole state: define load_state")
 
     def row_keys(self) -> list[str]:
+        """Every row key of the state in memory, for ``save_all``: the subclass's."""
         raise NotImplementedError(f"{type(self).__name__} has no whole state: define row_keys")
 
     def save(self, *keys: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_presets.safetext import svg_safe
+from agent_presets import svg_safe
 
 SVG_NS = "http://www.w3.org/2000/svg"
 

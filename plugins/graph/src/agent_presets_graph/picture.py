@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Protocol
 
-from agent_presets.safetext import svg_safe
+from agent_presets import svg_safe
 
 
 class Node(Protocol):
