@@ -472,7 +472,7 @@ def test_a_kit_refuses_an_action_whose_name_makes_no_tool_id() -> None:
     with pytest.raises(PresetValidationError, match="name its function after the tool"):
         kit.adapter(lambda c, a: 0, description="No name.", input_schema=schema)
     with pytest.raises(TypeError, match="give the action after the tool id"):
-        kit.adapter("counter.add", description="No action.", input_schema=schema)  # type: ignore[call-overload]
+        kit.adapter("counter.add", description="No action.", input_schema=schema)
 
 
 def test_an_adapter_knows_the_line_that_made_it() -> None:

@@ -553,38 +553,6 @@ class AdapterKit:
             )
         return tool_id
 
-    @overload
-    def adapter(
-        self,
-        action: RuntimeAction,
-        /,
-        *,
-        description: str,
-        input_schema: Mapping[str, Any],
-        name: str | None = None,
-        title: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        source: str | None = None,
-        task_support: TaskSupport | None = None,
-    ) -> ToolAdapter: ...
-
-    @overload
-    def adapter(
-        self,
-        id: str,
-        action: RuntimeAction,
-        *,
-        description: str,
-        input_schema: Mapping[str, Any],
-        name: str | None = None,
-        title: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        source: str | None = None,
-        task_support: TaskSupport | None = None,
-    ) -> ToolAdapter: ...
-
     def adapter(
         self,
         id: str | RuntimeAction,
@@ -599,7 +567,11 @@ class AdapterKit:
         source: str | None = None,
         task_support: TaskSupport | None = None,
     ) -> ToolAdapter:
-        """The adapter of a tool: ``action(app.<runtime>, arguments)`` when it is called."""
+        """The adapter of a tool: ``action(app.<runtime>, arguments)`` when it is called.
+
+        ``adapter(action, ...)`` names the tool ``tool_id(action)``; ``adapter(id,
+        action, ...)`` names it ``id``.
+        """
         if action is None:
             if isinstance(id, str):
                 raise TypeError(f"kit.adapter({id!r}): give the action after the tool id")
