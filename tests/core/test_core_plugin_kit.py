@@ -13,8 +13,8 @@ import pytest
 import agent_presets
 from agent_presets.atomicfile import write_atomic
 from agent_presets.catalog import collect
-from agent_presets.host.statedb import StateStore
 from agent_presets.plugins import load_plugins
+from agent_presets.server.store.statedb import StateStore
 from agent_presets.testing import PresetsHost, PresetTable, read_only_tools
 
 RUNTIME_MODULES = [

@@ -258,7 +258,7 @@ class PresetsHost:
         Read through a second connection: what a restart would find, so a
         change held only in memory is not here.
         """
-        from agent_presets.host.statedb import DB_FILE, StateStore
+        from agent_presets.server.store.statedb import DB_FILE, StateStore
 
         store = StateStore(self.host.state_dir / DB_FILE)
         try:

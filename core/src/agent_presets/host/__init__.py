@@ -4,10 +4,11 @@ It holds the shell state a real host reports (surface, activity, canvas
 visibility, theme, current world), a sandboxed file root, and slots that
 plugins fill with reference runtimes through ``presets_headless_runtime``.
 Shell changes feed ``PresetManager.set_context``; every change is persisted
-in the state directory (runtimes in its SQLite database, ``statedb``, or on
-Redis with ``presets serve --store redis://...``, ``redisrows``, shared by every
-replica on it), so a restart resumes where it stopped. One host at a time writes a state directory
-(``StateLock``), and the file root may not overlap it (``check_root``).
+in the state directory (runtimes in its SQLite database, ``server.store.statedb``,
+or on Redis with ``presets serve --store redis://...``, ``server.store.redisrows``,
+shared by every replica on it), so a restart resumes where it stopped. One host
+at a time writes a state directory (``StateLock``, ``server.store.lock``), and
+the file root may not overlap it (``check_root``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from agent_presets.host.headless import (
     TableRuntimeFactory,
     WorldRuntimeFactory,
 )
-from agent_presets.host.lock import StateLock, StateLockedError, acquire_state_lock
 from agent_presets.host.options import ServeOptions
 from agent_presets.host.roots import RootOverlapError, check_root
-from agent_presets.host.statedb import StateStore, Table
+from agent_presets.server.store.lock import StateLock, StateLockedError, acquire_state_lock
+from agent_presets.server.store.statedb import StateStore, Table
 
 __all__ = [
     "HEADLESS_DEFAULTS",

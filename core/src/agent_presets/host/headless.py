@@ -13,10 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, cast
 
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.host.lock import StateLock
-from agent_presets.host.redisrows import RedisRows, RedisTable
 from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
-from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.host.store import read_json, write_json_atomic
 from agent_presets.listeners import Listeners
 from agent_presets.model import (
@@ -27,6 +24,9 @@ from agent_presets.model import (
 )
 from agent_presets.principal import LOCAL, current_principal
 from agent_presets.rows import RowTable
+from agent_presets.server.store.lock import StateLock
+from agent_presets.server.store.redisrows import RedisRows, RedisTable
+from agent_presets.server.store.statedb import DB_FILE, StateStore, Table
 
 if TYPE_CHECKING:
     from agent_presets.boot import HostDefaults, Presets
@@ -344,7 +344,7 @@ class HeadlessHost:
         ``tables``: where the runtimes' tables are kept. None (or ``embedded``):
         the state directory's database; ``redis://HOST:PORT/DB`` (``presets serve
         --store``): that Redis, shared with every replica on it, so the worlds'
-        drawings, graphs and scenes are one for all of them (``host.redisrows``).
+        drawings, graphs and scenes are one for all of them (``server.store.redisrows``).
         """
         self.state_dir = Path(state_dir).resolve()
         self.root = (

@@ -3,6 +3,11 @@
 The interface and its records are in ``base``; ``EmbeddedStore`` (``embedded``)
 keeps one server's state in its memory and state directory, and
 ``open_store`` opens what a ``--store`` value names.
+
+The host's runtimes keep their tables beside it: in the state directory's
+SQLite database (``statedb``) or on Redis (``redisrows``), each transaction
+made once however deeply its blocks nest (``nesting``); one server at a time
+writes a state directory (``lock``).
 """
 
 from __future__ import annotations
