@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from agent_presets import hookimpl, load_plugins
 from agent_presets.cli import main
 from agent_presets.host import HeadlessHost, ServeOptions
-from agent_presets.host.options import collect_serve_options
+from agent_presets.server.host.options import collect_serve_options
 
 
 @dataclass(frozen=True)

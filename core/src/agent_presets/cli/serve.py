@@ -39,7 +39,7 @@ PLUGINS_KEY = "agent_presets.serve.plugins"
 _ADDED_KEY = "agent_presets.serve.added"
 """ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
 BUILT_KEY = "agent_presets.serve.options"
-"""ctx.meta: what each plugin's serve options built (``agent_presets.host.options``)."""
+"""ctx.meta: what each plugin's serve options built (``agent_presets.server.host.options``)."""
 OPENCODE_KEY = "presets"
 """The opencode server key: its tools read ``presets_space_...``, not ``space_space_...``."""
 OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -228,8 +228,8 @@ class ServeCommand(click.Command):
     """Its start-up (plugins, host, SDK) keeps the collector paused until it serves."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from agent_presets.host.options import collect_serve_options
         from agent_presets.plugins import load_plugins
+        from agent_presets.server.host.options import collect_serve_options
 
         # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
         plugin_set = load_plugins(plugins_dir=_plugins_dir_in(args))

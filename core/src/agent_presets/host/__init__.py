@@ -1,21 +1,15 @@
-"""The headless host: the embedded default app that ``presets serve`` runs.
+"""The headless host's public names: the embedded default app that ``presets serve`` runs.
 
-It holds the shell state a real host reports (surface, activity, canvas
-visibility, theme, current world), a sandboxed file root, and slots that
-plugins fill with reference runtimes through ``presets_headless_runtime``.
-Shell changes feed ``PresetManager.set_context``; every change is persisted
-in the state directory (runtimes in its SQLite database, ``server.store.statedb``,
-or on Redis with ``presets serve --store redis://...``, ``server.store.redisrows``,
-shared by every replica on it), so a restart resumes where it stopped. One host
-at a time writes a state directory (``StateLock``, ``server.store.lock``), and
-the file root may not overlap it (``check_root``).
+The served host lives in the server package (``agent_presets.server.host``, its
+stores in ``agent_presets.server.store``); this package names it for plugins and
+hosts, beside the Space shell's context fields and defaults.
 """
 
 from __future__ import annotations
 
 from agent_presets.host.context_fields import SURFACES
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.host.headless import (
+from agent_presets.server.host.headless import (
     THEMES,
     HeadlessHost,
     Shell,
@@ -23,8 +17,8 @@ from agent_presets.host.headless import (
     TableRuntimeFactory,
     WorldRuntimeFactory,
 )
-from agent_presets.host.options import ServeOptions
-from agent_presets.host.roots import RootOverlapError, check_root
+from agent_presets.server.host.options import ServeOptions
+from agent_presets.server.host.roots import RootOverlapError, check_root
 from agent_presets.server.store.lock import StateLock, StateLockedError, acquire_state_lock
 from agent_presets.server.store.statedb import StateStore, Table
 

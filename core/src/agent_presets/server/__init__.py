@@ -14,7 +14,11 @@ serves them and keeps what a running server keeps:
 - ``tokens``: bearer tokens and their profiles;
 - ``events`` and ``eventlog``: the event log's schema and its file;
 - ``stats``: what the log says;
-- ``console``: the browser console.
+- ``console``: the browser console;
+- ``host``: the headless host it serves (its shell, file root and runtime
+  slots), whose public names are ``agent_presets.host``'s;
+- ``store``: what it keeps, in its state directory or on Redis: principals,
+  tokens, requests, the event log, the runtimes' tables, the state lock.
 
 Nothing in the library imports this package. ``serve``, ``build_server``,
 ``PresetServer`` and ``ServeConfig`` load on first use, so ``import

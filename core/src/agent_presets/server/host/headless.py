@@ -12,9 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, cast
 
+from agent_presets.atomicfile import read_json, write_json_atomic
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
-from agent_presets.host.store import read_json, write_json_atomic
 from agent_presets.listeners import Listeners
 from agent_presets.model import (
     MissingRuntimeError,
@@ -24,6 +23,7 @@ from agent_presets.model import (
 )
 from agent_presets.principal import LOCAL, current_principal
 from agent_presets.rows import RowTable
+from agent_presets.server.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.server.store.lock import StateLock
 from agent_presets.server.store.redisrows import RedisRows, RedisTable
 from agent_presets.server.store.statedb import DB_FILE, StateStore, Table
@@ -434,7 +434,7 @@ class HeadlessHost:
         self._mark(name, exclusive)
 
     def serve_options(self, kind: type[T]) -> T:
-        """The ``kind`` a plugin's ``presets serve`` options built (``agent_presets.host.options``).
+        """The ``kind`` a plugin's ``presets serve`` options built (``server.host.options``).
 
         ``kind()`` (its defaults) when ``serve`` parsed none: a scratch host, a
         test, a host started from code.
