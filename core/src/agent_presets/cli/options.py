@@ -68,19 +68,11 @@ def open_store_or_fail(url: str | None, state_dir: Path | None) -> Any:
     from agent_presets.server.store import StoreSettingsError, StoreUnavailableError, open_store
 
     try:
-        store = open_store(url, state_dir)
+        return open_store(url, state_dir, check=True)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--store'") from None
-    except StoreUnavailableError as exc:
+    except (StoreUnavailableError, StoreSettingsError) as exc:
         raise click.ClickException(str(exc)) from None
-    ping = getattr(store, "ping", None)
-    if ping is not None:
-        try:
-            ping()
-        except (StoreUnavailableError, StoreSettingsError) as exc:
-            store.close()
-            raise click.ClickException(str(exc)) from None
-    return store
 
 
 def warn(message: str) -> None:

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
-from agent_presets import _startup
 from agent_presets.cli.options import (
     context_options,
     default_state_dir,
     emit_json,
     installed_plugins,
     load_installed,
-    open_store_or_fail,
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
@@ -30,9 +27,8 @@ from agent_presets.cli.options import (
     warn,
 )
 from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.model import DANGEROUS_RISKS, PresetError, PresetValidationError, effective_risk
+from agent_presets.model import DANGEROUS_RISKS, effective_risk
 from agent_presets.plugins import PluginSet
-from agent_presets.server.start import start_front_enabled
 
 PLUGINS_KEY = "agent_presets.serve.plugins"
 """ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
@@ -419,36 +415,14 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @context_options
 @plugins_dir_option
 def serve(
-    transport: str,
-    host: str,
-    port: int,
     state_dir: Path | None,
-    store_url: str | None,
-    root: Path | None,
-    allow: tuple[str, ...],
-    max_calls: int | None,
-    max_calls_per_tool: int | None,
-    event_log: Path | None,
-    no_event_log: bool,
-    namespace: str,
-    auth: str | None,
-    insecure: bool,
-    confirm: str,
-    confirm_timeout: float,
-    confirm_via: str,
-    console_address: str | None,
-    max_sessions: int | None,
-    replica: str | None,
-    upstreams_at_start: bool,
-    tool_budget: int | None,
-    discovery: str,
-    delivery: str,
     surface: str | None,
     activity: str | None,
     canvas_visible: bool | None,
     facts: tuple[str, ...],
     force_on: tuple[str, ...],
     force_off: tuple[str, ...],
+    **flags: Any,
 ) -> None:
     """Serve the active tools over MCP, on the headless host.
 
@@ -461,287 +435,28 @@ def serve(
     (--delivery; by default 2026-07-28 clients, opencode, Codex and Claude Code
     are stable). One banner line goes to stderr.
     """
-    from agent_presets.server import ServeConfig
-    from agent_presets.server.control import SOCKET_NAME
-
-    # Check every flag before the host's saved state is touched.
-    console_at = _check_flags(
-        transport,
-        host,
-        namespace,
-        auth,
-        insecure,
-        console_address,
-        event_log,
-        no_event_log,
-        max_sessions,
-        facts,
-    )
-    if replica is not None:
-        _check_replica(transport, replica)
-    if delivery == "stable" and discovery == "list":
-        raise click.UsageError(
-            "--delivery stable reaches what a context change activates through presets_call, "
-            "and --discovery list serves none; use --discovery auto or search, or "
-            "--delivery live"
-        )
-    if tool_budget is not None and discovery == "list":
-        raise click.UsageError(
-            "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
-            "out, and --discovery list serves neither; use --discovery auto or search"
-        )
-    store = open_store_or_fail(store_url, state_dir or default_state_dir())
-    # The runtimes' tables (the drawing, the graph ...) are shared on the same Redis.
-    app, presets = _start_host(
-        state_dir, root, namespace, overrides_from_flags(force_on, force_off), store_url
-    )
-    presets.upstreams.start_at_once = upstreams_at_start
-    # On a shared store the log is its stream (every replica's lines, one chain), unless
-    # --event-log names a file.
-    shared_log = getattr(store, "event_log", None)
-    policy = _policy(
-        presets,
-        allow,
-        max_calls,
-        max_calls_per_tool,
-        None
-        if no_event_log or (shared_log is not None and event_log is None)
-        else (event_log or app.state_dir / "events.jsonl"),
-    )
-    if shared_log is not None and not no_event_log and event_log is None:
-        policy.events = shared_log()
-    policy.store = store
-    policy.own_store = False
-    _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
-    tokens = _tokens(app, store) if auth == "tokens" else None
-    config = ServeConfig(
-        transport=cast(Any, transport),
-        host=host,
-        port=port,
-        banner=_banner(presets, policy, tokens, app.state_dir),
-        policy=policy,
-        control_socket=app.state_dir / SOCKET_NAME,
-        tokens=tokens,
-        insecure=insecure,
-        confirm=cast(Any, confirm),
-        confirm_timeout=confirm_timeout,
-        confirm_via=cast(Any, confirm_via),
-        console=None if console_at is None else _console_options(console_at, app),
-        max_sessions=max_sessions,
-        replica=replica,
-        tool_budget=tool_budget,
-        discovery=cast(Any, discovery),
-        delivery=cast(Any, delivery),
-        state_dir=app.state_dir,
-        store=store,
-    )
-    if transport == "stdio" and start_front_enabled():
-        # The first requests are answered from here on, while the SDK loads below.
-        config = config.replace(front=_start_front(presets, config))
-    from agent_presets.server.mcp import serve as run_server  # the SDK: a second or more
-
-    _startup.resume()  # start-up is over (agent_presets._startup)
-    try:
-        run_server(presets, config)
-    finally:
-        store.close()
-
-
-def _start_front(presets: Any, config: Any) -> Any:
-    from agent_presets.server.start.front import Replies, StartFront
-
-    replies = Replies(
-        presets,
-        policy=config.policy,
-        page_size=config.page_size,
-        tool_budget=config.tool_budget,
-        discovery=config.discovery,
-        store=config.store,
-        delivery=config.delivery,
-    )
-    return StartFront(replies, control_socket=config.control_socket)
-
-
-def _check_flags(
-    transport: str,
-    host: str,
-    namespace: str,
-    auth: str | None,
-    insecure: bool,
-    console_address: str | None,
-    event_log: Path | None,
-    no_event_log: bool,
-    max_sessions: int | None,
-    facts: tuple[str, ...],
-) -> tuple[str, int] | None:
-    """Refuse flags that cannot work together, before anything is touched; the console's address."""
-    from agent_presets.adapters import MCP_NAME_RE
+    from agent_presets.server import process
 
     if facts:
         raise click.UsageError(
             "--set is not supported by serve: the headless host owns its "
             "context; use --surface/--activity/--canvas-visible"
         )
-    if namespace and not MCP_NAME_RE.match(namespace):
-        raise click.BadParameter(
-            "use lowercase letters, digits and '_', starting with a letter, like myapp_",
-            param_hint="'--namespace'",
-        )
-    console_at: tuple[str, int] | None = None
-    if console_address is not None:
-        from agent_presets.server.console import is_loopback, parse_address
-
-        try:
-            console_at = parse_address(console_address)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--console'") from None
-        if not is_loopback(console_at[0]):
-            if not insecure:
-                raise click.BadParameter(
-                    f"{console_at[0]} is not a loopback address: anyone who reaches it could "
-                    "turn presets on; use 127.0.0.1, or pass --insecure",
-                    param_hint="'--console'",
-                )
-            warn(f"the console listens on {console_at[0]}: anyone with its URL may turn presets on")
-    if event_log is not None and no_event_log:
-        raise click.UsageError("--event-log and --no-event-log contradict each other")
-    if auth is not None and transport != "http":
-        raise click.UsageError("--auth tokens needs --transport http")
-    if max_sessions is not None and transport != "http":
-        raise click.UsageError("--max-sessions needs --transport http")
-    if transport == "http":
-        from agent_presets.server.mcp.auth import check_exposure
-
-        check_exposure(host, auth=auth, insecure=insecure)
-    return console_at
-
-
-def _check_replica(transport: str, replica: str) -> None:
-    from agent_presets.server.config import check_replica_name
-
-    if transport != "http":
-        raise click.UsageError("--replica needs --transport http: stdio has no sessions to route")
-    try:
-        check_replica_name(replica)
-    except PresetError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--replica'") from None
-
-
-def _start_host(
-    state_dir: Path | None,
-    root: Path | None,
-    namespace: str,
-    overrides: dict[str, str],
-    store: str | None = None,
-) -> tuple[Any, Any]:
-    """The headless host, started with the installed plugins (and the plugins folder)."""
-    from agent_presets.host import HeadlessHost
-    from agent_presets.tools import ToolRegistry
-
-    folder = plugins_dir()
+    # The context flags, as one change of the host's context ("" clears a field).
+    context = {"surface": surface, "activity": activity, "canvas_visible": canvas_visible}
     ctx = click.get_current_context()
-    # The file tools must not reach code that the next start imports.
-    app = HeadlessHost(
-        state_dir or default_state_dir(),
-        root,
-        plugin_dirs=[folder] if folder is not None else [],
-        serve_options=ctx.meta.get(BUILT_KEY, ()),
-        tables=store,
+    settings = process.ServeSettings(
+        state_dir=state_dir or default_state_dir(),
+        plugins_dir=plugins_dir(),
+        context={k: (v if v != "" else None) for k, v in context.items() if v is not None},
+        overrides=overrides_from_flags(force_on, force_off),
+        serve_options=tuple(ctx.meta.get(BUILT_KEY, ())),
+        **flags,
     )
     plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
-    for problem in plugin_set.problems:  # loaded as the command line was read: said now
-        warn(str(problem))
-    loaded = len(plugin_set.problems)  # already reported
-    presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
-    # A runtime hook that raised: said now, not when its first tool call fails. (The
-    # catalog's problems, presets.problems, bootstrap has already logged once.)
-    for problem in plugin_set.problems[loaded:]:
-        warn(f"skipped: {problem}")
-    return app, presets
-
-
-def _policy(
-    presets: Any,
-    allow: tuple[str, ...],
-    max_calls: int | None,
-    max_calls_per_tool: int | None,
-    event_log: Path | None,
-) -> Any:
-    from agent_presets.server.policy import ToolPolicy
-
     try:
-        allowed = ToolPolicy.allow_list(presets, allow) if allow else None
-    except PresetValidationError as exc:
-        raise click.BadParameter(exc.message, param_hint="'--allow'") from None
-    return ToolPolicy(
-        allow=allowed,
-        max_calls=max_calls,
-        max_calls_per_tool=max_calls_per_tool,
-        event_log=event_log,
-    )
-
-
-def _set_context(app: Any, presets: Any, **flags: Any) -> None:
-    """Apply ``--surface``/``--activity``/``--canvas-visible`` as one change, checked whole.
-
-    The flags set fields of the headless host's vocabulary, whose values the
-    host and the plugins declare, as `presets context set` does. An
-    undeclared value is refused with the declared values and the closest one,
-    and nothing is saved.
-    """
-    changes = {k: (v if v != "" else None) for k, v in flags.items() if v is not None}
-    if not changes:
-        return
-    from agent_presets.vocabulary import ContextValueError
-
-    try:
-        presets.vocabulary.check_change(changes)
-        app.update_context(changes)
-    except ContextValueError as exc:
-        flag = f"'--{exc.field.replace('_', '-')}'"
-        raise click.BadParameter(str(exc), param_hint=flag) from None
-    except PresetError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _tokens(app: Any, store: Any) -> Any:
-    from agent_presets.server.tokens import TokenTable  # only where tokens are used
-
-    shared = getattr(store, "token_table", None)
-    tokens = shared() if shared is not None else TokenTable(app.state_dir)
-    if not tokens.names():
-        how = f" --store {store.url}" if shared is not None else ""
-        warn(
-            f"no tokens in {tokens.where} yet: every request is refused until one is made "
-            f"with `presets tokens create NAME{how}`"
-        )
-    return tokens
-
-
-def _banner(presets: Any, policy: Any, tokens: Any, state_dir: Path) -> Callable[[str], None]:
-    def banner(where: str) -> None:
-        click.echo(
-            f"presets serve: {len(presets.plugins.plugins)} plugins, "
-            f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools"
-            + (f" ({len(policy.allow.tools)} allowed)" if policy.allow else "")
-            + ", "
-            f"{where}"
-            + (f", {len(tokens.names())} tokens" if tokens is not None else "")
-            + f", state in {state_dir}",
-            err=True,
-        )
-
-    return banner
-
-
-def _console_options(address: tuple[str, int], app: Any) -> Any:
-    from agent_presets.server.console.app import ConsoleOptions
-    from agent_presets.server.console.credential import CREDENTIAL_FILE
-
-    return ConsoleOptions(
-        host=address[0],
-        port=address[1],
-        app=app,
-        announce=lambda line: click.echo(line, err=True),
-        credential=app.state_dir / CREDENTIAL_FILE,
-    )
+        process.serve(settings, plugin_set, say=lambda line: click.echo(line, err=True), warn=warn)
+    except process.SettingError as exc:
+        if exc.flag is None:
+            raise click.UsageError(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.flag}'") from None
