@@ -1,7 +1,9 @@
 """``presets serve`` and ``presets opencode``: run the MCP server, and point opencode at it.
 
-Only ``serve`` imports the MCP server (``agent_presets.server.mcp``), inside the
-command: importing ``mcp`` costs about a second that the other commands skip.
+``serve`` reads its flags and hands them to the served process
+(``agent_presets.server.process``), which puts it together and runs it; only
+that imports the MCP server, inside the command: importing ``mcp`` costs about
+a second that the other commands skip.
 """
 
 from __future__ import annotations
