@@ -4,6 +4,8 @@ The library (``agent_presets``'s model, loader, registry, manager, adapters,
 sync, plugins and bootstrap) decides which tools are active; this package
 serves them and keeps what a running server keeps:
 
+- ``process``: the served process put together from ``presets serve``'s
+  settings, and run;
 - ``mcp``: the MCP glue (the server class, its transports, the call
   pipeline, confirmation, change fan-out); the only part that imports ``mcp``;
 - ``config``: ``ServeConfig``, every serving option in one frozen object;
