@@ -5,13 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.adapters import ToolAdapterRegistry
 from agent_presets.catalog import Catalog, collect
+# HostDefaults and host_defaults were defined here first: still importable from here.
+from agent_presets.hosting import HostDefaults as HostDefaults
+from agent_presets.hosting import host_defaults as host_defaults
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
-from agent_presets.plugins import PluginSet, env_flag, load_plugins
+from agent_presets.plugins import PluginInfo, PluginProblem, PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
@@ -26,31 +29,39 @@ log = logging.getLogger("agent_presets")
 
 DEFAULT_CONTEXT: Mapping[str, Any] = {}
 """The context of an app that reports none: no field set. The core names no field itself."""
+DEFAULTS_HOOK: Final = "presets_host_defaults"
 
 
-@dataclass(frozen=True)
-class HostDefaults:
-    """What a host supplies and the core has no opinion of.
+def plugin_host_defaults(plugin_set: PluginSet) -> HostDefaults | None:
+    """What the plugins' ``presets_host_defaults`` supply (the host plugin's), or None.
 
-    An app offers them as its ``defaults`` attribute (the headless host's are
-    ``agent_presets.host.HEADLESS_DEFAULTS``); ``bootstrap`` and the MCP server
-    read them where the caller gives nothing more specific.
-
-    ``namespace`` prefixes every tool's MCP name (``ToolRegistry``);
-    ``context`` is the context before the host reports one (no field: the
-    core names none); ``instructions`` are the MCP server's instructions to
-    the agent (None: the server's own, which name no host's vocabulary).
+    One plugin supplies a host's defaults. A second one that does is a
+    problem in ``plugin_set.problems`` naming both; the first (in load order)
+    is used. A result that is not ``HostDefaults`` is a problem too.
     """
-
-    namespace: str
-    context: Mapping[str, Any] = field(default_factory=dict)
-    instructions: str | None = None
-
-
-def host_defaults(app: Any) -> HostDefaults | None:
-    """``app.defaults`` when the app supplies them, else None."""
-    defaults = getattr(app, "defaults", None)
-    return defaults if isinstance(defaults, HostDefaults) else None
+    found: list[tuple[PluginInfo, HostDefaults]] = []
+    for info, result in plugin_set.call_each(DEFAULTS_HOOK):
+        if result is None:
+            continue
+        if not isinstance(result, HostDefaults):
+            problem = (
+                f"plugin {info.label}: hook {DEFAULTS_HOOK} returned {type(result).__name__}; "
+                "return an agent_presets.host.HostDefaults, or None"
+            )
+        elif found:
+            problem = (
+                f"plugin {info.label}: hook {DEFAULTS_HOOK} supplies the host's defaults, which "
+                f"plugin {found[0][0].label} supplies already; only the first is used: leave "
+                "one of them out (PRESETS_LOAD_PLUGINS)"
+            )
+        else:
+            found.append((info, result))
+            continue
+        if not any(str(p) == problem for p in plugin_set.problems):  # asked once per caller
+            plugin_set.problems.append(
+                PluginProblem(info.name, problem, info.distribution, hook=DEFAULTS_HOOK)
+            )
+    return found[0][1] if found else None
 
 
 @dataclass
@@ -98,15 +109,17 @@ def bootstrap(
     parameter; a command line passes
     ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
     ``app.context()`` when the app has one, else to its ``HostDefaults``
-    context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace
-    (``DEFAULT_NAMESPACE`` for an app that supplies none). ``parse_cache``
+    context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace.
+    An app that has no ``defaults`` of its own gets the host plugin's
+    (``presets_host_defaults``), else none (``DEFAULT_NAMESPACE``, no field
+    set). ``parse_cache``
     keeps what YAML read of the preset files, so that the next start with the
     same files need not read them again (``agent_presets.parsecache``).
     """
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
     plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins, strict=strict)
-    defaults = host_defaults(app)
+    defaults = host_defaults(app) or plugin_host_defaults(plugin_set)
     if tool_registry is None:
         tool_registry = ToolRegistry(DEFAULT_NAMESPACE if defaults is None else defaults.namespace)
     catalog = collect(

@@ -87,6 +87,25 @@ class Catalog:
         return _Locator(self).field(preset, path, key=key)
 
 
+def context_vocabulary(plugin_set: PluginSet, catalog: Catalog | None = None) -> Vocabulary:
+    """The context fields the plugins declare, merged (``presets_context_fields``).
+
+    Each problem (a hook that raised, a bad or conflicting declaration) joins
+    ``catalog.problems``; with no catalog they are left for ``collect`` to report.
+    """
+    catalog = catalog if catalog is not None else Catalog()
+    declarations = [
+        (info.name, item)
+        for info, result in plugin_set.call_each(
+            "presets_context_fields", catalog.problems.append
+        )
+        for item in _items(info, result, catalog)
+    ]
+    vocabulary, problems = Vocabulary.merge(declarations)
+    catalog.problems.extend(problems)
+    return vocabulary
+
+
 def collect(
     plugin_set: PluginSet,
     *,
@@ -104,13 +123,7 @@ def collect(
     for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
             _load_file(info, item, catalog, max_file_size, parse_cache)
-    declarations = [
-        (info.name, item)
-        for info, result in plugin_set.call_each("presets_context_fields", hook_failed)
-        for item in _items(info, result, catalog)
-    ]
-    catalog.vocabulary, problems = Vocabulary.merge(declarations)
-    catalog.problems.extend(problems)
+    catalog.vocabulary = context_vocabulary(plugin_set, catalog)
     adapters: dict[str, ToolAdapter] = {}
     misnamed: list[ToolAdapter] = []  # an older mcp_name without the host's prefix
     builtins = {p.name for p in plugin_set.plugins if p.builtin}
