@@ -47,9 +47,9 @@ class Side:
     """One host on its own state directory, calling tools as a client would."""
 
     def __init__(self, state: Path, plugin: Any, shell: list[tuple[str, Any]]) -> None:
-        from agent_presets.host import HeadlessHost
+        from agent_presets_general import SpaceHost
 
-        self.host = HeadlessHost(state)
+        self.host = SpaceHost(state)
         self.presets = self.host.start([plugin])
         for method, value in shell:
             getattr(self.host.shell, method)(value)

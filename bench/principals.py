@@ -31,11 +31,11 @@ from typing import Any
 
 
 def _server(state: Path) -> tuple[Any, Any, Any]:
-    from agent_presets.host import HeadlessHost
     from agent_presets.server.principals import Principals
     from agent_presets.server.store.embedded import EmbeddedStore
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(state)
+    host = SpaceHost(state)
     presets = host.start()
     clock = [0.0]
     principals = Principals(presets.manager, EmbeddedStore(), clock=lambda: clock[0])

@@ -19,8 +19,8 @@ from agent_presets import (
     load_plugins,
 )
 from agent_presets.catalog import can_be_active_together, collect, patterns_meet
-from agent_presets.host import HeadlessHost
 from agent_presets.model import Preset
+from agent_presets_general import SpaceHost
 
 HERE = Path(__file__).resolve()
 ADAPTER_LINE = next(
@@ -220,7 +220,7 @@ def test_a_shell_switch_that_would_collide_is_refused_unsaved_and_serve_restarts
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    host = HeadlessHost(state)
+    host = SpaceHost(state)
     presets = host.start([variants(tmp_path)])
     presets.manager.set_override("view-forced", "on")  # on the scene: no canvas variant yet
     saved = (
@@ -245,12 +245,12 @@ def test_a_shell_switch_that_would_collide_is_refused_unsaved_and_serve_restarts
     close = getattr(host, "close", None)
     if close is not None:
         close()
-    again = HeadlessHost(state)
+    again = SpaceHost(state)
     assert again.start([variants(tmp_path)]).manager.get_context()["surface"] == "scene"
 
 
 def test_an_undeclared_activity_from_the_shell_is_refused_and_unsaved(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([variants(tmp_path)])
     with pytest.raises(PresetValidationError, match="no declared value 'paintng'"):
         host.shell.set_activity("paintng")

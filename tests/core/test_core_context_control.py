@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from agent_presets import ContextField, PresetError, bootstrap, hookimpl
-from agent_presets.host import HeadlessHost
 from agent_presets.server.control import Controller, respond
 from agent_presets.server.events import ContextChange, Event, check_event
 from agent_presets.vocabulary import ContextValueError
+from agent_presets_general import SpaceHost
 
 
 @pytest.fixture
 def host(tmp_path: Path) -> Any:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
         yield host
 

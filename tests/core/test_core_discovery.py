@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server import ServeConfig
 from agent_presets.server.clients import KNOWN_CLIENTS, known_not_to_relist
 from agent_presets.server.mcp import build_server
@@ -22,11 +21,12 @@ from agent_presets.server.mcp.discovery import ALWAYS_LOAD, Relisting
 from agent_presets.server.policy import Profile, ToolPolicy
 from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
 from agent_presets.toolsearch import ToolIndex, catalog_docs, query_words, words
+from agent_presets_general import SpaceHost
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    host = HeadlessHost(tmp_path_factory.mktemp("discovery") / "state")
+    host = SpaceHost(tmp_path_factory.mktemp("discovery") / "state")
     presets = host.start()
     host.update_context({"surface": "scene", "activity": None})
     built = build_server(presets, ServeConfig(tool_budget=3000))
@@ -238,7 +238,7 @@ def test_a_budget_server_is_built_without_waiting_for_the_tokenizer(
         return real(name)
 
     monkeypatch.setattr(budget, "get_tokenizer", slow)
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     start = time.perf_counter()
     built = build_server(presets, ServeConfig(tool_budget=3000))

@@ -19,7 +19,6 @@ from greet_plugin import GREET_MODULE, GREET_PRESETS
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl, load_plugins
 from agent_presets.catalog import collect
-from agent_presets.host import HeadlessHost
 from agent_presets.plugins import (
     PluginLoadError,
     PluginProblem,
@@ -27,6 +26,7 @@ from agent_presets.plugins import (
     import_file,
     trace_hook_calls,
 )
+from agent_presets_general import SpaceHost
 
 RAISING_RUNTIME_MODULE = """\
 from agent_presets import hookimpl
@@ -239,7 +239,7 @@ def test_a_raising_runtime_hook_is_a_problem_naming_plugin_hook_exception_and_li
 ) -> None:
     folder = plugins_folder(tmp_path, **{"greeter.py": RAISING_RUNTIME_MODULE})
     plugin_set = load_plugins(env={"PRESETS_LOAD_PLUGINS": "greeter"}, plugins_dir=folder)
-    HeadlessHost(tmp_path / "state").start(plugin_set)
+    SpaceHost(tmp_path / "state").start(plugin_set)
     [problem] = plugin_set.problems
     assert isinstance(problem, PluginProblem)
     assert (problem.plugin, problem.hook) == ("greeter", "presets_headless_runtime")

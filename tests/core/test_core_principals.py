@@ -14,19 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_presets.host import HeadlessHost
 from agent_presets.model import PresetError
 from agent_presets.principal import LOCAL, acting_as, current_principal
 from agent_presets.server.control import Controller
 from agent_presets.server.principals import Audience, Principals
 from agent_presets.server.store.embedded import EmbeddedStore
+from agent_presets_general import SpaceHost
 
 READ_FILES = "general-file-read-tools"
 THEME = "general-theme-tools"
 
 
 class Served:
-    def __init__(self, host: HeadlessHost) -> None:
+    def __init__(self, host: SpaceHost) -> None:
         assert host.presets is not None
         self.host = host
         self.manager = host.presets.manager
@@ -44,7 +44,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     host.start()
     try:
         yield Served(host)

@@ -237,12 +237,11 @@ def test_the_loader_the_catalog_and_the_registry_word_a_duplicate_alike(
 
 
 def test_the_default_namespace_is_the_tool_registry_and_catalog_default() -> None:
-    import inspect
+    from agent_presets.plugins import load_plugins
 
-    assert DEFAULT_NAMESPACE == "space_"
+    assert DEFAULT_NAMESPACE == ""  # a host that supplies none: the plugins' names as given
     assert ToolRegistry().namespace_prefix == DEFAULT_NAMESPACE
-    default = inspect.signature(collect).parameters["namespace_prefix"].default
-    assert default == DEFAULT_NAMESPACE
+    assert collect(load_plugins([])).namespace_prefix == DEFAULT_NAMESPACE
 
 
 # ------------------------------------------------------------------ the import graph

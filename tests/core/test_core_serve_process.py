@@ -125,6 +125,6 @@ def test_the_served_host_loads_first_and_its_public_names_are_the_same() -> None
     code = (
         "import agent_presets.server.host.headless as served\n"
         "import agent_presets.host as public\n"
-        "assert public.HeadlessHost is served.HeadlessHost\n"
+        "assert public.SpaceHost is served.SpaceHost\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

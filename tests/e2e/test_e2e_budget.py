@@ -117,11 +117,11 @@ def budget_texts(
     from agent_presets.boot import bootstrap
     from agent_presets.cli.budget import active_tools, make_budget
     from agent_presets.cli.options import context_from_flags
-    from agent_presets.host.context_fields import HostContextFields
     from agent_presets.plugins import load_plugins
+    from agent_presets_general import SpaceApp
 
     plugin_set = load_plugins(plugins_dir=plugins_dir)
-    plugin_set.add(HostContextFields())
+    plugin_set.add(SpaceApp())
     context = context_from_flags(surface, activity, None, ())
     presets = bootstrap(None, plugins=plugin_set, context=context)
     try:

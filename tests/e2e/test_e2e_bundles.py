@@ -460,9 +460,9 @@ async def test_a_change_that_keeps_the_resources_sends_no_resource_notice(make: 
 async def test_the_built_ins_serve_the_drawing_the_graph_nodes_and_a_unit_review(
     tmp_path: Path, mode: str
 ) -> None:
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     assert presets.problems == []
     (tmp_path / "state" / "units").mkdir(parents=True, exist_ok=True)

@@ -436,11 +436,11 @@ async def test_titles_and_output_schemas_are_listed(server: PresetServer) -> Non
 
 @pytest.fixture
 async def host_server(tmp_path: Path) -> AsyncIterator[PresetServer]:
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
     root = tmp_path / "root"
     root.mkdir()
-    host = HeadlessHost(tmp_path / "state", root=root)
+    host = SpaceHost(tmp_path / "state", root=root)
     presets = host.start(overrides={"general-shell-tools": "on", "general-file-read-tools": "on"})
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")

@@ -5,16 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from agent_presets.adapters import ToolAdapterRegistry
 from agent_presets.catalog import Catalog, collect
+
 # HostDefaults and host_defaults were defined here first: still importable from here.
 from agent_presets.hosting import HostDefaults as HostDefaults
 from agent_presets.hosting import host_defaults as host_defaults
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
-from agent_presets.plugins import PluginInfo, PluginProblem, PluginSet, env_flag, load_plugins
+from agent_presets.plugins import PluginSet, env_flag, load_plugins
 from agent_presets.registry import PresetRegistry
 from agent_presets.sync import PresetMcpSync
 from agent_presets.tools import ToolRegistry
@@ -29,39 +30,6 @@ log = logging.getLogger("agent_presets")
 
 DEFAULT_CONTEXT: Mapping[str, Any] = {}
 """The context of an app that reports none: no field set. The core names no field itself."""
-DEFAULTS_HOOK: Final = "presets_host_defaults"
-
-
-def plugin_host_defaults(plugin_set: PluginSet) -> HostDefaults | None:
-    """What the plugins' ``presets_host_defaults`` supply (the host plugin's), or None.
-
-    One plugin supplies a host's defaults. A second one that does is a
-    problem in ``plugin_set.problems`` naming both; the first (in load order)
-    is used. A result that is not ``HostDefaults`` is a problem too.
-    """
-    found: list[tuple[PluginInfo, HostDefaults]] = []
-    for info, result in plugin_set.call_each(DEFAULTS_HOOK):
-        if result is None:
-            continue
-        if not isinstance(result, HostDefaults):
-            problem = (
-                f"plugin {info.label}: hook {DEFAULTS_HOOK} returned {type(result).__name__}; "
-                "return an agent_presets.host.HostDefaults, or None"
-            )
-        elif found:
-            problem = (
-                f"plugin {info.label}: hook {DEFAULTS_HOOK} supplies the host's defaults, which "
-                f"plugin {found[0][0].label} supplies already; only the first is used: leave "
-                "one of them out (PRESETS_LOAD_PLUGINS)"
-            )
-        else:
-            found.append((info, result))
-            continue
-        if not any(str(p) == problem for p in plugin_set.problems):  # asked once per caller
-            plugin_set.problems.append(
-                PluginProblem(info.name, problem, info.distribution, hook=DEFAULTS_HOOK)
-            )
-    return found[0][1] if found else None
 
 
 @dataclass
@@ -119,7 +87,7 @@ def bootstrap(
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
     plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins, strict=strict)
-    defaults = host_defaults(app) or plugin_host_defaults(plugin_set)
+    defaults = host_defaults(app) or plugin_set.host_defaults()
     if tool_registry is None:
         tool_registry = ToolRegistry(DEFAULT_NAMESPACE if defaults is None else defaults.namespace)
     catalog = collect(

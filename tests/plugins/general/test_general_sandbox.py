@@ -21,7 +21,7 @@ import pytest
 
 import agent_presets_general
 from agent_presets import ToolCallError
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.sandbox import ShellOptions
 
@@ -250,7 +250,7 @@ def test_shell_env_passes_exactly_the_listed_names(
     monkeypatch.setenv("PRESETS_LISTED", "listed-value")
     monkeypatch.setenv("PRESETS_UNLISTED", "unlisted-value")
     listed = ShellOptions(shell_env=("PRESETS_LISTED", "PRESETS_ABSENT"))
-    host = HeadlessHost(tmp_path / "state", root=tmp_path / "files", serve_options=[listed])
+    host = SpaceHost(tmp_path / "state", root=tmp_path / "files", serve_options=[listed])
     host.start(plugins=[agent_presets_general])
     result = host.bash.run("env")
     env = dict(line.split("=", 1) for line in result["stdout"].splitlines())

@@ -50,27 +50,21 @@ class ContextCommand(click.Command):
     """Whether the command resumes a saved context (``serve``): its flags' help says so."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from agent_presets.boot import plugin_host_defaults
-        from agent_presets.catalog import context_vocabulary
         from agent_presets.plugins import load_plugins
 
         # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
         plugin_set = load_plugins(plugins_dir=plugins_dir_in(args))
         ctx.meta[PLUGINS_KEY] = plugin_set
-        vocabulary = context_vocabulary(plugin_set)
-        defaults = plugin_host_defaults(plugin_set)
-        taken = {
-            name
-            for param in self.params
-            for name in (*param.opts, *getattr(param, "secondary_opts", ()))
-        }
-        options = [(f, field_option(f, defaults, saved=self.saved_context)) for f in vocabulary.fields.values()]
-        ctx.meta[_FLAGS_KEY] = [
-            (field, option)
-            for field, option in options
-            if not taken & {*option.opts, *option.secondary_opts}
-        ]
+        taken = self.prepare(ctx, plugin_set)
+        ctx.meta[_FLAGS_KEY] = field_options(plugin_set, taken, saved=self.saved_context)
         return super().parse_args(ctx, args)
+
+    def prepare(self, ctx: click.Context, plugin_set: PluginSet) -> list[click.Parameter]:
+        """Before the flags are made: the command's parameters, which the flags must not clash with.
+
+        A subclass that adds options of its own (``serve``: the plugins') adds them here.
+        """
+        return list(self.params)
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params = super().get_params(ctx)
@@ -88,7 +82,24 @@ class ContextCommand(click.Command):
         return super().invoke(ctx)
 
 
-def field_option(field: ContextField, defaults: HostDefaults | None, *, saved: bool) -> click.Option:
+def field_options(
+    plugin_set: PluginSet, taken: Sequence[click.Parameter], *, saved: bool
+) -> list[tuple[ContextField, click.Option]]:
+    """Each field ``plugin_set`` declares with its option, but for flags ``taken`` has already."""
+    from agent_presets.catalog import context_vocabulary
+
+    vocabulary = context_vocabulary(plugin_set)
+    defaults = plugin_set.host_defaults()
+    flags = {
+        name for param in taken for name in (*param.opts, *getattr(param, "secondary_opts", ()))
+    }
+    options = [(f, field_option(f, defaults, saved=saved)) for f in vocabulary.fields.values()]
+    return [(f, o) for f, o in options if not flags & {*o.opts, *o.secondary_opts}]
+
+
+def field_option(
+    field: ContextField, defaults: HostDefaults | None, *, saved: bool
+) -> click.Option:
     """The option that sets ``field``: ``--name VALUE``, or ``--name/--no-name`` for a boolean."""
     flag = "--" + field.name.replace("_", "-")
     name = _PARAM_PREFIX + field.name

@@ -144,11 +144,11 @@ def check_runtime_hooks(plugin_set: PluginSet) -> None:
         return
     import tempfile
 
-    from agent_presets.host import HeadlessHost
+    from agent_presets.host import ServedHost
 
     with (
         tempfile.TemporaryDirectory(prefix="presets-check-") as scratch,
-        HeadlessHost(scratch) as host,
+        ServedHost(scratch) as host,
     ):
         plugin_set.call_each("presets_headless_runtime", host=host)
 
@@ -241,13 +241,10 @@ def presets_for_flags(
 
     The context starts as the host plugin's defaults say (``presets_host_defaults``).
     """
-    from agent_presets.boot import plugin_host_defaults
     from agent_presets.cli.contextflags import context_from_flags
 
     plugin_set = installed_plugins()
-    context = context_from_flags(
-        plugin_host_defaults(plugin_set), context_flags, facts_from(facts)
-    )
+    context = context_from_flags(plugin_set.host_defaults(), context_flags, facts_from(facts))
     presets = installed_presets(
         context, overrides_from_flags(force_on, force_off), plugins=plugin_set
     )

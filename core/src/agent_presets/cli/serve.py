@@ -15,10 +15,12 @@ from typing import Any
 
 import click
 
+from agent_presets.cli.contextflags import PLUGINS_KEY, ContextCommand
 from agent_presets.cli.options import (
     context_options,
     default_state_dir,
     emit_json,
+    facts_from,
     installed_plugins,
     load_installed,
     overrides_from_flags,
@@ -28,18 +30,15 @@ from agent_presets.cli.options import (
     store_option,
     warn,
 )
-from agent_presets.host.defaults import HEADLESS_DEFAULTS
 from agent_presets.model import DANGEROUS_RISKS, effective_risk
 from agent_presets.plugins import PluginSet
 
-PLUGINS_KEY = "agent_presets.serve.plugins"
-"""ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
 _ADDED_KEY = "agent_presets.serve.added"
 """ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
 BUILT_KEY = "agent_presets.serve.options"
 """ctx.meta: what each plugin's serve options built (``agent_presets.server.host.options``)."""
 OPENCODE_KEY = "presets"
-"""The opencode server key: its tools read ``presets_space_...``, not ``space_space_...``."""
+"""The opencode server key: ``presets_`` before each tool's name, not the host's namespace twice."""
 OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 """Characters opencode keeps in a tool name; it would rewrite others, and the rules miss."""
 
@@ -55,8 +54,8 @@ OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
     "--name",
     default=OPENCODE_KEY,
     show_default=True,
-    help="The MCP server's key. opencode names each tool KEY_TOOL "
-    "(presets_space_app_write_file), so the default does not double the tools' space_ prefix.",
+    help="The MCP server's key. opencode names each tool KEY_TOOL (presets_TOOL), so the "
+    "default does not repeat the host's namespace.",
 )
 @click.option(
     "--state-dir",
@@ -135,11 +134,13 @@ def opencode(
         "mcp": {name: {"type": "local", "command": command, "enabled": True}},
     }
     # opencode names an MCP tool `<server key>_<tool>`; "ask" makes it ask the user first.
-    rules = {f"{name}_{tool}": "ask" for tool in risky_tools(installed_plugins())}
+    plugin_set = installed_plugins()
+    namespace = plugin_set.namespace()
+    rules = {f"{name}_{tool}": "ask" for tool in risky_tools(plugin_set, namespace)}
     if rules:
         # A risky tool reached indirectly (stable delivery) goes through this one tool:
         # the same question as for a listed one (agent_presets.server.delivery).
-        rules[f"{name}_{HEADLESS_DEFAULTS.namespace}presets_call_risky"] = "ask"
+        rules[f"{name}_{namespace}presets_call_risky"] = "ask"
         config["permission"] = dict(sorted(rules.items()))
     _emit_config(config, write_dir)
 
@@ -187,7 +188,7 @@ def _emit_config(config: dict[str, Any], write_dir: Path | None, *, private: boo
     click.echo(f"OPENCODE_CONFIG={path}")
 
 
-def risky_tools(plugin_set: PluginSet) -> list[str]:
+def risky_tools(plugin_set: PluginSet, namespace: str | None = None) -> list[str]:
     """The MCP names of the tools some installed preset makes risky, sorted.
 
     Computed from the presets and the adapters (``effective_risk``), without
@@ -197,7 +198,8 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     from agent_presets.adapters import mcp_name_for
     from agent_presets.catalog import collect
 
-    catalog = collect(plugin_set)
+    namespace = plugin_set.namespace() if namespace is None else namespace
+    catalog = collect(plugin_set, namespace_prefix=namespace)
     adapters = {adapter.id: adapter for adapter in catalog.adapters}
     names: set[str] = set()
     for preset in catalog.presets:
@@ -207,33 +209,31 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
                 continue
             hints = adapter.served_hints(preset.risk)
             if effective_risk(preset.risk, hints) in DANGEROUS_RISKS:
-                names.add(mcp_name_for(adapter, HEADLESS_DEFAULTS.namespace))
+                names.add(mcp_name_for(adapter, namespace))
     return sorted(names)
 
 
-class ServeCommand(click.Command):
+class ServeCommand(ContextCommand):
     """``serve``, with the options plugins add (hook ``presets_serve_options``).
 
     The plugins are loaded when the command line is read, before it is parsed
     (``--plugins-dir`` is found in the arguments for that), so ``--help``
-    lists their options. Their options come before ``--namespace``, where the
-    shell's flags stood when they were the core's. Once parsed, each plugin's
-    values leave the command's own parameters and build that plugin's typed
-    object, which ``serve`` hands to the host.
+    lists their options, and the context flags of the fields they declare
+    (``ContextCommand``). Their options come before ``--namespace``. Once
+    parsed, each plugin's values leave the command's own parameters and build
+    that plugin's typed object, which ``serve`` hands to the host.
     """
 
     resumes_collector = True
     """Its start-up (plugins, host, SDK) keeps the collector paused until it serves."""
+    saved_context = True
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from agent_presets.plugins import load_plugins
+    def prepare(self, ctx: click.Context, plugin_set: PluginSet) -> list[click.Parameter]:
         from agent_presets.server.host.options import collect_serve_options
 
-        # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
-        plugin_set = load_plugins(plugins_dir=_plugins_dir_in(args))
-        ctx.meta[PLUGINS_KEY] = plugin_set
         ctx.meta[_ADDED_KEY] = collect_serve_options(plugin_set, self.params)
-        return super().parse_args(ctx, args)
+        added = [o for _, options in ctx.meta[_ADDED_KEY] for o in options.options]
+        return [*self.params, *added]
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params = super().get_params(ctx)
@@ -253,21 +253,6 @@ class ServeCommand(click.Command):
         return super().invoke(ctx)
 
 
-def _plugins_dir_in(args: list[str]) -> str | None:
-    """The ``--plugins-dir`` among ``args`` when it names a folder (click checks it later)."""
-    for i, arg in enumerate(args):
-        if arg == "--":
-            break
-        value = None
-        if arg == "--plugins-dir" and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith("--plugins-dir="):
-            value = arg.partition("=")[2]
-        if value is not None:
-            return value if Path(value).is_dir() else None
-    return None
-
-
 @click.command(cls=ServeCommand)
 @click.option(
     "--transport",
@@ -285,7 +270,7 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
 )
-@state_dir_option("Where the headless host keeps its state.")
+@state_dir_option("Where the host keeps its state.")
 @store_option("What the server keeps (principals, budgets, tokens, requests, the event log):")
 @click.option(
     "--root",
@@ -314,10 +299,8 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @click.option(
     "--namespace",
     metavar="PREFIX",
-    default=HEADLESS_DEFAULTS.namespace,
-    show_default=True,
-    help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
-    "the plugins give.",
+    help="The prefix of every tool's MCP name, applied to the names the plugins give. "
+    "[default: the host's namespace, as its app plugin gives it; none without one]",
 )
 @click.option(
     "--auth",
@@ -418,15 +401,13 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @plugins_dir_option
 def serve(
     state_dir: Path | None,
-    surface: str | None,
-    activity: str | None,
-    canvas_visible: bool | None,
+    context_flags: dict[str, Any],
     facts: tuple[str, ...],
     force_on: tuple[str, ...],
     force_off: tuple[str, ...],
     **flags: Any,
 ) -> None:
-    """Serve the active tools over MCP, on the headless host.
+    """Serve the active tools over MCP, on the host the installed plugins make.
 
     The tools follow the host's context. A live client's list changes with it
     and the client is told: a 2025-11-25 (or older) client with
@@ -439,18 +420,12 @@ def serve(
     """
     from agent_presets.server import process
 
-    if facts:
-        raise click.UsageError(
-            "--set is not supported by serve: the headless host owns its "
-            "context; use --surface/--activity/--canvas-visible"
-        )
-    # The context flags, as one change of the host's context ("" clears a field).
-    context = {"surface": surface, "activity": activity, "canvas_visible": canvas_visible}
     ctx = click.get_current_context()
     settings = process.ServeSettings(
         state_dir=state_dir or default_state_dir(),
         plugins_dir=plugins_dir(),
-        context={k: (v if v != "" else None) for k, v in context.items() if v is not None},
+        # The context flags and --set, as one change of the host's context at start.
+        context={**context_flags, **facts_from(facts)},
         overrides=overrides_from_flags(force_on, force_off),
         serve_options=tuple(ctx.meta.get(BUILT_KEY, ())),
         **flags,

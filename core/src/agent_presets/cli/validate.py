@@ -17,7 +17,7 @@ from agent_presets.cli.options import (
     load_installed,
     plugins_dir_option,
 )
-from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
+from agent_presets.model import PresetValidationError
 
 if TYPE_CHECKING:
     from agent_presets.catalog import Catalog
@@ -110,15 +110,13 @@ def validate(
         if problems:
             sys.exit(1)
         return
-    from agent_presets.boot import plugin_host_defaults
     from agent_presets.catalog import collect, variants_turned_on_together
 
     plugin_set = load_installed(strict=False)
     if paths:
         _in_place_of_installed(plugin_set, yaml_files(paths))
     check_runtime_hooks(plugin_set)
-    defaults = plugin_host_defaults(plugin_set)  # checked as `presets serve` serves it
-    namespace = DEFAULT_NAMESPACE if defaults is None else defaults.namespace
+    namespace = plugin_set.namespace()  # checked as `presets serve` serves it
     catalog: Catalog = collect(plugin_set, namespace_prefix=namespace, max_file_size=limit)
     # An upstream without a current snapshot: its presets cannot be checked offline.
     problems = [

@@ -3,7 +3,7 @@
 The command parses its flags into ``ServeSettings`` and calls ``serve``; all
 that stands between the flags and the MCP server is here, in the order the
 process needs it: the settings checked together before anything is touched,
-the store, the headless host started with the plugins, the policy and its
+the store, the served host started with the plugins, the policy and its
 event log, the starting context, the tokens, the console and the banner, then
 the server. A refusal is a ``SettingError`` naming the flag to blame, which
 the command shows as its usage error; every other error is a ``PresetError``
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.plugins import PluginSet
     from agent_presets.server.console.app import ConsoleOptions
-    from agent_presets.server.host.headless import HeadlessHost
+    from agent_presets.server.host.served import ServedHost
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.start.front import StartFront
     from agent_presets.server.store import Store
@@ -72,7 +72,7 @@ class ServeSettings:
     max_calls_per_tool: int | None
     event_log: Path | None
     no_event_log: bool
-    namespace: str
+    namespace: str | None
     auth: Literal["tokens"] | None
     insecure: bool
     confirm: ConfirmMode
@@ -222,14 +222,17 @@ def assemble(
 
 def start_host(
     settings: ServeSettings, plugins: PluginSet, *, warn: Say
-) -> tuple[HeadlessHost, Presets]:
-    """The headless host, started with ``plugins`` (those of the plugins folder among them)."""
-    from agent_presets.server.host.headless import HeadlessHost
+) -> tuple[ServedHost, Presets]:
+    """The served host, started with ``plugins`` (those of the plugins folder among them).
+
+    The host is bare: the app plugin among ``plugins`` makes it the app.
+    """
+    from agent_presets.server.host.served import ServedHost
     from agent_presets.tools import ToolRegistry
 
     folder = settings.plugins_dir
     # The file tools must not reach code that the next start imports.
-    app = HeadlessHost(
+    app = ServedHost(
         settings.state_dir,
         settings.root,
         plugin_dirs=[folder] if folder is not None else [],
@@ -243,7 +246,8 @@ def start_host(
     presets = app.start(
         plugins,
         overrides=dict(settings.overrides),
-        tool_registry=ToolRegistry(settings.namespace),
+        # None: the host's namespace (the app plugin's).
+        tool_registry=None if settings.namespace is None else ToolRegistry(settings.namespace),
     )
     # A runtime hook that raised: said now, not when its first tool call fails. (The
     # catalog's problems, presets.problems, bootstrap has already logged once.)
@@ -281,7 +285,7 @@ def tool_policy(
     return policy
 
 
-def set_start_context(app: HeadlessHost, presets: Presets, changes: Mapping[str, Any]) -> None:
+def set_start_context(app: ServedHost, presets: Presets, changes: Mapping[str, Any]) -> None:
     """Apply ``changes`` to the host's context as one change, checked whole.
 
     The fields are of the host's vocabulary, whose values the host and the
@@ -341,7 +345,7 @@ def banner(
     return announce
 
 
-def console_options(address: tuple[str, int], app: HeadlessHost, *, say: Say) -> ConsoleOptions:
+def console_options(address: tuple[str, int], app: ServedHost, *, say: Say) -> ConsoleOptions:
     """The browser console at ``address``, its URL said to the operator."""
     from agent_presets.server.console.app import ConsoleOptions
     from agent_presets.server.console.credential import CREDENTIAL_FILE

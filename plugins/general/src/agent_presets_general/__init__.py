@@ -26,8 +26,7 @@ from agent_presets_general.space import (
 )
 
 if TYPE_CHECKING:
-    from agent_presets.host import ServeOptions
-    from agent_presets.hosting import Host
+    from agent_presets.host import Host, ServeOptions
     from agent_presets_general.host import SpaceHost
 
 __all__ = [

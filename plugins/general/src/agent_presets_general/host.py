@@ -55,9 +55,7 @@ class SpaceHost(ServedHost):
             self.close()
             raise
 
-    def start(
-        self, plugins: PluginSet | Sequence[object] | None = None, **options: Any
-    ) -> Presets:
+    def start(self, plugins: PluginSet | Sequence[object] | None = None, **options: Any) -> Presets:
         """``ServedHost.start``, with the Space app among the plugins (see the module)."""
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
         general = sys.modules.get(__package__ or "")

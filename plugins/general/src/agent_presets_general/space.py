@@ -37,10 +37,10 @@ from agent_presets import (
     hookimpl,
     write_atomic,
 )
-from agent_presets.hosting import HostDefaults
+from agent_presets.host import HostDefaults
 
 if TYPE_CHECKING:
-    from agent_presets.hosting import Host
+    from agent_presets.host import Host
 
 SURFACES: Final = ("scene", "canvas")
 THEMES: Final = ("light", "dark", "high-contrast")
@@ -105,8 +105,9 @@ class Shell:
         self._host = host
         self._path = host.state_dir / SHELL_FILE
         self._lock = threading.RLock()
-        # What was never saved starts as the host's default context says.
-        saved = {**host.defaults.context, **(self._read() or {})}
+        # What was never saved starts as the host's default context says (the Space
+        # app's, on a host not started yet).
+        saved = {**SPACE_DEFAULTS.context, **host.defaults.context, **(self._read() or {})}
         self.theme: str = saved.get("theme", "light")
         self.worlds: list[str] = list(saved.get("worlds", [DEFAULT_WORLD]))
         world = saved.get("world", self.worlds[0] if self.worlds else DEFAULT_WORLD)

@@ -12,10 +12,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from agent_presets.atomicfile import read_json, write_json_atomic
-from agent_presets.host.lock import StateLock
-from agent_presets.host.redisrows import RedisRows, RedisTable
-from agent_presets.host.roots import DEFAULT_ROOT_NAME, check_root
-from agent_presets.host.statedb import DB_FILE, StateStore, Table
 from agent_presets.hosting import (
     BARE_DEFAULTS,
     ContextKeeper,
@@ -29,6 +25,10 @@ from agent_presets.listeners import Listeners
 from agent_presets.model import MissingRuntimeError, PresetError
 from agent_presets.principal import LOCAL, current_principal
 from agent_presets.rows import RowTable
+from agent_presets.server.host.roots import DEFAULT_ROOT_NAME, check_root
+from agent_presets.server.store.lock import StateLock
+from agent_presets.server.store.redisrows import RedisRows, RedisTable
+from agent_presets.server.store.statedb import DB_FILE, StateStore, Table
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
@@ -133,7 +133,7 @@ class ServedHost:
         ``tables``: where the runtimes' tables are kept. None (or ``embedded``):
         the state directory's database; ``redis://HOST:PORT/DB`` (``presets serve
         --store``): that Redis, shared with every replica on it, so each
-        partition's runtime state is one for all of them (``host.redisrows``).
+        partition's runtime state is one for all of them (``server.store.redisrows``).
         """
         self.state_dir = Path(state_dir).resolve()
         self.root = (
@@ -384,14 +384,14 @@ class ServedHost:
         (``defaults.namespace``). ``strict`` makes plugin and definition
         problems fatal; None reads ``PRESETS_STRICT``.
         """
-        from agent_presets.boot import bootstrap, plugin_host_defaults
+        from agent_presets.boot import bootstrap
         from agent_presets.parsecache import ParseCache
         from agent_presets.plugins import PluginSet, env_flag, load_plugins
         from agent_presets.statekey import state_key
 
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
         if isinstance(getattr(type(self), "defaults", None), property):  # none of its own
-            self._defaults = plugin_host_defaults(plugin_set) or BARE_DEFAULTS
+            self._defaults = plugin_set.host_defaults() or BARE_DEFAULTS
             if isinstance(self._keeper, SavedContext):
                 self._context = None  # started again, from the app's defaults
         plugin_set.call_each("presets_headless_runtime", host=self)
