@@ -157,7 +157,7 @@ def call(host: SpaceHost, name: str, arguments: dict[str, Any] | None = None) ->
 
 def test_hook_presets_headless_runtime_attaches_runtimes_to_the_host(state_dir, preset_file):
     host = start_host(state_dir, preset_file)
-    assert host.runtime_names() == ["sketch"]
+    assert host.runtime_names() == ["shell", "sketch"]  # the Space shell is a runtime too
     assert isinstance(host.sketch, Sketch)
     assert host.runtime("sketch") is host.sketch
 

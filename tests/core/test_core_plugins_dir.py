@@ -177,7 +177,7 @@ def test_a_folder_plugin_serves_its_tool(greet_folder: Path) -> None:
     )
     assert presets.problems == []
     assert presets.tool_registry.names() == ["space_greet_hello"]
-    tool = presets.tool_registry.get("space_greet_hello")
+    tool = presets.tool_registry.get("greet_hello")  # no app plugin: no namespace
     assert tool is not None
     assert tool.run({"name": "Ada"}) == "hello, Ada"
 
@@ -316,9 +316,10 @@ def test_the_trace_of_the_installed_plugins_stays_short(capsys: pytest.CaptureFi
     plugin_set = load_plugins(env={"PRESETS_TRACE_PLUGINS": "1"})
     collect(plugin_set)
     lines = capsys.readouterr().err.splitlines()
-    # One line per plugin for each hook collect calls that the plugin implements: preset
-    # files, context fields, adapters, content providers.
+    # One line per plugin for each hook collect calls that the plugin implements: the host's
+    # defaults (its namespace), preset files, context fields, adapters, content providers.
     hooks = (
+        "presets_host_defaults",
         "presets_preset_files",
         "presets_context_fields",
         "presets_tool_adapters",
@@ -362,5 +363,5 @@ def test_the_documented_plugins_folder_loads_and_serves_as_printed(tmp_path: Pat
     assert [p.name for p in plugin_set.plugins] == ["greet", "my-plugins"]
     presets = bootstrap(SimpleNamespace(), plugins=plugin_set)
     assert presets.problems == []
-    tool = presets.tool_registry.get("space_greet_hello")
+    tool = presets.tool_registry.get("greet_hello")  # no app plugin: no namespace
     assert tool is not None and tool.run({"name": "Ada"}) == "hello, Ada"

@@ -120,11 +120,11 @@ def test_assembled_from_code_the_config_serves_the_started_host(tmp_path: Path) 
 
 
 def test_the_served_host_loads_first_and_its_public_names_are_the_same() -> None:
-    # The served host reads the shell's defaults from agent_presets.host, which names the
-    # host in turn: loading it first must not meet a half-made module.
+    # agent_presets.host names the served host: loading the host first must not meet a
+    # half-made module.
     code = (
-        "import agent_presets.server.host.headless as served\n"
+        "import agent_presets.server.host.served as served\n"
         "import agent_presets.host as public\n"
-        "assert public.SpaceHost is served.SpaceHost\n"
+        "assert public.ServedHost is served.ServedHost\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

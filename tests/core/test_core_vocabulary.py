@@ -193,7 +193,7 @@ def test_the_headless_host_declares_its_context_and_a_plugin_adds_an_activity(tm
     assert presets.problems == []
     fields = presets.vocabulary.fields
     assert fields["surface"].values == ("scene", "canvas")
-    assert "headless-host" in fields["surface"].sources
+    assert "space" in fields["surface"].sources  # the Space app (SpaceApp), as SpaceHost adds it
     assert fields["activity"].values == ("sketching",)
     host.shell.set_surface("canvas")
     host.shell.set_activity("sketching")
@@ -208,8 +208,7 @@ def test_the_built_in_plugins_validate_in_a_host_that_declares_nothing():
 
 
 def test_a_field_is_declared_once_by_the_host_and_the_built_ins_only_add_values():
-    plugin_set = load_plugins()
-    plugin_set.add(SpaceApp())
+    plugin_set = load_plugins()  # the general plugin is the Space app
     declared: dict[str, list[str]] = {}
     for info, items in plugin_set.call_each("presets_context_fields"):
         for item in items:
@@ -218,10 +217,10 @@ def test_a_field_is_declared_once_by_the_host_and_the_built_ins_only_add_values(
                     ContextField(**item).name if isinstance(item, dict) else item.name, []
                 ).append(info.name)
     assert declared == {
-        "surface": ["headless-host"],
-        "activity": ["headless-host"],
-        "canvas_visible": ["headless-host"],
-        "world_id": ["headless-host"],
+        "surface": ["general"],
+        "activity": ["general"],
+        "canvas_visible": ["general"],
+        "world_id": ["general"],
     }
     vocabulary = collect(plugin_set).vocabulary
     surface = vocabulary.fields["surface"]
@@ -282,7 +281,7 @@ def test_set_context_refuses_a_context_missing_a_required_field_and_changes_noth
     with pytest.raises(PresetValidationError) as refused:
         presets.manager.set_context({"surface": "canvas", "activity": None})
     assert str(refused.value) == (
-        "the context has no 'canvas_visible', which headless-host declares required; "
+        "the context has no 'canvas_visible', which space declares required; "
         "give it a value (true or false)"
     )
     with pytest.raises(PresetValidationError, match=r"no 'surface'.*scene, canvas"):

@@ -193,7 +193,7 @@ def test_handlers_fetch_the_shell_at_call_time(general_app: GeneralApp) -> None:
     tool = general_app.tools()["space_app_set_theme"]
     # Replace the shell after the tool was resolved: the tool must act on the new one.
     replacement = _RecordingShell()
-    general_app.host._shell = replacement  # type: ignore[assignment]
+    general_app.host._attached["shell"] = replacement  # the shell is the host's "shell" runtime
     assert tool.run({"theme": "dark"})["theme"] == "dark"
     assert replacement.calls == [("set_theme", "dark")]
 
