@@ -177,7 +177,7 @@ def test_a_folder_plugin_serves_its_tool(greet_folder: Path) -> None:
     )
     assert presets.problems == []
     assert presets.tool_registry.names() == ["space_greet_hello"]
-    tool = presets.tool_registry.get("greet_hello")  # no app plugin: no namespace
+    tool = presets.tool_registry.get("space_greet_hello")
     assert tool is not None
     assert tool.run({"name": "Ada"}) == "hello, Ada"
 
