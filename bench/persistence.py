@@ -2,7 +2,7 @@
 
 Run: uv run python bench/persistence.py [--calls N] [--json]
 
-Every call goes through the real tool path: a headless host on its own state
+Every call goes through the real tool path: a Space host on its own state
 directory, the plugin's presets, and the resolved tool's ``run`` (schema check,
 handler, runtime, persistence), as a client's ``tools/call`` ends up doing.
 

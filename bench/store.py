@@ -10,7 +10,7 @@ Two figures, each alternating the servers round by round so a change in the
 shared machine's load hits them alike:
 
 - in process: the server's ``tools/call`` handler awaited in a loop (no SDK,
-  no wire), for servers built as ``presets serve`` builds one (headless
+  no wire), for servers built as ``presets serve`` builds one (the Space
   host, installed plugins, the event log on): embedded; Redis; and Redis with
   a call budget (``--max-calls``), whose check is the one round trip a call
   waits for, against a Redis that fsyncs every write (``appendfsync always``)

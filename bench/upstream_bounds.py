@@ -2,7 +2,7 @@
 
 Run: uv run python bench/upstream_bounds.py [--json]
 
-One server (the headless host, in this process) serves the fake upstream
+One server (the Space host, in this process) serves the fake upstream
 (tests/upstreams/fake_upstream.py) to two in-memory clients, legacy era.
 Client A makes the upstream misbehave; client B lists the tools over and
 over meanwhile, and the figure for B is its slowest list. RSS is this
