@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
 from agent_presets import ContentProvider, ToolAdapter, bootstrap, hookimpl, results
-from agent_presets.boot import Presets
+from agent_presets.boot import HostDefaults, Presets
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, STATUS_URI, PresetServer, build_server
 from agent_presets.server.policy import Profile, ToolPolicy
@@ -92,6 +92,8 @@ resource_templates:
 
 
 class NotesApp:
+    defaults = HostDefaults(namespace="space_")  # the app's namespace, as its tools are named
+
     def __init__(self) -> None:
         self.notes = ["buy milk", "call ann", "bake bread"]
         self.presets: Presets | None = None
