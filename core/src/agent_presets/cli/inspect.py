@@ -295,7 +295,7 @@ def schema(output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    from agent_presets.host.store import write_atomic
+    from agent_presets.atomicfile import write_atomic
 
     write_atomic(output, text.encode("utf-8"))
     click.echo(f"wrote {output}", err=True)

@@ -12,8 +12,7 @@ when the plugins given do not include the general plugin.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_presets.embed import PluginSet, load_plugins
@@ -33,22 +32,9 @@ class SpaceHost(ServedHost):
 
     defaults = SPACE_DEFAULTS
 
-    def __init__(
-        self,
-        state_dir: str | Path,
-        root: str | Path | None = None,
-        *,
-        plugin_dirs: Iterable[str | Path] = (),
-        serve_options: Iterable[object] = (),
-        tables: str | None = None,
-    ) -> None:
-        super().__init__(
-            state_dir,
-            root,
-            plugin_dirs=plugin_dirs,
-            serve_options=serve_options,
-            tables=tables,
-        )
+    def __init__(self, *args: Any, **options: Any) -> None:
+        """``ServedHost``'s arguments; the shell is read from the state folder here."""
+        super().__init__(*args, **options)
         try:
             install_shell(self)
         except BaseException:
