@@ -266,3 +266,13 @@ def test_the_flags_set_the_apps_context_with_what_it_implies(tmp_path: Path) -> 
     assert refused.exit_code == 1 and "did you mean 'board'?" in refused.output
     facts = run("resolve", "--set", "board=inbox", "--json")
     assert json.loads(facts.output)["context"] == {"board": "inbox"}
+
+
+def test_serve_takes_set_and_blames_it_for_a_field_no_plugin_declares(tmp_path: Path) -> None:
+    folder = app_folder(tmp_path)
+    refused = run(
+        "serve", "--plugins-dir", str(folder), "--state-dir", str(tmp_path / "state"),
+        "--set", "mood=calm", only="taskapp",
+    )  # fmt: skip
+    assert refused.exit_code == 2
+    assert "Invalid value for '--set': context field 'mood' is not declared" in refused.output

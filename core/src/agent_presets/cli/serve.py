@@ -425,7 +425,7 @@ def serve(
         state_dir=state_dir or default_state_dir(),
         plugins_dir=plugins_dir(),
         # The context flags and --set, as one change of the host's context at start.
-        context={**context_flags, **facts_from(facts)},
+        context={**context_flags, **(set_fields := facts_from(facts))},
         overrides=overrides_from_flags(force_on, force_off),
         serve_options=tuple(ctx.meta.get(BUILT_KEY, ())),
         **flags,
@@ -436,4 +436,7 @@ def serve(
     except process.SettingError as exc:
         if exc.flag is None:
             raise click.UsageError(str(exc)) from None
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.flag}'") from None
+        # A field given with --set has no flag of its own: blame --set.
+        field = exc.flag.removeprefix("--").replace("-", "_")
+        flag = "--set" if field in set_fields and field not in context_flags else exc.flag
+        raise click.BadParameter(str(exc), param_hint=f"'{flag}'") from None
