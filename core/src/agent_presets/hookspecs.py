@@ -57,12 +57,12 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 def presets_headless_runtime(host: Host) -> None:
     """Attach this plugin's runtimes to the host that ``presets serve`` runs.
 
-    ``host`` is an ``agent_presets.hosting.Host``. Use ``host.attach(name,
+    ``host`` is an ``agent_presets.host.Host``. Use ``host.attach(name,
     runtime)`` for state the whole host shares (a folder of files),
     ``host.add_table_runtime(name, factory)`` for state that each partition
     of the app has its own of (a document, a board), and
     ``host.keep_context(keeper)`` when this plugin is the app and owns its
-    context (``agent_presets.hosting.ContextKeeper``). The host calls this
+    context (``agent_presets.host.ContextKeeper``). The host calls this
     once, before the presets are bootstrapped; an app that embeds the core
     gives its tools its own runtimes and never calls it.
     """

@@ -10,8 +10,9 @@ state directory, a store, runtime slots and a saved context of whatever
 fields are set on it. A host plugin makes it an app: it declares the fields,
 supplies the defaults (``presets_host_defaults``) and, through
 ``presets_headless_runtime(host)``, may give the host a ``ContextKeeper`` of
-its own and attach the runtimes its tools drive. Nothing here is imported by
-the bare host's users at run time: these are the names they type against.
+its own and attach the runtimes its tools drive. Plugins and hosts import
+these names from ``agent_presets.host``; they live here, in the library, so
+that the hook specs and ``bootstrap`` can name them without the server.
 """
 
 from __future__ import annotations
