@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
 Status = Callable[[str | None], dict[str, Any]]
 """The status resource of a session of the token (``PresetServer.status``)."""
+Lister = Callable[[], Listing]
+"""What the server lists now, under the policy it has now (``PresetServer.listing``)."""
 
 
 def _invalid(message: str, **data: Any) -> MCPError:
@@ -63,15 +65,13 @@ class ServedMembers:
 
     Given what they read, and nothing else of the server: its presets, its
     thread pool (``calls``, a provider runs as a read of every runtime), what
-    it lists to a session (``listing``) and its status resource (``status``).
+    it lists to a session (``lister``) and its status resource (``status``).
     """
 
-    def __init__(
-        self, presets: Presets, calls: ToolCalls, listing: Listing, status: Status
-    ) -> None:
+    def __init__(self, presets: Presets, calls: ToolCalls, lister: Lister, status: Status) -> None:
         self.presets = presets
         self.calls = calls
-        self.listing = listing
+        self.lister = lister
         self.status = status
 
     @property
@@ -107,7 +107,7 @@ class ServedMembers:
 
     def visible(self, token: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The prompt ids and resource ids this session is served now (``Listing.visible``)."""
-        return self.listing.visible(token)
+        return self.lister().visible(token)
 
     def _not_served(self, kind: str, label: str, member_id: str, token: str | None) -> MCPError:
         """Why the member is not served to this session now, and what would serve it."""
@@ -164,7 +164,7 @@ class ServedMembers:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
         return {
-            "prompts": self.listing.prompts(token_of(ctx.request)),
+            "prompts": self.lister().prompts(token_of(ctx.request)),
             "resultType": "complete",
         }
 
@@ -173,7 +173,7 @@ class ServedMembers:
     ) -> dict[str, Any]:
         token = token_of(ctx.request)
         if params.name == PROMPT_NAME:
-            fragments = self.listing.fragments(token)
+            fragments = self.lister().fragments(token)
             return {
                 "description": prompt_entry(fragments)["description"],
                 "messages": [
@@ -234,13 +234,13 @@ class ServedMembers:
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = self.listing.resources(token_of(ctx.request))
+        entries = self.lister().resources(token_of(ctx.request))
         return {"resources": entries, "resultType": "complete"}
 
     async def list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = self.listing.resources(token_of(ctx.request), templates=True)
+        entries = self.lister().resources(token_of(ctx.request), templates=True)
         return {"resourceTemplates": entries, "resultType": "complete"}
 
     async def read_resource(
@@ -250,7 +250,7 @@ class ServedMembers:
         token = token_of(ctx.request)
         if uri in (PROMPT_URI, STATUS_URI):
             if uri == PROMPT_URI:
-                text, mime = prompt_text(self.listing.fragments(token)), "text/markdown"
+                text, mime = prompt_text(self.lister().fragments(token)), "text/markdown"
             else:
                 text = json.dumps(self.status(token), indent=1, default=str)
                 mime = "application/json"

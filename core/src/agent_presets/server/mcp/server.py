@@ -173,8 +173,6 @@ class PresetServer(Server[Any]):
         # Each principal's context and overrides, over the server's (principals.py).
         self.principals = Principals(presets.manager, self.store)
         self.principals.add_on_change(self._principals_changed)
-        # What this server lists (``start.lists``: the start front lists the same way).
-        self.listing = Listing(presets, self.policy, self.principals)
         if self.control.principals is None:
             self.control.principals = self.principals
         if self.control.allows is None:  # status says what a principal may be served
@@ -251,7 +249,7 @@ class PresetServer(Server[Any]):
         add("tools/list", types.PaginatedRequestParams, self._list_tools)
         add("tools/call", types.CallToolRequestParams, self._call_tool)
         # prompts/*, resources/* (but subscriptions) and completion/complete: catalog.py.
-        self.members = ServedMembers(presets, self.calls, self.listing, self.status)
+        self.members = ServedMembers(presets, self.calls, lambda: self.listing, self.status)
         self.members.register(add)
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
@@ -366,6 +364,11 @@ class PresetServer(Server[Any]):
             self._tools_cache = self._entries(self.tool_registry.list())
             self._tools_key = key
         return self._tools_cache
+
+    @property
+    def listing(self) -> Listing:
+        """What this server lists (``start.lists``: the start front lists the same way)."""
+        return Listing(self.presets, self.policy, self.principals)
 
     def _entries(self, tools: Iterable[ToolDef]) -> list[dict[str, Any]]:
         """The wire entries of ``tools`` that the allow-list leaves in."""
