@@ -1,4 +1,5 @@
-"""What a call-pipeline stage is: the call context it gets, how it goes on, how it refuses.
+"""What a call-pipeline stage is: the call context it gets, how it goes on, how it refuses,
+and the chain stages make (``Pipeline``).
 
 Kept apart from the pipeline's own stages (``server.mcp.pipeline``, which
 import ``mcp``) so that a host's stage, and ``ServeConfig(stages=...)``, can
@@ -8,7 +9,7 @@ be written and typed without the MCP glue.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -103,3 +104,32 @@ class Stage(Protocol):
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
         """Handle ``call``: ``return await call_next(call)``, raise ``CallRefused``, or answer."""
         ...
+
+
+class Pipeline:
+    """The chain of stages, built once; ``await pipeline(call)`` runs a call through it."""
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        self.stages = tuple(stages)
+
+        async def end(call: PendingCall) -> Result:
+            raise RuntimeError(f"the last stage ({type(self.stages[-1]).__name__}) called on")
+
+        step: Next = end
+        for stage in reversed(self.stages):
+            step = _link(stage, step)
+        self._first = step
+
+    def __call__(self, call: PendingCall) -> Awaitable[Result]:
+        return self._first(call)
+
+
+def _link(stage: Stage, following: Next) -> Next:
+    handle = stage.handle
+
+    def step(call: PendingCall) -> Awaitable[Result]:
+        return handle(call, following)
+
+    return step

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -44,7 +44,7 @@ from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Ro
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import GateError
 from agent_presets.server.record import CallRecord
-from agent_presets.server.stage import CallRefused, Next, PendingCall, Result, Stage
+from agent_presets.server.stage import CallRefused, Next, PendingCall, Pipeline, Result, Stage
 from agent_presets.server.store.base import StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -68,35 +68,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("agent_presets.server")
-
-
-class Pipeline:
-    """The chain of stages, built once; ``await pipeline(call)`` runs a call through it."""
-
-    def __init__(self, stages: Sequence[Stage]) -> None:
-        if not stages:
-            raise ValueError("a pipeline needs at least one stage")
-        self.stages = tuple(stages)
-
-        async def end(call: PendingCall) -> Result:
-            raise RuntimeError(f"the last stage ({type(self.stages[-1]).__name__}) called on")
-
-        step: Next = end
-        for stage in reversed(self.stages):
-            step = _link(stage, step)
-        self._first = step
-
-    def __call__(self, call: PendingCall) -> Awaitable[Result]:
-        return self._first(call)
-
-
-def _link(stage: Stage, following: Next) -> Next:
-    handle = stage.handle
-
-    def step(call: PendingCall) -> Awaitable[Result]:
-        return handle(call, following)
-
-    return step
 
 
 # --------------------------------------------------------------------- the stages

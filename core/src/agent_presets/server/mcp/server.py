@@ -54,7 +54,7 @@ from agent_presets.server.mcp.discovery import Discovery, client_of
 from agent_presets.server.mcp.fanout import ChangeFanout
 from agent_presets.server.mcp.invalid_params import name_invalid_params
 from agent_presets.server.mcp.listenlimit import ListenLimit
-from agent_presets.server.mcp.pipeline import PendingCall, Stage, arguments_of
+from agent_presets.server.mcp.pipeline import PendingCall, Stage, arguments_of, standard_stages
 from agent_presets.server.mcp.rounds import state_boundary
 from agent_presets.server.mcp.serving import Serving
 from agent_presets.server.mcp.tasks import Tasks
@@ -197,7 +197,7 @@ class PresetServer(Server[Any]):
             calls=self.calls,
             fanout=self.fanout,
             request_tool=self._request_tool.name,
-            stages=stages,
+            chain=lambda serving: standard_stages(serving, stages),
         )
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []

@@ -17,16 +17,15 @@ way reaches back into it, and everything they use is here, public:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_presets.principal import LOCAL, acting_as
 from agent_presets.schema import quote
 from agent_presets.server.delivery import agent_call
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS
-from agent_presets.server.mcp.pipeline import Pipeline, Result, standard_stages
 from agent_presets.server.mcp.rounds import Rounds
-from agent_presets.server.stage import PendingCall
+from agent_presets.server.stage import PendingCall, Pipeline, Result
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -57,8 +56,10 @@ class Serving:
         calls: ToolCalls,
         fanout: ChangeFanout,
         request_tool: str,
-        stages: Sequence[Stage] = (),
+        chain: Callable[[Serving], Sequence[Stage]],
     ) -> None:
+        """``chain`` makes the pipeline's stages for this serving (``pipeline.standard_stages``,
+        with a host's own): they are given what they use of the server, and no more."""
         self.presets = presets
         self.tool_registry = presets.tool_registry
         self.principals = principals
@@ -69,8 +70,8 @@ class Serving:
         self.fanout = fanout
         self.request_tool = request_tool
         """The name of the tool an agent asks a person for an override with."""
-        # Every tools/call passes this one chain (pipeline.py); `stages` are the host's own.
-        self.pipeline = Pipeline(standard_stages(self, stages))
+        # Every tools/call passes this one chain (pipeline.py).
+        self.pipeline = Pipeline(chain(self))
 
     # -- a call's way in and through -----------------------------------------------
 
