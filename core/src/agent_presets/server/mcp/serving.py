@@ -109,13 +109,13 @@ class Serving:
     async def run(self, call: PendingCall, chain: Pipeline | None = None) -> Result:
         """Run an opened call through the pipeline (or ``chain``), in its span.
 
-        ``acting_as``: the handler reads ``current_principal()`` wherever it
-        runs; ``agent_call``: what the call changes is its principal's own doing.
+        ``agent_call``: what the call changes is its principal's own doing;
+        ``acting_as``: the handler reads ``current_principal()`` wherever it runs.
         """
         with (
             self.telemetry.tool_call(call.name, call.principal, call.token),
-            acting_as(call.principal),
             agent_call(call.principal),
+            acting_as(call.principal),
         ):
             return await (chain or self.pipeline)(call)
 
