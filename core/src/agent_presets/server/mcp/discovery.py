@@ -218,7 +218,8 @@ class Discovery:
         self._own_entries = [
             own_entry(t) for t in (self.search_tool, self.call_tool, self.risky_tool)
         ]
-        self._own_tools = {t.name: t for t in (self.search_tool, self.call_tool, self.risky_tool)}
+        self.tools = {t.name: t for t in (self.search_tool, self.call_tool, self.risky_tool)}
+        """The discovery tools by name: a call of one is opened with it (no lookup)."""
         self._search = Pipeline([Record(serving), Budgets(serving), Arguments(), _Search(self)])
         self._index: ToolIndex | None = None
         self._index_key: object = None
@@ -415,26 +416,16 @@ class Discovery:
             self.relisting.request(_connection(ctx), principal_of(ctx), ctx.method == "tools/list")
         return await call_next(ctx)
 
-    async def call(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        token: str | None,
-        request: Any = None,
-        params: Any = None,
-        stable: bool = False,
-    ) -> tuple[Result, PendingCall]:
-        """A ``tools/call`` of one of the discovery tools: its result, and the call that ran
-        (through ``presets_call``, the named tool's)."""
+    async def call(self, own: PendingCall) -> tuple[Result, PendingCall]:
+        """A ``tools/call`` of one of the discovery tools (``own``, opened with its tool from
+        ``tools``): its result, and the call that ran (through ``presets_call``, the named
+        tool's)."""
         serving = self.serving
-        own = PendingCall(
-            name, arguments, token, request, params, self._own_tools[name], stable=stable
-        )
-        if name == self.search_name:
+        if own.name == self.search_name:
             return await serving.run(own, self._search), own
         inner, problem = self._named(own)
         if inner is None:  # one bad-arguments line, as a direct call's would be
-            refusal = ToolArgumentError(f"Invalid arguments for {name}: {problem}.")
+            refusal = ToolArgumentError(f"Invalid arguments for {own.name}: {problem}.")
             return await serving.run(own, Pipeline([Record(serving), _BadArguments(refusal)])), own
         return await serving.run(inner), inner
 

@@ -518,15 +518,15 @@ class PresetServer(Server[Any]):
         if self.upstreams is not None:
             await self.upstreams.ready()
         stable = self.delivery_for(ctx) == "stable"
-        name, token = params.name, token_of(ctx.request)
+        name, arguments, token = params.name, arguments_of(params), token_of(ctx.request)
         discovery = self.discovery
         if name in discovery.names and (discovery.enabled or stable):
-            # The discovery tools' own: presets_call opens the call of the tool it names.
-            result, call = await discovery.call(
-                name, arguments_of(params), token, ctx, params, stable
-            )
+            # A discovery tool is the server's own; presets_call opens the call it names.
+            own = discovery.tools[name]
+            call = PendingCall(name, arguments, token, ctx, params, own, stable=stable)
+            result, call = await discovery.call(call)
         else:
-            call = self.serving.open(name, arguments_of(params), token, ctx, params, stable=stable)
+            call = self.serving.open(name, arguments, token, ctx, params, stable=stable)
             if self.tasks.takes(call):  # it runs through the pipeline too, as a task
                 return await self.tasks.call(call)
             result = await self.serving.run(call)
