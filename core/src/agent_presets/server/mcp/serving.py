@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 
 class Serving:
-    """The server's part in its calls (module docstring); every attribute is read-only use."""
+    """The server's part in its calls (module docstring). Made once per server; its parts are
+    the server's own objects, shared, so it holds no state of its own."""
 
     def __init__(
         self,
