@@ -808,9 +808,9 @@ def stages(
 
         setattr(owner, attribute, wrapper)
 
-    chain = [Timed(stage) for stage in server.pipeline.stages]
+    chain = [Timed(stage) for stage in server.serving.pipeline.stages]
     names = [t.name for t in chain]
-    server.pipeline = Pipeline(chain)
+    server.serving.pipeline = Pipeline(chain)
     timed(server.policy, "write", "log")
     timed(server.telemetry, "record", "telemetry")
     timed(server.calls, "run", "tool", coroutine=True)

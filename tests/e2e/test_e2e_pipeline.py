@@ -315,7 +315,7 @@ async def test_over_mcp_each_call_is_one_line_in_both_eras(tmp_path: Path, mode:
     assert not ok.is_error and refused.is_error
     assert [(e["kind"], e.get("outcome"), e.get("gate")) for e in lines(tmp_path)] == [
         ("call", "ok", None),
-        ("refusal", None, "preset"),
+        ("refusal", "refused", "preset"),
     ]
     assert json.dumps(lines(tmp_path))  # plain JSON lines
 
