@@ -2,7 +2,10 @@
 
 Quick lane, the everyday command: ``uv run pytest -n auto``. It deselects
 every test carrying a *full-lane marker* and runs hypothesis with the
-``quick`` profile.
+``quick`` profile. Everything under ``tests/e2e`` carries the ``e2e`` marker,
+so the quick lane does not even import those files (each xdist worker would
+import them only to deselect them); a path inside ``tests/e2e`` given on the
+command line is collected and deselected as before.
 
 Full lane, what ``.ci/run`` runs: ``uv run pytest -n auto --full``. Every
 test, with the ``ci`` profile; nothing is deselected or skipped.
@@ -82,6 +85,11 @@ def hypothesis_profile(config: pytest.Config) -> str:
     return "quick"
 
 
+def quick_lane(config: pytest.Config) -> bool:
+    """Neither ``--full`` nor an ``-m`` expression: full-lane tests are deselected."""
+    return not config.getoption("--full") and not config.option.markexpr
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Runs before hypothesis's own pytest_configure, so --hypothesis-profile wins.
     settings.load_profile(hypothesis_profile(config))
@@ -96,7 +104,10 @@ def pytest_report_header(config: pytest.Config) -> str:
         lane = f"chosen by -m {config.option.markexpr!r}"
     else:
         marked = ", ".join(full_lane_markers(config))
-        lane = f"quick (tests marked {marked} are deselected; --full runs them)"
+        lane = (
+            f"quick (tests marked {marked} are deselected, and tests/e2e, all e2e, is not "
+            "collected; --full runs them)"
+        )
     return f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
 
 
@@ -112,6 +123,18 @@ def shell_sandbox() -> None:
     need_shell_sandbox()
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # The quick lane would deselect every test under tests/e2e (the e2e marker below), so it
+    # skips importing them: a few seconds per xdist worker. Asked for by path, they are
+    # collected, and deselected, as any full-lane test is.
+    if collection_path == E2E and quick_lane(config):
+        here = config.invocation_params.dir
+        asked = ((here / arg.split("::")[0]).resolve() for arg in config.args)
+        if not any(path == E2E or E2E in path.parents for path in asked):
+            return True
+    return None
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     # Everything under tests/e2e starts servers or CLI subprocesses: the full lane's. Marked
     # as it is collected, so `-m e2e` (applied before the hook below) selects it too.
@@ -121,7 +144,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)  # after any conftest that adds markers while collecting
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--full") or config.option.markexpr:
+    if not quick_lane(config):
         return
     markers = set(full_lane_markers(config))
     keep: list[pytest.Item] = []
