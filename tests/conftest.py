@@ -19,8 +19,9 @@ An explicit ``-m`` expression is taken as the caller's own choice of tests
 
 The hypothesis profile is ``HYPOTHESIS_PROFILE`` when set, else ``ci`` under
 ``--full`` or when ``CI`` is set to a true value, else ``quick``. Hypothesis's
-own ``--hypothesis-profile`` option overrides all of these. A test that pins
-``max_examples`` in its own ``@settings`` keeps that count in every profile.
+own ``--hypothesis-profile`` option overrides all of these. A test that needs
+more examples than the profile gives names its full-lane count with
+``examples(N)`` (tests/lanes.py); the quick lane runs no more than its own.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from typing import Final
 
 import pytest
 from hypothesis import settings
+from lanes import QUICK_PROFILE
 
 FULL_LANE_PREFIX: Final = "full lane only"
 
 # Wall-clock deadlines on a shared machine measure the neighbours, not the code.
 settings.register_profile(
-    "quick",
+    QUICK_PROFILE,
     # Few examples; the local example database replays a failure first next run.
     max_examples=25,
     deadline=None,
@@ -82,7 +84,7 @@ def hypothesis_profile(config: pytest.Config) -> str:
         return chosen
     if config.getoption("--full") or _truthy(os.environ.get("CI")):
         return "ci"
-    return "quick"
+    return QUICK_PROFILE
 
 
 def quick_lane(config: pytest.Config) -> bool:

@@ -1,20 +1,31 @@
-"""The two lanes on a machine without a system package a test needs (tests/system_packages.py).
+"""The two lanes: what each collects, and how many examples a property runs in each.
 
-The quick lane skips such a test and prints what to install; the full lane
+On a machine without a system package a test needs (tests/system_packages.py)
+the quick lane skips such a test and prints what to install; the full lane
 runs it, and its skip fails the run: CI cannot pass without the package.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from lanes import QUICK_PROFILE, examples
 
 ROOT = Path(__file__).parent.parent
 NEEDS_SANDBOX = "tests/plugins/general/test_general_bash.py::test_runs_in_the_file_root"
+
+
+def pytest_run(*options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", *options],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
 def lane(*options: str) -> subprocess.CompletedProcess[str]:
@@ -36,3 +47,35 @@ def test_a_missing_system_package_skips_in_the_quick_lane_and_fails_the_full_lan
     full = lane("--full")
     assert full.returncode == 1, full.stdout + full.stderr
     assert "full lane: 1 test(s) skipped, and the full lane skips nothing" in full.stdout
+
+
+def test_a_named_example_count_is_the_full_lanes_and_the_quick_lane_runs_at_most_its_own() -> None:
+    quick = settings.get_profile(QUICK_PROFILE).max_examples
+    was = settings.get_current_profile_name()
+    try:
+        settings.load_profile(QUICK_PROFILE)
+        assert (examples(quick * 12), examples(quick - 1)) == (quick, quick - 1)
+        settings.load_profile("ci")
+        assert (examples(quick * 12), examples(quick - 1)) == (quick * 12, quick - 1)
+    finally:
+        settings.load_profile(was)
+
+
+@pytest.mark.slow  # three pytest runs that collect what is left of tests/ without core and plugins
+def test_the_quick_lane_does_not_import_tests_e2e_unless_asked_for_it_by_path() -> None:
+    options = ["--collect-only", "-q", "--ignore=tests/core", "--ignore=tests/plugins"]
+    quick = pytest_run(*options)
+    chosen = pytest_run(*options, "-m", "e2e")
+    e2e, everything = collected(chosen.stdout)
+    assert e2e > 0 and "tests/e2e/test_e2e_http.py::" in chosen.stdout
+    assert collected(quick.stdout)[1] == everything - e2e  # not even collected, then deselected
+    by_path = pytest_run("--collect-only", "-q", "tests/e2e/test_e2e_http.py")
+    assert by_path.returncode == 5, by_path.stdout + by_path.stderr  # nothing selected
+    assert re.search(r"no tests collected \(\d+ deselected\)", by_path.stdout), by_path.stdout
+
+
+def collected(summary: str) -> tuple[int, int]:
+    """(selected, collected) from the last line of ``pytest --collect-only -q``."""
+    found = re.search(r"(\d+)(?:/(\d+))? tests? collected", summary)
+    assert found, summary
+    return int(found[1]), int(found[2] or found[1])

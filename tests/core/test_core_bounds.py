@@ -15,6 +15,7 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 from mcp_types import JSONRPCResponse
 
 from agent_presets.adapters import check_arguments
@@ -173,7 +174,7 @@ def test_a_follower_follows_rotation_and_says_which_files_left(tmp_path: Path) -
     assert [e["tool"] for e in read_events(path)] == tools[-len(list(read_events(path))) :]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     steps=st.lists(st.tuples(st.integers(0, 12), st.booleans()), min_size=1, max_size=25),
     backups=st.integers(0, 3),
