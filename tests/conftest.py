@@ -27,6 +27,7 @@ more examples than the profile gives names its full-lane count with
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -114,6 +115,27 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 E2E: Final = Path(__file__).parent / "e2e"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _started_interpreters_share_byte_code(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """Where the environment forbids writing byte code (``PYTHONDONTWRITEBYTECODE``, as in
+    many containers), every Python a test starts (``presets serve``, ``python -X importtime``)
+    compiled each module it imports from source: about a second for one that loads mcp.
+    They share one byte-code cache instead, in this session's temporary folder, so nothing
+    is written beside the sources; the first interpreter compiles, the others read."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker has its own folder in the session's: the workers share that one.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONDONTWRITEBYTECODE")
+        patch.setenv("PYTHONPYCACHEPREFIX", str(shared / "pycache"))
+        yield
 
 
 @pytest.fixture

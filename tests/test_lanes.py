@@ -79,3 +79,17 @@ def collected(summary: str) -> tuple[int, int]:
     found = re.search(r"(\d+)(?:/(\d+))? tests? collected", summary)
     assert found, summary
     return int(found[1]), int(found[2] or found[1])
+
+
+def test_a_python_a_test_starts_writes_byte_code_only_in_the_sessions_temporary_folder(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    code = "import sys; print(sys.flags.dont_write_bytecode, sys.pycache_prefix)"
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if sys.flags.dont_write_bytecode:  # this environment forbids byte code beside the sources
+        assert child[0] == "0"
+        assert Path(child[1]).is_relative_to(tmp_path_factory.getbasetemp().parent)
+    else:
+        assert child == ["0", "None"]
