@@ -33,7 +33,7 @@ from typing import Final
 
 import pytest
 from hypothesis import settings
-from lanes import QUICK_PROFILE
+from lanes import QUICK_PROFILE, TEMP_ROOT, memory_temp_root
 
 FULL_LANE_PREFIX: Final = "full lane only"
 
@@ -96,6 +96,13 @@ def quick_lane(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     # Runs before hypothesis's own pytest_configure, so --hypothesis-profile wins.
     settings.load_profile(hypothesis_profile(config))
+    # tmp_path in memory where it can be (tests/lanes.py says why); --basetemp or
+    # PYTEST_DEBUG_TEMPROOT choose another folder.
+    if not config.option.basetemp and "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+        memory = memory_temp_root()
+        if memory is not None:
+            os.environ["PYTEST_DEBUG_TEMPROOT"] = str(memory)
+            config.stash[TEMP_ROOT] = memory
     if config.getoption("--full") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_SkipCounter(), "full-lane-skip-counter")
 
@@ -111,7 +118,9 @@ def pytest_report_header(config: pytest.Config) -> str:
             f"quick (tests marked {marked} are deselected, and tests/e2e, all e2e, is not "
             "collected; --full runs them)"
         )
-    return f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
+    header = f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
+    memory = config.stash.get(TEMP_ROOT, None)
+    return header if memory is None else f"{header}; tmp_path in {memory} (tmpfs)"
 
 
 E2E: Final = Path(__file__).parent / "e2e"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from lanes import QUICK_PROFILE, examples
+from lanes import QUICK_PROFILE, TEMP_ROOT, examples, memory_temp_root
 
 ROOT = Path(__file__).parent.parent
 NEEDS_SANDBOX = "tests/plugins/general/test_general_bash.py::test_runs_in_the_file_root"
@@ -93,3 +93,18 @@ def test_a_python_a_test_starts_writes_byte_code_only_in_the_sessions_temporary_
         assert Path(child[1]).is_relative_to(tmp_path_factory.getbasetemp().parent)
     else:
         assert child == ["0", "None"]
+
+
+def test_temporary_folders_are_in_a_usable_tmpfs_where_the_machine_has_one(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    line = "tmpfs /dev/shm tmpfs {} 0 0\nproc /proc proc rw 0 0\n"
+    assert memory_temp_root(line.format("rw,nosuid,nodev,noexec")) is None  # as Docker mounts it
+    assert memory_temp_root(line.format("ro,relatime")) is None
+    assert memory_temp_root("/dev/sda1 /dev/shm ext4 rw 0 0\n") is None
+    assert memory_temp_root("") is None
+    chosen = request.config.stash.get(TEMP_ROOT, None)
+    if chosen is not None:
+        assert chosen == memory_temp_root() and tmp_path.is_relative_to(chosen)
+    elif memory_temp_root() is not None:  # the caller chose the folder: --basetemp or the env
+        assert request.config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT")
