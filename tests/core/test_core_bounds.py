@@ -24,6 +24,7 @@ from agent_presets.server.console.app import TAIL, Console
 from agent_presets.server.control import Controller
 from agent_presets.server.eventlog import EventLog, LogFollower, read_events
 from agent_presets.server.events import Call
+from agent_presets.server.mcp import sessionlimit
 from agent_presets.server.mcp.envelope import INVALID_REQUEST, too_long
 from agent_presets.server.mcp.eventstore import MemoryEventStore
 from agent_presets.server.mcp.sessionlimit import SessionLimit
@@ -290,7 +291,12 @@ def test_a_session_that_sent_nothing_after_initialize_is_ended_after_a_minute() 
     anyio.run(main)
 
 
-def test_unused_sessions_are_swept_without_any_request_coming() -> None:
+def test_unused_sessions_are_swept_without_any_request_coming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The second a sweep waits past its due time only gathers sessions due together.
+    monkeypatch.setattr(sessionlimit, "SWEEP_SLACK", 0.05)
+
     async def main() -> None:
         sdk = FakeSessions()
         limit = SessionLimit(sdk, unused_timeout=0.1)

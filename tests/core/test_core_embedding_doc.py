@@ -109,6 +109,7 @@ def test_the_documented_host_declares_its_screens_and_its_prompts_name_served_to
     assert (app.screen, presets.manager.get_context()["surface"]) == ("board", "board")
 
 
+@pytest.mark.slow  # a second Python serving the doc's host over stdio: seconds on its own
 def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: ModuleType) -> None:
     messages = [
         {
