@@ -27,6 +27,7 @@ more examples than the profile gives names its full-lane count with
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -62,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="full lane: run every test, full-lane markers included, with the 'ci' "
         "hypothesis profile (what .ci/run runs)",
+    )
+    parser.addoption(
+        "--slowest-files",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the run, list the N test files whose tests took longest "
+        "(setup, call and teardown summed; collection not included)",
     )
 
 
@@ -105,6 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[TEMP_ROOT] = memory
     if config.getoption("--full") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_SkipCounter(), "full-lane-skip-counter")
+    if config.getoption("--slowest-files") > 0 and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_FileDurations(config.getoption("--slowest-files")))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -215,3 +226,22 @@ class _SkipCounter:
                 "nothing; install what they need or remove the skip: " + ", ".join(self.skipped),
                 red=True,
             )
+
+
+class _FileDurations:
+    """``--slowest-files N``: the test files whose tests took longest, summed per file."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.seconds: Counter[str] = Counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Under xdist the workers' reports are replayed here, in the controller.
+        self.seconds[report.nodeid.split("::")[0]] += report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        terminalreporter.write_sep("=", f"slowest {self.count} test files")
+        total = sum(self.seconds.values())
+        for path, seconds in self.seconds.most_common(self.count):
+            terminalreporter.write_line(f"{seconds:7.2f}s {100 * seconds / total:5.1f}%  {path}")
+        terminalreporter.write_line(f"{total:7.2f}s in all, in {len(self.seconds)} files")

@@ -108,3 +108,11 @@ def test_temporary_folders_are_in_a_usable_tmpfs_where_the_machine_has_one(
         assert chosen == memory_temp_root() and tmp_path.is_relative_to(chosen)
     elif memory_temp_root() is not None:  # the caller chose the folder: --basetemp or the env
         assert request.config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT")
+
+
+@pytest.mark.slow  # a pytest run of its own
+def test_slowest_files_lists_the_test_files_whose_tests_took_longest() -> None:
+    run = pytest_run("-q", "--slowest-files", "1", "tests/core/test_core_safetext.py")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "slowest 1 test files" in run.stdout
+    assert re.search(r"\d+\.\d\ds +100\.0%  tests/core/test_core_safetext\.py\n", run.stdout)
