@@ -27,14 +27,14 @@ more examples than the profile gives names its full-lane count with
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
 from hypothesis import settings
-from lanes import QUICK_PROFILE, TEMP_ROOT, memory_temp_root
+from lanes import BYTE_CODE, QUICK_PROFILE, TEMP_ROOT, memory_temp_root
 
 FULL_LANE_PREFIX: Final = "full lane only"
 
@@ -102,6 +102,34 @@ def quick_lane(config: pytest.Config) -> bool:
     return not config.getoption("--full") and not config.option.markexpr
 
 
+def keep_byte_code(config: pytest.Config) -> None:
+    """Where the environment forbids byte code beside the sources (``PYTHONDONTWRITEBYTECODE``,
+    as many containers set it), keep it in pytest's cache folder instead.
+
+    Otherwise every Python of a run, each xdist worker and each server or ``python -X
+    importtime`` a test starts, compiles every module it imports from source, every run:
+    pytest's rewritten test modules, mcp, hypothesis, the core. That was about a third of
+    the quick lane's CPU time on a machine that sets it. ``PYTHONPYCACHEPREFIX`` puts the
+    byte code under ``.pytest_cache`` (``-p no:cacheprovider`` turns it off with the cache);
+    a prefix the caller chose is left alone.
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    try:
+        folder = str(cache.mkdir("pycache"))
+    except OSError:
+        return
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    # This process too, for what it imports from here on: the test modules, their imports.
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = folder
+    config.stash[BYTE_CODE] = Path(folder)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Runs before hypothesis's own pytest_configure, so --hypothesis-profile wins.
     settings.load_profile(hypothesis_profile(config))
@@ -112,6 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if memory is not None:
             os.environ["PYTEST_DEBUG_TEMPROOT"] = str(memory)
             config.stash[TEMP_ROOT] = memory
+    if not hasattr(config, "workerinput"):  # xdist's workers inherit what the controller set
+        keep_byte_code(config)
     if config.getoption("--full") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_SkipCounter(), "full-lane-skip-counter")
     if config.getoption("--slowest-files") > 0 and not hasattr(config, "workerinput"):
@@ -131,31 +161,20 @@ def pytest_report_header(config: pytest.Config) -> str:
         )
     header = f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
     memory = config.stash.get(TEMP_ROOT, None)
-    return header if memory is None else f"{header}; tmp_path in {memory} (tmpfs)"
+    if memory is not None:
+        header += f"; tmp_path in {memory} (tmpfs)"
+    byte_code = config.stash.get(BYTE_CODE, None)
+    if byte_code is not None:
+        shown = (
+            byte_code.relative_to(config.rootpath)
+            if byte_code.is_relative_to(config.rootpath)
+            else byte_code
+        )
+        header += f"; byte code in {shown}"
+    return header
 
 
 E2E: Final = Path(__file__).parent / "e2e"
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _started_interpreters_share_byte_code(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[None]:
-    """Where the environment forbids writing byte code (``PYTHONDONTWRITEBYTECODE``, as in
-    many containers), every Python a test starts (``presets serve``, ``python -X importtime``)
-    compiled each module it imports from source: about a second for one that loads mcp.
-    They share one byte-code cache instead, in this session's temporary folder, so nothing
-    is written beside the sources; the first interpreter compiles, the others read."""
-    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        yield
-        return
-    base = tmp_path_factory.getbasetemp()
-    # Under xdist each worker has its own folder in the session's: the workers share that one.
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("PYTHONDONTWRITEBYTECODE")
-        patch.setenv("PYTHONPYCACHEPREFIX", str(shared / "pycache"))
-        yield
 
 
 @pytest.fixture

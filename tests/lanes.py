@@ -38,6 +38,8 @@ MEMORY_FOLDER: Final = Path("/dev/shm")
 MEMORY_FOLDER_FREE: Final = 2 * 2**30
 # Where tests/conftest.py put pytest's temporary folders (tmp_path), when it chose.
 TEMP_ROOT: Final = pytest.StashKey[Path]()
+# Where it keeps byte code the environment would not let Python write (keep_byte_code).
+BYTE_CODE: Final = pytest.StashKey[Path]()
 
 
 def memory_temp_root(mounts: str | None = None) -> Path | None:

@@ -81,18 +81,23 @@ def collected(summary: str) -> tuple[int, int]:
     return int(found[1]), int(found[2] or found[1])
 
 
-def test_a_python_a_test_starts_writes_byte_code_only_in_the_sessions_temporary_folder(
-    tmp_path_factory: pytest.TempPathFactory,
+@pytest.mark.slow  # a pytest run of its own
+def test_where_python_may_not_write_byte_code_a_run_keeps_it_in_pytests_cache(
+    tmp_path: Path,
 ) -> None:
-    code = "import sys; print(sys.flags.dont_write_bytecode, sys.pycache_prefix)"
-    child = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    if sys.flags.dont_write_bytecode:  # this environment forbids byte code beside the sources
-        assert child[0] == "0"
-        assert Path(child[1]).is_relative_to(tmp_path_factory.getbasetemp().parent)
-    else:
-        assert child == ["0", "None"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "-o", f"cache_dir={tmp_path}",
+         "tests/core/test_core_safetext.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    kept = list((tmp_path / "d").rglob("*.pyc"))
+    # The test module as pytest rewrote it, a core module, libraries.
+    names = {(path.parent.name, path.name.split(".")[0]) for path in kept}
+    assert {("core", "test_core_safetext"), ("agent_presets", "safetext")} <= names
+    assert any("site-packages" in path.parts for path in kept)
 
 
 def test_temporary_folders_are_in_a_usable_tmpfs_where_the_machine_has_one(
