@@ -33,27 +33,32 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from hypothesis import settings
 from lanes import BYTE_CODE, QUICK_PROFILE, TEMP_ROOT, memory_temp_root
 
 FULL_LANE_PREFIX: Final = "full lane only"
 
-# Wall-clock deadlines on a shared machine measure the neighbours, not the code.
-settings.register_profile(
-    QUICK_PROFILE,
-    # Few examples; the local example database replays a failure first next run.
-    max_examples=25,
-    deadline=None,
-)
-settings.register_profile(
-    "ci",
-    # Many examples, a reproduction blob printed on failure, and no example
-    # database: a fresh clone has none, and CI must not depend on one.
-    max_examples=300,
-    deadline=None,
-    database=None,
-    print_blob=True,
-)
+
+def register_profiles() -> None:
+    # Imported here, once keep_byte_code has run: xdist's controller needs hypothesis only
+    # for the header, and would otherwise compile it from source at every start.
+    from hypothesis import settings
+
+    # Wall-clock deadlines on a shared machine measure the neighbours, not the code.
+    settings.register_profile(
+        QUICK_PROFILE,
+        # Few examples; the local example database replays a failure first next run.
+        max_examples=25,
+        deadline=None,
+    )
+    settings.register_profile(
+        "ci",
+        # Many examples, a reproduction blob printed on failure, and no example
+        # database: a fresh clone has none, and CI must not depend on one.
+        max_examples=300,
+        deadline=None,
+        database=None,
+        print_blob=True,
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -131,6 +136,11 @@ def keep_byte_code(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # xdist's workers inherit what the controller set
+        keep_byte_code(config)
+    from hypothesis import settings
+
+    register_profiles()
     # Runs before hypothesis's own pytest_configure, so --hypothesis-profile wins.
     settings.load_profile(hypothesis_profile(config))
     # tmp_path in memory where it can be (tests/lanes.py says why); --basetemp or
@@ -140,8 +150,6 @@ def pytest_configure(config: pytest.Config) -> None:
         if memory is not None:
             os.environ["PYTEST_DEBUG_TEMPROOT"] = str(memory)
             config.stash[TEMP_ROOT] = memory
-    if not hasattr(config, "workerinput"):  # xdist's workers inherit what the controller set
-        keep_byte_code(config)
     if config.getoption("--full") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_SkipCounter(), "full-lane-skip-counter")
     if config.getoption("--slowest-files") > 0 and not hasattr(config, "workerinput"):
@@ -159,6 +167,8 @@ def pytest_report_header(config: pytest.Config) -> str:
             f"quick (tests marked {marked} are deselected, and tests/e2e, all e2e, is not "
             "collected; --full runs them)"
         )
+    from hypothesis import settings
+
     header = f"lane: {lane}; hypothesis profile: {settings.get_current_profile_name()}"
     memory = config.stash.get(TEMP_ROOT, None)
     if memory is not None:

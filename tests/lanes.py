@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from hypothesis import settings
 
 QUICK_PROFILE: Final = "quick"
 
 
 def examples(full: int) -> int:
     """``full`` examples, capped at the ``quick`` profile's count when that profile is loaded."""
+    from hypothesis import settings  # here: tests/conftest.py imports this module early
+
     if settings.get_current_profile_name() == QUICK_PROFILE:
         return min(full, settings().max_examples)
     return full
