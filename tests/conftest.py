@@ -27,7 +27,9 @@ more examples than the profile gives names its full-lane count with
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Final
@@ -133,6 +135,15 @@ def keep_byte_code(config: pytest.Config) -> None:
     sys.dont_write_bytecode = False
     sys.pycache_prefix = folder
     config.stash[BYTE_CODE] = Path(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The byte code of modules the tests wrote into temporary folders is of no later use:
+    # dropped with the session, so the cache holds only the sources', whatever the runs.
+    folder = config.stash.get(BYTE_CODE, None)
+    if folder is not None:
+        temp_root = Path(os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir())
+        shutil.rmtree(folder / temp_root.resolve().relative_to("/"), ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
