@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.server import ServeConfig
 from agent_presets.server.clients import KNOWN_CLIENTS, known_not_to_relist
@@ -152,7 +153,7 @@ def test_a_token_profile_hides_tools_from_the_search(server: Any) -> None:
 # ------------------------------------------------------------------ the budget
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(budget=st.integers(min_value=1, max_value=12_000), client=st.sampled_from(CLIENTS))
 def test_the_list_never_passes_the_budget_beyond_the_servers_own_tools(
     server: Any, budget: int, client: str

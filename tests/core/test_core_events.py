@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.model import ToolArgumentError, ToolCallError
 from agent_presets.server.eventlog import GENESIS
@@ -541,7 +542,7 @@ events = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(events)
 def test_any_event_encodes_to_one_bounded_line_that_matches_the_schema(event: Event) -> None:
     line = encode(event)

@@ -14,6 +14,7 @@ import pytest
 from core.test_core_console import call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.server.console.app import TOKEN_HEADER, Console
 from agent_presets.server.console.credential import HOST_PATH, HostCredential
@@ -155,7 +156,9 @@ BODIES = st.one_of(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(body=BODIES)
 def test_a_refused_change_changes_nothing_and_an_applied_one_is_what_was_asked(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.model import PresetError
 from agent_presets.principal import LOCAL, acting_as, current_principal
@@ -130,7 +131,7 @@ def test_an_approved_request_applies_to_the_principal_that_asked(served: Served)
     assert READ_FILES not in served.manager.resolve().active_names
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(
         st.tuples(

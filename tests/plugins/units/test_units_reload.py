@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets import ToolCallError
 from agent_presets_general.sandbox import SandboxLimits, sandbox_status
@@ -272,7 +273,7 @@ REPORTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(report=REPORTS | JSON, raw=st.binary(max_size=20))
 def test_whatever_a_unit_reports_the_tool_result_keeps_its_schema(report: Any, raw: bytes) -> None:
     # A unit runs in the process that writes the report, so it can forge any bytes there.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
@@ -205,7 +206,9 @@ TEXT_LINES = st.lists(st.sampled_from(["a = 1", "", "b = 2", "def f():", "    pa
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(old=TEXT_LINES.filter(bool), new=TEXT_LINES, data=st.data())
 def test_through_the_tool_a_generated_patch_applies_and_a_corrupted_one_changes_no_byte(
