@@ -20,11 +20,11 @@ import pytest
 from mcp import Client
 
 from agent_presets.boot import Presets
-from agent_presets.host import HeadlessHost
 from agent_presets.server.events import read_events
 from agent_presets.server.mcp.server import PresetServer
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 from agent_presets.server.stage import PendingCall
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ ERAS = pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 @pytest.fixture(scope="module")
 def presets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Presets]:
     folder = tmp_path_factory.mktemp("context")
-    with HeadlessHost(folder / "state", root=folder / "files") as host:
+    with SpaceHost(folder / "state", root=folder / "files") as host:
         yield host.start()
 
 
@@ -89,7 +89,7 @@ PROFILES = {"narrow": Profile("narrow", Allowed(frozenset({THEME}), (THEME,)))}
 
 
 async def test_every_outcome_makes_a_line_with_the_same_keys(tmp_path: Path) -> None:
-    with HeadlessHost(tmp_path / "state", root=tmp_path / "files") as host:
+    with SpaceHost(tmp_path / "state", root=tmp_path / "files") as host:
         presets = host.start()
         presets.manager.set_override("general-file-write-tools", "on")
         log = tmp_path / "events.jsonl"
