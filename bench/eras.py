@@ -5,7 +5,7 @@ Run: uv run python bench/eras.py [--rounds N] [--transports stdio,http]
      [--ablate PARTS]
 
 What is measured is the real command: ``python -m agent_presets serve`` with
-the built-in plugins, the headless host on a state folder, the event log on
+the built-in plugins, the Space host on a state folder, the event log on
 and every other option at its default (``--transport http --port 0`` for
 HTTP). The baseline is an idiomatic low-level ``mcp`` server that serves the
 same ``tools/list`` and answers the call with the same result: before timing,
@@ -662,16 +662,16 @@ def _per_call(fn: Any, repeat: int = 2000) -> float:
 
 
 def _presets_server(event_log: bool = True) -> Any:
-    """A server built as ``presets serve`` builds it (headless host, installed plugins)."""
+    """A server built as ``presets serve`` builds it (the Space host, installed plugins)."""
     from agent_presets.cli.options import installed_plugins
-    from agent_presets.host import HeadlessHost
     from agent_presets.server import ServeConfig
     from agent_presets.server.mcp.server import build_server
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.tools import ToolRegistry
+    from agent_presets_general import SpaceHost
 
     state = Path(tempfile.mkdtemp(prefix="presets-bench-parts-"))
-    app = HeadlessHost(state, None)
+    app = SpaceHost(state, None)
     presets = app.start(installed_plugins(), tool_registry=ToolRegistry("space_"))
     log = state / "events.jsonl" if event_log else None
     return build_server(presets, ServeConfig(policy=ToolPolicy(event_log=log)))
@@ -692,7 +692,7 @@ def parts(
 ) -> list[tuple[str, float]]:
     """In process: what one call of ``tool_name`` costs in the server's ``tools/call`` handler.
 
-    Two servers are built as ``presets serve`` builds one (headless host, the
+    Two servers are built as ``presets serve`` builds one (the Space host, the
     installed plugins), one with the event log and one without, and their
     handlers are awaited in a loop (no SDK, no wire), alternating with the
     tool's own ``run`` (argument check, the plugin's handler, result check).
@@ -747,7 +747,7 @@ def stages(
 ) -> list[tuple[str, float]]:
     """In process: each stage's share of one call of ``tool_name``, from an instrumented profile.
 
-    The server is built as ``presets serve`` builds one (headless host, the
+    The server is built as ``presets serve`` builds one (the Space host, the
     installed plugins, the event log on), and its pipeline rebuilt with every
     stage wrapped in a timer: a stage's own time is its time inclusive minus
     that of the stages after it. Inside ``Record``, the event-log line
@@ -808,9 +808,9 @@ def stages(
 
         setattr(owner, attribute, wrapper)
 
-    chain = [Timed(stage) for stage in server.pipeline.stages]
+    chain = [Timed(stage) for stage in server.serving.pipeline.stages]
     names = [t.name for t in chain]
-    server.pipeline = Pipeline(chain)
+    server.serving.pipeline = Pipeline(chain)
     timed(server.policy, "write", "log")
     timed(server.telemetry, "record", "telemetry")
     timed(server.calls, "run", "tool", coroutine=True)

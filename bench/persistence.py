@@ -2,7 +2,7 @@
 
 Run: uv run python bench/persistence.py [--calls N] [--json]
 
-Every call goes through the real tool path: a headless host on its own state
+Every call goes through the real tool path: a Space host on its own state
 directory, the plugin's presets, and the resolved tool's ``run`` (schema check,
 handler, runtime, persistence), as a client's ``tools/call`` ends up doing.
 
@@ -47,9 +47,9 @@ class Side:
     """One host on its own state directory, calling tools as a client would."""
 
     def __init__(self, state: Path, plugin: Any, shell: list[tuple[str, Any]]) -> None:
-        from agent_presets.host import HeadlessHost
+        from agent_presets_general import SpaceHost
 
-        self.host = HeadlessHost(state)
+        self.host = SpaceHost(state)
         self.presets = self.host.start([plugin])
         for method, value in shell:
             getattr(self.host.shell, method)(value)

@@ -2,7 +2,7 @@
 
 Run: uv run python bench/principals.py [--principals N] [--switches N] [--json]
 
-The headless host with every built-in plugin, its server's ``Principals``
+The Space host with every built-in plugin, its server's ``Principals``
 over the embedded store, and N principals (default 10,000), each switched to
 a context of its own (its own world, half of them on the canvas drawing),
 each then served its tool list once, as a principal's first ``tools/list``
@@ -31,11 +31,11 @@ from typing import Any
 
 
 def _server(state: Path) -> tuple[Any, Any, Any]:
-    from agent_presets.host import HeadlessHost
     from agent_presets.server.principals import Principals
     from agent_presets.server.store.embedded import EmbeddedStore
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(state)
+    host = SpaceHost(state)
     presets = host.start()
     clock = [0.0]
     principals = Principals(presets.manager, EmbeddedStore(), clock=lambda: clock[0])

@@ -11,7 +11,7 @@ are medians over the rounds:
 - startup: spawn -> initialize -> first ``tools/list`` answer (20 tools),
   three spawns of each server per round (process start-up is the noisiest);
 - startup-real: the same, for what a user runs: ``python -m agent_presets
-  serve --state-dir TMP`` (the command line, the headless host and every
+  serve --state-dir TMP`` (the command line, the Space host and every
   installed plugin, as opencode spawns it) against the bare server serving as
   many tools as that lists (one state folder for the run, so after a discarded
   first spawn each one resumes saved state, as a restart does);

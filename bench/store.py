@@ -10,7 +10,7 @@ Two figures, each alternating the servers round by round so a change in the
 shared machine's load hits them alike:
 
 - in process: the server's ``tools/call`` handler awaited in a loop (no SDK,
-  no wire), for servers built as ``presets serve`` builds one (headless
+  no wire), for servers built as ``presets serve`` builds one (the Space
   host, installed plugins, the event log on): embedded; Redis; and Redis with
   a call budget (``--max-calls``), whose check is the one round trip a call
   waits for, against a Redis that fsyncs every write (``appendfsync always``)
@@ -88,15 +88,15 @@ def stop(process: subprocess.Popen[Any]) -> None:
 def build(store_url: str | None, max_calls: int | None) -> Any:
     """A server built as ``presets serve`` builds one, on the given store."""
     from agent_presets.cli.options import installed_plugins
-    from agent_presets.host import HeadlessHost
     from agent_presets.server import ServeConfig
     from agent_presets.server.mcp.server import build_server
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.store import open_store
     from agent_presets.tools import ToolRegistry
+    from agent_presets_general import SpaceHost
 
     state = Path(tempfile.mkdtemp(prefix="presets-bench-store-"))
-    app = HeadlessHost(state, None)
+    app = SpaceHost(state, None)
     presets = app.start(installed_plugins(), tool_registry=ToolRegistry("space_"))
     store = open_store(store_url, state)
     shared_log = getattr(store, "event_log", None)

@@ -2,7 +2,7 @@
 
 Run: uv run python bench/upstream_bounds.py [--json]
 
-One server (the headless host, in this process) serves the fake upstream
+One server (the Space host, in this process) serves the fake upstream
 (tests/upstreams/fake_upstream.py) to two in-memory clients, legacy era.
 Client A makes the upstream misbehave; client B lists the tools over and
 over meanwhile, and the figure for B is its slowest list. RSS is this
@@ -61,9 +61,9 @@ def peak_mb() -> float:
 async def served(folder: Path, *args: str, **options: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
     from mcp import Client
 
-    from agent_presets.host import HeadlessHost
     from agent_presets.plugins import load_plugins
     from agent_presets.server.mcp import build_server
+    from agent_presets_general import SpaceHost
 
     plugins = folder / "plugins"
     plugins.mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,7 @@ async def served(folder: Path, *args: str, **options: Any) -> AsyncIterator[tupl
         f"    contexts: [{{surface: any}}]\n    tool_ids: {tools}\n",
         encoding="utf-8",
     )
-    with HeadlessHost(folder / "state") as host:
+    with SpaceHost(folder / "state") as host:
         server = build_server(host.start(load_plugins([], plugins_dir=plugins)))
         try:
             async with (

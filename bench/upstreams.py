@@ -117,12 +117,12 @@ async def _served(folder: Path, stack: AsyncExitStack) -> Any:
     """A client, in memory, of the server of ``folder`` (its upstreams started by a list)."""
     from mcp import Client
 
-    from agent_presets.host import HeadlessHost
     from agent_presets.plugins import load_plugins
     from agent_presets.server.mcp import build_server
+    from agent_presets_general import SpaceHost
 
     state = stack.enter_context(tempfile.TemporaryDirectory())
-    host = stack.enter_context(HeadlessHost(state))
+    host = stack.enter_context(SpaceHost(state))
     presets = host.start(load_plugins([], plugins_dir=folder))
     server = build_server(presets)
     stack.callback(server.close)

@@ -22,6 +22,9 @@ from agent_presets import (
 )
 from agent_presets.adapters import ToolCall, takes_call
 
+SPACE = "space_"
+"""The namespace these tests serve in (a host's, here the Space app's)."""
+
 
 class Refused(Exception):
     pass
@@ -152,11 +155,11 @@ def test_for_runtime_builds_the_adapter_a_hand_written_one_would_be() -> None:
     assert built.source == "counter-plugin"
     assert dict(built.annotations or {}) == {"idempotentHint": True}
     app = SimpleNamespace(counter=Counter())
-    assert run_for_runtime(app, {"amount": 4}, ToolAdapterRegistry()) == 4
+    assert run_for_runtime(app, {"amount": 4}, ToolAdapterRegistry(namespace_prefix=SPACE)) == 4
 
 
 def test_for_runtime_fetches_the_runtime_at_call_time() -> None:
-    registry = ToolAdapterRegistry()
+    registry = ToolAdapterRegistry(namespace_prefix=SPACE)
     registry.register(counter_adapter())
     app = SimpleNamespace(counter=Counter())
     tool = registry.resolve("counter.add", app)
@@ -194,7 +197,11 @@ def test_for_runtime_lets_other_errors_through() -> None:
             raise KeyError("bug")
 
     with pytest.raises(KeyError):
-        run_for_runtime(SimpleNamespace(counter=Broken()), {"amount": 1}, ToolAdapterRegistry())
+        run_for_runtime(
+            SimpleNamespace(counter=Broken()),
+            {"amount": 1},
+            ToolAdapterRegistry(namespace_prefix=SPACE),
+        )
 
 
 def test_for_runtime_does_not_rename_a_tool_error_raised_inside_the_action() -> None:
@@ -202,7 +209,7 @@ def test_for_runtime_does_not_rename_a_tool_error_raised_inside_the_action() -> 
         raise ToolCallError("space_counter_add: switch to the counter surface first")
 
     adapter = counter_adapter(action=refuse, errors=(Exception,))
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(adapter)
     with pytest.raises(ToolCallError) as info:
         registry.resolve("counter.add").run({"amount": 1})
@@ -225,7 +232,7 @@ def test_an_action_with_a_third_parameter_gets_the_call() -> None:
 
 def test_a_plain_handler_with_a_third_parameter_gets_the_call() -> None:
     seen: list[Any] = []
-    registry = ToolAdapterRegistry()
+    registry = ToolAdapterRegistry(namespace_prefix=SPACE)
     registry.register(
         ToolAdapter(
             "a.b",
@@ -293,7 +300,7 @@ def test_a_context_given_to_run_reaches_the_action_as_call_context() -> None:
         seen.append(call)
         return counter.add(arguments["amount"])
 
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(counter_adapter(action=add))
     tool = registry.resolve("counter.add")
     context = object()
@@ -321,7 +328,7 @@ def test_an_adapter_without_a_name_is_served_as_its_tool_id(tool_id: str, served
     built = ToolAdapter.for_runtime(
         tool_id, "counter", lambda c, a: 1, description="D.", input_schema=object_schema()
     )
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(built)
     assert registry.resolve(tool_id).name == served
     assert ToolAdapterRegistry(namespace_prefix="myapp_").mcp_name(built) == "myapp_" + served[6:]
@@ -336,7 +343,7 @@ def test_name_still_overrides_the_default() -> None:
         description="D.",
         input_schema=object_schema(),
     )
-    assert ToolAdapterRegistry().mcp_name(built) == "space_counter_plus"
+    assert ToolAdapterRegistry(namespace_prefix=SPACE).mcp_name(built) == "space_counter_plus"
 
 
 # ------------------------------------------------------------------ one constructor, one kit
@@ -358,7 +365,7 @@ def test_the_keyword_constructor_builds_a_runtime_tool_named_after_its_id() -> N
     built = keyword_adapter()
     assert built.name == "counter_add"
     assert built.runtime == "counter"
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(built)
     tool = registry.resolve("counter.add")
     assert tool.name == "space_counter_add"
@@ -375,7 +382,7 @@ def test_the_keyword_constructor_takes_a_plain_handler() -> None:
         input_schema=object_schema(),
         handler=lambda app, a: app.counter.value,
     )
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(built)
     assert registry.resolve("counter.peek").run({}) == 0
 
@@ -404,7 +411,7 @@ def test_the_older_positional_form_still_works_and_warns() -> None:
         named = ToolAdapter("counter.add", "", "Add.", schema, handler, name="counter_plus")
     with pytest.warns(DeprecationWarning):
         defaulted = ToolAdapter("counter.add", "", "Add.", schema, handler)
-    registry = ToolAdapterRegistry()
+    registry = ToolAdapterRegistry(namespace_prefix=SPACE)
     assert [registry.mcp_name(a) for a in (prefixed, named, defaulted)] == [
         "space_counter_add",
         "space_counter_plus",
@@ -426,7 +433,7 @@ def test_an_adapter_kit_gives_the_runtime_and_its_errors_once() -> None:
     )
     assert add == keyword_adapter(description="Add.")
     assert add.runtime == "counter"
-    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
+    registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()), namespace_prefix=SPACE)
     registry.register(add)
     with pytest.raises(ToolCallError, match=r"^space_counter_add: amount is over 10"):
         registry.resolve("counter.add").run({"amount": 11})

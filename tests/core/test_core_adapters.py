@@ -588,7 +588,7 @@ def test_a_valid_structured_result_is_checked_without_importing_jsonschema():
         "                   'required': ['n']})\n"
         "class App:\n"
         "    counter = object()\n"
-        "registry = ToolAdapterRegistry(App())\n"
+        "registry = ToolAdapterRegistry(App(), namespace_prefix='space_')\n"
         "registry.register(adapter)\n"
         "tool = registry.resolve('t.count')\n"
         "print(tool.run({}))\n"

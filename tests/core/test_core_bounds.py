@@ -15,6 +15,7 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 from mcp_types import JSONRPCResponse
 
 from agent_presets.adapters import check_arguments
@@ -23,6 +24,7 @@ from agent_presets.server.console.app import TAIL, Console
 from agent_presets.server.control import Controller
 from agent_presets.server.eventlog import EventLog, LogFollower, read_events
 from agent_presets.server.events import Call
+from agent_presets.server.mcp import sessionlimit
 from agent_presets.server.mcp.envelope import INVALID_REQUEST, too_long
 from agent_presets.server.mcp.eventstore import MemoryEventStore
 from agent_presets.server.mcp.sessionlimit import SessionLimit
@@ -173,7 +175,7 @@ def test_a_follower_follows_rotation_and_says_which_files_left(tmp_path: Path) -
     assert [e["tool"] for e in read_events(path)] == tools[-len(list(read_events(path))) :]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     steps=st.lists(st.tuples(st.integers(0, 12), st.booleans()), min_size=1, max_size=25),
     backups=st.integers(0, 3),
@@ -289,7 +291,12 @@ def test_a_session_that_sent_nothing_after_initialize_is_ended_after_a_minute() 
     anyio.run(main)
 
 
-def test_unused_sessions_are_swept_without_any_request_coming() -> None:
+def test_unused_sessions_are_swept_without_any_request_coming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The second a sweep waits past its due time only gathers sessions due together.
+    monkeypatch.setattr(sessionlimit, "SWEEP_SLACK", 0.05)
+
     async def main() -> None:
         sdk = FakeSessions()
         limit = SessionLimit(sdk, unused_timeout=0.1)

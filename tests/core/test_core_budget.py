@@ -32,11 +32,11 @@ from agent_presets.budget import (
     preset_problems,
 )
 from agent_presets.catalog import collect
-from agent_presets.host.context_fields import HostContextFields
 from agent_presets.model import Preset, PresetValidationError, ToolDef
 from agent_presets.plugins import load_plugins
 from agent_presets.server.control import Controller
 from agent_presets.toolwire import LEGACY, MODERN, PROTOCOLS, listed, tool_entry
+from agent_presets_general import SpaceApp
 
 # ---------------------------------------------------------------- fixtures
 
@@ -44,7 +44,7 @@ from agent_presets.toolwire import LEGACY, MODERN, PROTOCOLS, listed, tool_entry
 @pytest.fixture(scope="module")
 def catalog() -> Any:
     plugin_set = load_plugins()
-    plugin_set.add(HostContextFields())
+    plugin_set.add(SpaceApp())
     found = collect(plugin_set)
     assert not found.problems, found.problems
     return found

@@ -31,6 +31,7 @@ from agent_presets.bundles import ContentError, FileMembers
 from agent_presets.catalog import check_preset_files, collect
 from agent_presets.loader import parse_presets
 from agent_presets.plugins import display_path
+from agent_presets.tools import ToolRegistry
 from agent_presets.uritemplate import UriTemplate
 
 HERE = Path(__file__).resolve()
@@ -98,7 +99,8 @@ class Plugin:
 
 
 def problems(*plugins: Plugin) -> list[str]:
-    return [str(p) for p in collect(load_plugins(list(plugins), strict=True)).problems]
+    plugin_set = load_plugins(list(plugins), strict=True)
+    return [str(p) for p in collect(plugin_set, namespace_prefix="space_").problems]
 
 
 def parse(text: str) -> tuple[FileMembers, list[str]]:
@@ -354,7 +356,7 @@ def test_a_provider_problem_is_located_where_the_provider_was_made(tmp_path: Pat
 
 def members_of(tmp_path: Path, members: str, **kwargs: Any) -> Any:
     plugin = Plugin("notes", tmp_path, members, **kwargs)
-    presets = bootstrap(object(), plugins=[plugin])
+    presets = bootstrap(object(), plugins=[plugin], tool_registry=ToolRegistry("space_"))
     assert presets.problems == [], presets.problems
     return presets.members
 

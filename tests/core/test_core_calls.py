@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
 from agent_presets.model import PresetValidationError, ToolDef
@@ -358,7 +359,7 @@ CALLS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(CALLS)
 def test_conflicting_calls_never_overlap_and_run_in_arrival_order(
     plan: list[tuple[str | None, bool, bool, float]],

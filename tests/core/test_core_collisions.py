@@ -19,8 +19,8 @@ from agent_presets import (
     load_plugins,
 )
 from agent_presets.catalog import can_be_active_together, collect, patterns_meet
-from agent_presets.host import HeadlessHost
 from agent_presets.model import Preset
+from agent_presets_general import SpaceHost
 
 HERE = Path(__file__).resolve()
 ADAPTER_LINE = next(
@@ -98,7 +98,7 @@ def test_one_mcp_name_from_two_plugins_is_an_error_naming_both(tmp_path: Path) -
     [problem] = catalog.problems
     assert (Path(problem.source or "").resolve(), problem.line) == (HERE, ADAPTER_LINE)
     message = problem.message
-    assert message.startswith("MCP name 'space_app_set_theme' is given by")
+    assert message.startswith("MCP name 'app_set_theme' is given by")
     assert "plugin thirdparty" in message and "plugin general" in message
     assert f"(made at {problem.source}:{ADAPTER_LINE})" in message  # the other, with its place
     assert message.endswith("left out with it: preset(s) 'my-theme-tools'")
@@ -124,9 +124,9 @@ def test_variants_of_one_plugin_for_contexts_that_never_meet_are_allowed(tmp_pat
     catalog = collect(load_plugins([plugin]))
     assert catalog.problems == []
     presets = bootstrap(SimpleNamespace(), plugins=[plugin], context={"surface": "scene"})
-    assert presets.tool_registry.get("space_view").managed_source == "view.scene"  # type: ignore[union-attr]
+    assert presets.tool_registry.get("view").managed_source == "view.scene"  # type: ignore[union-attr]
     presets.manager.set_context({"surface": "canvas"})
-    assert presets.tool_registry.get("space_view").managed_source == "view.canvas"  # type: ignore[union-attr]
+    assert presets.tool_registry.get("view").managed_source == "view.canvas"  # type: ignore[union-attr]
 
 
 def test_variants_of_one_plugin_whose_presets_can_meet_are_an_error(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_variants_of_one_plugin_whose_presets_can_meet_are_an_error(tmp_path: Pa
     [problem] = catalog.problems
     assert (Path(problem.source or "").resolve(), problem.line) == (HERE, ADAPTER_LINE)
     message = problem.message
-    assert message.startswith("MCP name 'space_view' is given by")
+    assert message.startswith("MCP name 'view' is given by")
     assert f"'view.scene' (listed at {plugin.path}:6:16)" in message
     assert f"'view.anywhere' (listed at {plugin.path}:11:16)" in message
     assert "can be active in the same context" in message
@@ -210,7 +210,7 @@ def test_an_override_that_would_collide_is_refused_and_changes_nothing(tmp_path:
     )
     assert presets.problems == []
     before = presets.manager.resolve()
-    with pytest.raises(DuplicateToolError, match="space_view"):
+    with pytest.raises(DuplicateToolError, match="view"):
         presets.manager.set_override("view-forced", "on")
     assert presets.manager.get_overrides() == {}
     assert presets.manager.resolve() is before
@@ -220,7 +220,7 @@ def test_a_shell_switch_that_would_collide_is_refused_unsaved_and_serve_restarts
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    host = HeadlessHost(state)
+    host = SpaceHost(state)
     presets = host.start([variants(tmp_path)])
     presets.manager.set_override("view-forced", "on")  # on the scene: no canvas variant yet
     saved = (
@@ -245,12 +245,12 @@ def test_a_shell_switch_that_would_collide_is_refused_unsaved_and_serve_restarts
     close = getattr(host, "close", None)
     if close is not None:
         close()
-    again = HeadlessHost(state)
+    again = SpaceHost(state)
     assert again.start([variants(tmp_path)]).manager.get_context()["surface"] == "scene"
 
 
 def test_an_undeclared_activity_from_the_shell_is_refused_and_unsaved(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([variants(tmp_path)])
     with pytest.raises(PresetValidationError, match="no declared value 'paintng'"):
         host.shell.set_activity("paintng")

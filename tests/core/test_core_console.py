@@ -228,7 +228,6 @@ async def test_console_views_come_from_runtimes_that_offer_one(console: Console)
     assert views["drawing"]["kind"] == "svg" and views["drawing"]["svg"].startswith("<svg")
     assert views["broken"] == {
         "runtime": "broken",
-        "world": None,
         "kind": "error",
         "error": "RuntimeError",
     }

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from agent_presets import ContextField, PresetError, bootstrap, hookimpl
-from agent_presets.host import HeadlessHost
 from agent_presets.server.control import Controller, respond
 from agent_presets.server.events import ContextChange, Event, check_event
 from agent_presets.vocabulary import ContextValueError
+from agent_presets_general import SpaceHost
 
 
 @pytest.fixture
 def host(tmp_path: Path) -> Any:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
         yield host
 
@@ -64,7 +64,7 @@ def test_context_set_to_the_same_values_changes_and_logs_nothing(host: Any) -> N
         ({"surface": "canvas", "activity": "drawng"}, "activity", "did you mean 'drawing'?"),
         ({"surfce": "canvas"}, "surfce", "is not declared; did you mean 'surface'?"),
         ({"canvas_visible": "yes"}, "canvas_visible", "is true or false, not 'yes'"),
-        ({"canvas_visible": None}, "canvas_visible", "is required by headless-host"),
+        ({"canvas_visible": None}, "canvas_visible", "is required by general"),
     ],
 )
 def test_a_bad_context_change_is_refused_naming_the_field_and_changes_nothing(

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from agent_presets.host import HeadlessHost
 from agent_presets.model import ActivePreset, Resolution, ToolDef
 from agent_presets.server import ServeConfig
 from agent_presets.server.delivery import (
@@ -25,6 +24,7 @@ from agent_presets.server.delivery import (
 )
 from agent_presets.server.mcp import build_server
 from agent_presets.server.tokens import TokenError, TokenRecord, TokenStore
+from agent_presets_general import SpaceHost
 
 
 @pytest.mark.parametrize(
@@ -122,7 +122,7 @@ def test_a_principals_listing_moves_only_on_changes_outside_its_own_calls(
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with HeadlessHost(tmp_path_factory.mktemp("delivery") / "state") as made:
+    with SpaceHost(tmp_path_factory.mktemp("delivery") / "state") as made:
         yield made, made.start()
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server import ServeConfig
 from agent_presets.server.clients import KNOWN_CLIENTS, known_not_to_relist
 from agent_presets.server.mcp import build_server
@@ -22,11 +22,12 @@ from agent_presets.server.mcp.discovery import ALWAYS_LOAD, Relisting
 from agent_presets.server.policy import Profile, ToolPolicy
 from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
 from agent_presets.toolsearch import ToolIndex, catalog_docs, query_words, words
+from agent_presets_general import SpaceHost
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    host = HeadlessHost(tmp_path_factory.mktemp("discovery") / "state")
+    host = SpaceHost(tmp_path_factory.mktemp("discovery") / "state")
     presets = host.start()
     host.update_context({"surface": "scene", "activity": None})
     built = build_server(presets, ServeConfig(tool_budget=3000))
@@ -152,7 +153,7 @@ def test_a_token_profile_hides_tools_from_the_search(server: Any) -> None:
 # ------------------------------------------------------------------ the budget
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(budget=st.integers(min_value=1, max_value=12_000), client=st.sampled_from(CLIENTS))
 def test_the_list_never_passes_the_budget_beyond_the_servers_own_tools(
     server: Any, budget: int, client: str
@@ -238,7 +239,7 @@ def test_a_budget_server_is_built_without_waiting_for_the_tokenizer(
         return real(name)
 
     monkeypatch.setattr(budget, "get_tokenizer", slow)
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     start = time.perf_counter()
     built = build_server(presets, ServeConfig(tool_budget=3000))

@@ -65,7 +65,7 @@ def block(path: Path, language: str, containing: str) -> str:
 @pytest.fixture
 def host_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The doc's host.py and presets.yaml, written to a folder and imported."""
-    (tmp_path / "presets.yaml").write_text(block(DOC, "yaml", "tasks-read-tools"))
+    (tmp_path / "presets.yaml").write_text(block(DOC, "yaml", "tasks.complete"))
     (tmp_path / "host.py").write_text(block(DOC, "python", "class TaskApp"))
     spec = importlib.util.spec_from_file_location("embedding_doc_host", tmp_path / "host.py")
     assert spec is not None and spec.loader is not None
@@ -79,14 +79,14 @@ def test_the_documented_host_follows_its_context_in_memory(host_module: ModuleTy
     seen = anyio.run(host_module.demo)
     # The server's own tools (the agent asks for a preset; a 2026-07-28 client, served
     # stable, reaches what its own calls activate through search and call) beside the host's.
-    own = ["space_presets_search", "space_presets_call", "space_presets_call_risky"]
-    assert seen["inbox"] == ["space_presets_request", "space_tasks_list", *own]
+    own = ["todo_presets_search", "todo_presets_call", "todo_presets_call_risky"]
+    assert seen["inbox"] == ["todo_presets_request", "todo_tasks_list", *own]
     # The app's own UI switched the screen: a change from outside, so the list follows it.
     assert seen["board"] == [
-        "space_presets_request",
-        "space_tasks_add",
-        "space_tasks_complete",
-        "space_tasks_list",
+        "todo_presets_request",
+        "todo_tasks_add",
+        "todo_tasks_complete",
+        "todo_tasks_list",
         *own,
     ]
     assert json.loads(seen["added"]) == {"id": 1, "title": "write the docs", "done": False}
@@ -102,13 +102,14 @@ def test_the_documented_host_declares_its_screens_and_its_prompts_name_served_to
     presets = host_module.start(app)
     app.open("board")
     prompts = "\n".join(f.prompt for f in presets.manager.get_prompt_fragments())
-    assert "space_tasks_add" in prompts and "space_tasks_complete" in prompts
+    assert "todo_tasks_add" in prompts and "todo_tasks_complete" in prompts
     assert "{{" not in prompts
     with pytest.raises(agent_presets.PresetValidationError, match="did you mean 'board'"):
         app.open("bord")
-    assert (app.screen, presets.manager.get_context()["surface"]) == ("board", "board")
+    assert (app.screen, presets.manager.get_context()["screen"]) == ("board", "board")
 
 
+@pytest.mark.slow  # a second Python serving the doc's host over stdio: seconds on its own
 def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: ModuleType) -> None:
     messages = [
         {
@@ -153,7 +154,58 @@ def test_the_documented_host_serves_over_stdio(tmp_path: Path, host_module: Modu
             if stream is not None:
                 stream.close()
     names = [t["name"] for t in answer["result"]["tools"]]
-    assert sorted(names) == ["space_presets_request", "space_tasks_list"]
+    assert sorted(names) == ["todo_presets_request", "todo_tasks_list"]
+
+
+def app_folder(tmp_path: Path) -> Path:
+    """The doc's app plugin and its presets, as the plugins folder ``todo``."""
+    folder = tmp_path / "todo"
+    folder.mkdir()
+    (folder / "taskapp.py").write_text(block(DOC, "python", "def presets_host_defaults"))
+    (folder / "tasks.yaml").write_text(block(DOC, "yaml", "contexts: [{screen: board}]"))
+    return folder
+
+
+ONLY_THE_APP = {"PRESETS_LOAD_PLUGINS": "taskapp,todo"}
+
+
+def test_the_documented_app_plugin_makes_the_served_host_the_app(tmp_path: Path) -> None:
+    from agent_presets.host import ServedHost
+    from agent_presets.plugins import load_plugins
+
+    plugins = load_plugins(env=ONLY_THE_APP, plugins_dir=app_folder(tmp_path))
+    assert plugins.problems == []
+    with ServedHost(tmp_path / "state") as host:
+        presets = host.start(plugins)
+        assert presets.problems == []
+        assert presets.tool_registry.names() == ["todo_tasks_list"]
+        host.update_context({"screen": "board"})
+        assert host.context() == {"screen": "board", "sidebar": True}
+        assert presets.tool_registry.names() == ["todo_tasks_add", "todo_tasks_list"]
+        assert presets.tool_registry.get("todo_tasks_add").run({"title": "x"}) == {"count": 1}  # type: ignore[union-attr]
+
+
+def test_the_documented_app_plugins_commands_work_as_printed(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agent_presets.cli import main
+
+    folder = app_folder(tmp_path)
+    runner = CliRunner()
+    helped = runner.invoke(
+        main, ["resolve", "--plugins-dir", str(folder), "--help"], env=ONLY_THE_APP
+    )
+    assert "--screen [inbox|board]" in helped.output
+    assert "--sidebar / --no-sidebar" in helped.output
+    resolved = runner.invoke(
+        main,
+        ["resolve", "--plugins-dir", str(folder), "--screen", "board", "--json"],
+        env=ONLY_THE_APP,
+    )
+    assert resolved.exit_code == 0, resolved.output
+    answer = json.loads(resolved.output)
+    assert sorted(answer["mcp_tools"]) == ["todo_tasks_add", "todo_tasks_list"]
+    assert answer["context"] == {"screen": "board", "sidebar": True}
 
 
 def test_the_readme_snippet_defines_what_it_uses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,15 +222,16 @@ def test_the_readme_snippet_defines_what_it_uses(monkeypatch: pytest.MonkeyPatch
 
 
 def test_serving_is_public_and_loads_mcp_on_first_use() -> None:
-    code = (
-        "import sys, agent_presets\n"
-        "assert 'mcp' not in sys.modules\n"
-        "from agent_presets import PresetServer, build_server, serve\n"
-        "from agent_presets import server\n"
-        "assert (serve, build_server, PresetServer) == "
-        "(server.serve, server.build_server, server.PresetServer)\n"
-    )
+    code = "import sys, agent_presets\nassert 'mcp' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    # The names themselves are checked here: a second Python that loads mcp costs a second.
+    from agent_presets import PresetServer, build_server, serve, server
+
+    assert (serve, build_server, PresetServer) == (
+        server.serve,
+        server.build_server,
+        server.PresetServer,
+    )
     import agent_presets.embed
 
     assert {"serve", "build_server", "PresetServer", "ServeConfig", "bootstrap"} <= set(

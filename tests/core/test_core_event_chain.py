@@ -13,6 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.cli import PresetsGroup, main
 from agent_presets.server.eventlog import GENESIS, line_hash, rotated_paths, verify_log
@@ -147,7 +148,7 @@ def test_verify_without_a_log_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no event log at" in result.output
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(n=st.integers(3, 20), data=st.data())
 def test_any_single_removal_or_swap_is_found(n: int, data: st.DataObject) -> None:
     import tempfile

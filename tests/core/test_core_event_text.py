@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets.server.eventlog import GENESIS, LogFollower
 from agent_presets.server.events import (
@@ -91,7 +92,7 @@ contexts = st.builds(
 events = calls | refusals | contexts
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(events, st.none() | st.text(st.characters(codec=None), max_size=40))
 def test_an_event_writes_the_bytes_its_object_encodes_to(event: Event, prev: str | None) -> None:
     assert encode(event, prev) == by_object(event, prev)

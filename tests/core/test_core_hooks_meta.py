@@ -36,6 +36,7 @@ def test_the_hook_specs_are_the_contract_hooks():
                 "presets_preset_files",
                 "presets_tool_adapters",
                 "presets_headless_runtime",
+                "presets_host_defaults",
                 "presets_context_fields",
                 "presets_serve_options",
                 "presets_upstreams",

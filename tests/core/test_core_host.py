@@ -19,7 +19,6 @@ import pytest
 
 from agent_presets import MissingRuntimeError, ToolAdapter, hookimpl, require_runtime
 from agent_presets.host import (
-    HeadlessHost,
     RootOverlapError,
     StateLockedError,
     StateStore,
@@ -29,6 +28,7 @@ from agent_presets.host import (
 from agent_presets.host.store import read_json, write_atomic, write_json_atomic
 from agent_presets.model import PresetError
 from agent_presets.tools import ToolRegistryChange
+from agent_presets_general import SpaceHost
 
 PRESETS_YAML = """\
 presets:
@@ -110,15 +110,15 @@ class SketchPlugin:
         ]
 
     @hookimpl
-    def presets_headless_runtime(self, host: HeadlessHost) -> None:
-        host.add_world_runtime("sketch", Sketch)
+    def presets_headless_runtime(self, host: SpaceHost) -> None:
+        host.add_state_runtime("sketch", Sketch)
 
 
 class NoRuntimePlugin(SketchPlugin):
     """The same presets and adapters, but no runtime attached."""
 
     @hookimpl
-    def presets_headless_runtime(self, host: HeadlessHost) -> None:
+    def presets_headless_runtime(self, host: SpaceHost) -> None:
         return None
 
 
@@ -134,18 +134,18 @@ def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
 
 
-def start_host(state_dir: Path, preset_file: Path, plugin: type = SketchPlugin) -> HeadlessHost:
-    host = HeadlessHost(state_dir)
+def start_host(state_dir: Path, preset_file: Path, plugin: type = SketchPlugin) -> SpaceHost:
+    host = SpaceHost(state_dir)
     host.start(plugins=[plugin(preset_file)])
     return host
 
 
-def tool_names(host: HeadlessHost) -> list[str]:
+def tool_names(host: SpaceHost) -> list[str]:
     assert host.presets is not None
     return host.presets.tool_registry.names()
 
 
-def call(host: HeadlessHost, name: str, arguments: dict[str, Any] | None = None) -> Any:
+def call(host: SpaceHost, name: str, arguments: dict[str, Any] | None = None) -> Any:
     assert host.presets is not None
     tool = host.presets.tool_registry.get(name)
     assert tool is not None, f"{name} is not in the tool list: {tool_names(host)}"
@@ -157,7 +157,7 @@ def call(host: HeadlessHost, name: str, arguments: dict[str, Any] | None = None)
 
 def test_hook_presets_headless_runtime_attaches_runtimes_to_the_host(state_dir, preset_file):
     host = start_host(state_dir, preset_file)
-    assert host.runtime_names() == ["sketch"]
+    assert host.runtime_names() == ["shell", "sketch"]  # the Space shell is a runtime too
     assert isinstance(host.sketch, Sketch)
     assert host.runtime("sketch") is host.sketch
 
@@ -202,8 +202,8 @@ def test_tools_act_on_the_current_worlds_runtime_at_call_time(state_dir, preset_
     assert host.presets.manager.get_context()["world_id"] == "lab"
     assert call(host, "space_sketch_count") == 0
     assert call(host, "space_sketch_add_stroke", {"stroke": "lab-1"}) == 1
-    assert host.world_runtime("home", "sketch").strokes == ["home-1"]
-    assert host.world_runtime("lab", "sketch").strokes == ["lab-1"]
+    assert host.partition_runtime("home", "sketch").strokes == ["home-1"]
+    assert host.partition_runtime("lab", "sketch").strokes == ["lab-1"]
 
 
 def test_a_missing_runtime_is_a_tool_error_naming_it(state_dir, preset_file):
@@ -237,8 +237,8 @@ def test_bad_shell_input_changes_nothing(state_dir, preset_file):
 
 
 def test_two_plugins_attaching_one_runtime_name_is_an_error(state_dir):
-    host = HeadlessHost(state_dir)
-    host.add_world_runtime("sketch", Sketch)
+    host = SpaceHost(state_dir)
+    host.add_state_runtime("sketch", Sketch)
     with pytest.raises(PresetError, match="already taken"):
         host.attach("sketch", object())
     with pytest.raises(PresetError, match="already taken"):
@@ -279,7 +279,7 @@ def test_a_deleted_world_stays_deleted_after_restart(state_dir, preset_file):
     host.shell.create_world("scratch")
     host.shell.delete_world("scratch")
     host.close()
-    again = HeadlessHost(state_dir)
+    again = SpaceHost(state_dir)
     assert again.shell.worlds == ["home"]
 
 
@@ -296,7 +296,7 @@ def test_a_corrupt_shell_file_is_a_clear_error(state_dir):
     state_dir.mkdir(parents=True)
     (state_dir / "shell.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(PresetError, match=r"shell\.json"):
-        HeadlessHost(state_dir)
+        SpaceHost(state_dir)
 
 
 def test_write_json_atomic_round_trips_and_leaves_no_temp_file(tmp_path):
@@ -400,9 +400,9 @@ def test_write_atomic_cleans_up_its_temp_file_when_writing_fails(tmp_path, monke
 HOLDER = """
 import os, subprocess, sys, time
 import agent_presets_drawing
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
-host = HeadlessHost(sys.argv[1])
+host = SpaceHost(sys.argv[1])
 presets = host.start([agent_presets_drawing])
 host.shell.set_surface("canvas")
 host.shell.set_activity("drawing")
@@ -442,7 +442,7 @@ def test_a_second_host_on_a_state_dir_in_use_is_refused_naming_the_running_pid(s
     holder = start_holder(state_dir)
     try:
         with pytest.raises(StateLockedError) as info:
-            HeadlessHost(state_dir)
+            SpaceHost(state_dir)
         message = str(info.value)
         assert f"PID {holder.pid}" in message
         assert "--state-dir" in message and "PRESETS_STATE_DIR" in message
@@ -460,10 +460,10 @@ def test_the_lock_dies_with_a_killed_server_and_its_acknowledged_writes_survive(
         acknowledged = [holder.stdout.readline().strip() for _ in range(20)]
         assert acknowledged[-1] == "20"
         with pytest.raises(StateLockedError):
-            HeadlessHost(state_dir)
+            SpaceHost(state_dir)
     finally:
         kill_holder(holder)
-    with HeadlessHost(state_dir) as host:  # no stale lock after kill -9
+    with SpaceHost(state_dir) as host:  # no stale lock after kill -9
         presets = host.start([agent_presets_drawing])
         document = presets.tool_registry.get("space_drawing_inspect").run({})
         assert len(document["layers"][0]["objects"]) == 20
@@ -473,27 +473,27 @@ def test_a_child_process_does_not_keep_the_lock_after_the_server_dies(state_dir)
     holder = start_holder(state_dir, "spawn-child")
     try:
         with pytest.raises(StateLockedError):
-            HeadlessHost(state_dir)
+            SpaceHost(state_dir)
     finally:
         os.kill(holder.pid, signal.SIGKILL)  # the server only; its `sleep` child lives on
         holder.wait(timeout=30)
     try:
-        HeadlessHost(state_dir).close()
+        SpaceHost(state_dir).close()
     finally:
         kill_holder(holder)
 
 
 def test_closing_a_host_frees_the_state_dir_and_commands_can_take_the_lock(state_dir):
-    host = HeadlessHost(state_dir)
+    host = SpaceHost(state_dir)
     with pytest.raises(StateLockedError, match=f"PID {os.getpid()}"):
         acquire_state_lock(state_dir)
     host.close()
     with acquire_state_lock(state_dir) as lock:
         assert lock.held
         with pytest.raises(StateLockedError):
-            HeadlessHost(state_dir)
+            SpaceHost(state_dir)
     assert not lock.held
-    HeadlessHost(state_dir).close()
+    SpaceHost(state_dir).close()
 
 
 # ------------------------------------------------------------------ the root and the server's files
@@ -510,7 +510,7 @@ def test_closing_a_host_frees_the_state_dir_and_commands_can_take_the_lock(state
 def test_a_root_overlapping_the_state_dir_is_refused(tmp_path, root, relation):
     state = tmp_path / "state"
     with pytest.raises(RootOverlapError, match=f"{relation} the state directory"):
-        HeadlessHost(state, root=tmp_path / root)
+        SpaceHost(state, root=tmp_path / root)
 
 
 @pytest.mark.parametrize("root", [".", "plugins", "plugins/mine"])
@@ -518,7 +518,7 @@ def test_a_root_overlapping_a_plugins_folder_is_refused(tmp_path, root):
     work = tmp_path / "work"
     (work / "plugins" / "mine").mkdir(parents=True)
     with pytest.raises(RootOverlapError, match="a plugins folder"):
-        HeadlessHost(tmp_path / "state", root=work / root, plugin_dirs=[work / "plugins"])
+        SpaceHost(tmp_path / "state", root=work / root, plugin_dirs=[work / "plugins"])
     assert not (tmp_path / "state" / "state.lock").exists()  # refused before taking anything
 
 
@@ -526,13 +526,13 @@ def test_a_symlinked_root_cannot_hide_the_state_dir(tmp_path):
     (tmp_path / "state").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "state")
     with pytest.raises(RootOverlapError, match="the state directory"):
-        HeadlessHost(tmp_path / "state", root=tmp_path / "link")
+        SpaceHost(tmp_path / "state", root=tmp_path / "link")
 
 
 def test_the_default_root_and_a_separate_root_are_accepted(tmp_path):
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         assert host.root == (tmp_path / "state" / "files").resolve()
-    with HeadlessHost(tmp_path / "state", root=tmp_path / "work", plugin_dirs=[tmp_path / "p"]):
+    with SpaceHost(tmp_path / "state", root=tmp_path / "work", plugin_dirs=[tmp_path / "p"]):
         pass
     check_root(tmp_path / "work", state_dir=tmp_path / "state", plugin_dirs=[tmp_path / "p"])
 
@@ -559,7 +559,7 @@ def test_an_unreadable_state_database_is_a_clear_error_and_frees_the_lock(state_
     state_dir.mkdir(parents=True)
     (state_dir / "state.db").write_bytes(b"this is not a database" * 100)
     with pytest.raises(PresetError, match=r"state\.db: the state database cannot be read"):
-        HeadlessHost(state_dir)
+        SpaceHost(state_dir)
     acquire_state_lock(state_dir).release()  # the refused host let go of the lock
 
 
@@ -576,10 +576,10 @@ def _filled_state(state_dir: Path) -> Path:
 
 
 def test_a_sound_state_database_opens_whatever_python_wrote_into_it(state_dir):
-    with HeadlessHost(state_dir) as host:
+    with SpaceHost(state_dir) as host:
         assert host.store.table("drawing", "home").is_empty()
     _filled_state(state_dir)
-    with HeadlessHost(state_dir) as host:
+    with SpaceHost(state_dir) as host:
         table = host.store.table("drawing", "home")
         assert len(table.keys()) == 2001 and math.isnan(table.get("nan"))
 
@@ -591,7 +591,7 @@ def _refused_at_start(state_dir: Path) -> str:
     from agent_presets.cli import main
 
     with pytest.raises(PresetError) as refused:
-        HeadlessHost(state_dir)
+        SpaceHost(state_dir)
     acquire_state_lock(state_dir).release()
     result = CliRunner().invoke(main, ["serve", "--state-dir", str(state_dir)])
     assert result.exit_code == 1 and "Traceback" not in result.output
@@ -638,7 +638,7 @@ def _mode(path: Path) -> int:
 
 def test_the_state_directory_and_database_are_private_from_creation(state_dir, preset_file):
     host = start_host(state_dir, preset_file)
-    host.world_runtime("home", "sketch").add("a stroke")
+    host.partition_runtime("home", "sketch").add("a stroke")
     names = {p.name: _mode(p) for p in state_dir.iterdir() if p.name.startswith("state")}
     host.close()
     assert _mode(state_dir) == 0o700
@@ -658,7 +658,7 @@ def test_a_readable_state_directory_and_database_are_tightened_at_start(state_di
     for path in files:
         path.chmod(0o644)
     state_dir.chmod(0o755)
-    host = HeadlessHost(state_dir)
+    host = SpaceHost(state_dir)
     db.close()
     assert _mode(state_dir) == 0o700
     assert [_mode(p) for p in files] == [0o600, 0o600, 0o600]
@@ -699,7 +699,7 @@ def test_a_table_keeps_rows_per_runtime_and_world_and_a_failed_transaction_write
 def test_a_deleted_world_takes_its_rows_with_it(state_dir, preset_file):
     host = start_host(state_dir, preset_file)
     host.shell.create_world("scratch")
-    host.world_runtime("scratch", "sketch").add("gone soon")
+    host.partition_runtime("scratch", "sketch").add("gone soon")
     assert not host.store.table("sketch", "scratch").is_empty()
     host.shell.delete_world("scratch")
     assert host.store.table("sketch", "scratch").is_empty()

@@ -14,12 +14,13 @@ import pytest
 from core.test_core_console import call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.console.app import TOKEN_HEADER, Console
 from agent_presets.server.console.credential import HOST_PATH, HostCredential
 from agent_presets.server.control import Controller
 from agent_presets.server.events import Event
+from agent_presets_general import SpaceHost
 
 CONSOLE_TOKEN = "console-t0ken"
 
@@ -27,7 +28,7 @@ CONSOLE_TOKEN = "console-t0ken"
 class Door:
     """A console with its host credential, over a headless host."""
 
-    def __init__(self, host: HeadlessHost, path: Path) -> None:
+    def __init__(self, host: SpaceHost, path: Path) -> None:
         self.host = host
         self.events: list[Event] = []
         self.controller = Controller(host.presets.manager, emit=self.events.append)
@@ -45,7 +46,7 @@ class Door:
 
 @pytest.fixture
 def door(tmp_path: Path) -> Iterator[Door]:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
         made = Door(host, tmp_path / "state" / "host-credential.json")
         try:
@@ -97,7 +98,7 @@ def test_only_the_host_credential_opens_the_door(door: Door) -> None:
 
 
 def test_a_console_without_a_credential_refuses_every_host(tmp_path: Path) -> None:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
         console = Console(Controller(host.presets.manager), token=CONSOLE_TOKEN)
         try:
@@ -155,7 +156,9 @@ BODIES = st.one_of(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(body=BODIES)
 def test_a_refused_change_changes_nothing_and_an_applied_one_is_what_was_asked(
@@ -233,7 +236,7 @@ def test_a_host_sets_one_principals_context_with_principal(tmp_path: Path) -> No
     from agent_presets.server.principals import Principals
     from agent_presets.server.store.embedded import EmbeddedStore
 
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
         principals = Principals(host.presets.manager, EmbeddedStore())
         controller = Controller(host.presets.manager, principals=principals)

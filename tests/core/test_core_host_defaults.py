@@ -11,8 +11,8 @@ import pytest
 
 from agent_presets import bootstrap, hookimpl
 from agent_presets.boot import HostDefaults
-from agent_presets.host import HEADLESS_DEFAULTS, HeadlessHost
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, PresetServer
+from agent_presets_general import SPACE_DEFAULTS, SpaceHost
 
 TODAYS_INSTRUCTIONS = (
     "The tools offered here follow what the user is doing in the app (its surface and "
@@ -24,7 +24,7 @@ TODAYS_INSTRUCTIONS = (
 )
 
 
-class CanvasHost(HeadlessHost):
+class CanvasHost(SpaceHost):
     defaults = HostDefaults(
         namespace="studio_",
         context={"surface": "canvas", "activity": None, "canvas_visible": True},
@@ -35,15 +35,15 @@ class CanvasHost(HeadlessHost):
 def test_the_headless_host_keeps_todays_namespace_context_and_instructions(
     tmp_path: Path,
 ) -> None:
-    assert HEADLESS_DEFAULTS.namespace == "space_"
-    assert dict(HEADLESS_DEFAULTS.context) == {
+    assert SPACE_DEFAULTS.namespace == "space_"
+    assert dict(SPACE_DEFAULTS.context) == {
         "surface": "scene",
         "activity": None,
         "canvas_visible": False,
     }
-    assert HEADLESS_DEFAULTS.instructions == TODAYS_INSTRUCTIONS
+    assert SPACE_DEFAULTS.instructions == TODAYS_INSTRUCTIONS
     assert repr(PROMPT_NAME) in TODAYS_INSTRUCTIONS and PROMPT_URI in TODAYS_INSTRUCTIONS
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start()
         assert presets.tool_registry.namespace_prefix == "space_"
         assert host.context()["surface"] == "scene"
@@ -101,7 +101,7 @@ class Printer:
 
 
 def test_exclusive_runtimes_are_declared_by_whoever_owns_them(tmp_path: Path) -> None:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start([Printer()])
         assert host.exclusive_runtimes == {"shell", "printer"}
         server = PresetServer(presets)
@@ -118,7 +118,7 @@ def test_exclusive_runtimes_are_declared_by_whoever_owns_them(tmp_path: Path) ->
 
 @pytest.mark.parametrize("given", [frozenset({"ledger"}), frozenset()])
 def test_a_server_may_be_told_its_exclusive_runtimes(tmp_path: Path, given: frozenset[str]) -> None:
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         server = PresetServer(host.start([]), exclusive_runtimes=given)
         try:
             assert server.calls.exclusive == given

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = frozenset({"jsonschema", "mcp", "yaml", "pluggy", "click"})
 
 VALID_FILE = """\
@@ -66,9 +68,16 @@ def test_validating_a_valid_file_does_not_import_the_server_or_jsonschema(
     assert "jsonschema" not in packages  # a valid file needs only the fast check
 
 
-def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules ``presets serve`` imported: one server start for the tests below."""
     # stdin is closed, so the server stops as soon as it has started.
-    names = modules("-m", "agent_presets", "serve", "--state-dir", str(tmp_path))
+    state = tmp_path_factory.mktemp("state")
+    return modules("-m", "agent_presets", "serve", "--state-dir", str(state))
+
+
+def test_serve_starts_without_jsonschema_or_the_other_commands(served: set[str]) -> None:
+    names = served
     assert "mcp" in names  # it did start the server
     assert "agent_presets.boot" in names
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
@@ -83,9 +92,9 @@ def test_serve_starts_without_jsonschema_or_the_other_commands(tmp_path: Path) -
     assert "agent_presets.server.events" not in names
 
 
-def test_serve_declares_the_built_in_tools_without_loading_their_runtimes(tmp_path: Path) -> None:
+def test_serve_declares_the_built_in_tools_without_loading_their_runtimes(served: set[str]) -> None:
     # The drawing, graph and scene runtimes load with the first call that uses one.
-    names = modules("-m", "agent_presets", "serve", "--state-dir", str(tmp_path))
+    names = served
     assert "agent_presets_drawing.adapters" in names  # the tools were declared
     lazy = {
         "agent_presets_drawing.document",

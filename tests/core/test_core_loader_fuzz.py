@@ -7,8 +7,9 @@ duplicated, the file truncated; and arbitrary text. The loader may only
 return problems, each located (``path:line:col``) and short.
 
 The number of examples follows the hypothesis profile (tests/conftest.py):
-``FUZZ_FACTOR`` times the profile's ``max_examples``, so the ``quick`` lane
-tries a few hundred files and the ``ci`` profile (``.ci/run``) thousands.
+``FUZZ_FACTOR`` times the profile's ``max_examples`` in the full lane (the
+``ci`` profile, ``.ci/run``: thousands of files), and in the quick lane the
+``quick`` profile's count, as for every property (tests/lanes.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Final
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets import Preset, PresetValidationError
 from agent_presets.catalog import check_preset_files
@@ -29,8 +31,8 @@ SEED_FILES: Final = sorted(ROOT.glob("plugins/*/src/*/presets.yaml"))
 SEEDS: Final = [p.read_text(encoding="utf-8") for p in SEED_FILES]
 
 FUZZ_FACTOR: Final = 10
-EXAMPLES: Final = settings().max_examples * FUZZ_FACTOR
-"""Examples per fuzz test: 250 in the quick profile, 3,000 in ci."""
+EXAMPLES: Final = examples(settings().max_examples * FUZZ_FACTOR)
+"""Examples per fuzz test: 3,000 in the ci profile, 25 in the quick one."""
 
 MAX_MESSAGE: Final = 1000
 

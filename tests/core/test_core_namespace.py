@@ -19,12 +19,12 @@ from agent_presets import (
     load_plugins,
 )
 from agent_presets.catalog import collect
-from agent_presets.host import HeadlessHost
 from agent_presets.prompts import fill_placeholders, placeholders
+from agent_presets_general import SpaceHost
 
 
 def test_every_built_in_works_under_another_namespace(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start(tool_registry=ToolRegistry(namespace_prefix="myapp_"))
     assert presets.problems == []
     host.shell.set_surface("canvas")
@@ -49,7 +49,7 @@ def test_every_built_in_works_under_another_namespace(tmp_path: Path) -> None:
 
 
 def test_a_runtime_refusal_names_the_tool_under_the_host_namespace(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start(tool_registry=ToolRegistry(namespace_prefix="myapp_"))
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")

@@ -153,8 +153,8 @@ def test_a_restarted_host_does_not_import_pyyaml(tmp_path: Path) -> None:
     """What a user pays for: the second start of the same plugins reads no YAML."""
     script = (
         "import sys\n"
-        "from agent_presets.host import HeadlessHost\n"
-        f"with HeadlessHost({str(tmp_path / 'state')!r}) as host:\n"
+        "from agent_presets_general import SpaceHost\n"
+        f"with SpaceHost({str(tmp_path / 'state')!r}) as host:\n"
         "    presets = host.start()\n"
         "    print(len(presets.registry), 'yaml' in sys.modules)\n"
     )
@@ -246,10 +246,10 @@ def test_an_entry_moved_to_another_files_name_or_signed_with_another_key_is_not_
 
 
 def test_a_host_signs_its_cache_with_the_state_directorys_key(tmp_path: Path) -> None:
-    from agent_presets.host import HeadlessHost
     from agent_presets.statekey import KEY_FILE
+    from agent_presets_general import SpaceHost
 
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start()
     key = tmp_path / "state" / KEY_FILE
     assert stat.S_IMODE(key.stat().st_mode) == 0o600

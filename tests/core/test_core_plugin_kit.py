@@ -15,10 +15,11 @@ import agent_presets
 from agent_presets.atomicfile import write_atomic
 from agent_presets.catalog import collect
 from agent_presets.cli.newplugin import write_plugin
-from agent_presets.host.statedb import StateStore
 from agent_presets.loader import load_preset_file
 from agent_presets.plugins import load_plugins
+from agent_presets.server.store.statedb import StateStore
 from agent_presets.testing import PresetsHost, PresetTable, read_only_tools
+from agent_presets_general import SpaceApp
 
 RUNTIME_MODULES = [
     "agent_presets_drawing.document",
@@ -112,16 +113,16 @@ def test_plugin_hooks_give_the_package_its_standard_hooks(notes_package: Any) ->
     assert notes_package.presets_context_fields() == [
         {"name": "activity", "type": "string", "values": ["notes"]}
     ]
-    assert PresetTable.of(notes_package) == {
+    assert PresetTable.of(notes_package, "space_") == {
         "notes-tools": ("auto", "normal", ["space_notes_count"])
     }
-    assert read_only_tools(notes_package) == {"space_notes_count"}
+    assert read_only_tools(notes_package, "space_") == {"space_notes_count"}
 
 
 def test_plugin_hooks_serve_the_package_on_a_host(
     notes_package: Any, presets_host: Callable[..., PresetsHost]
 ) -> None:
-    host = presets_host(plugins=[notes_package])
+    host = presets_host(plugins=[SpaceApp(), notes_package])
     host.host.attach("notes", ["a", "b"])
     assert "space_notes_count" not in host.tools()
     host.set_context(surface="canvas", activity="notes")  # a value the plugin declares
@@ -228,7 +229,8 @@ def test_the_smallest_plugin_is_one_module_and_its_presets_and_its_tool_runs(
 def test_the_built_in_plugins_keep_their_hooks(plugin: str) -> None:
     module = importlib.import_module(f"agent_presets_{plugin}")
     [info] = load_plugins([module]).plugins
-    own = ["presets_serve_options"] if plugin == "general" else []  # the shell's flags
+    # general is the Space app (its defaults) and owns the shell's flags
+    own = ["presets_host_defaults", "presets_serve_options"] if plugin == "general" else []
     # drawing, graph and units also serve a resource, a template or a prompt.
     if plugin in ("drawing", "graph", "units"):
         own.append("presets_content_providers")
@@ -263,7 +265,7 @@ def test_the_documented_plugin_kit_example_loads_as_printed(
         module = importlib.import_module("agent_presets_notes")
         [info] = load_plugins([module]).plugins
         assert len(info.hooks) == 4
-        assert PresetTable.of(module) == {"notes-tools": ("auto", "normal", ["space_notes_count"])}
+        assert PresetTable.of(module) == {"notes-tools": ("auto", "normal", ["notes_count"])}
     finally:
         for name in [n for n in sys.modules if n.split(".")[0] == "agent_presets_notes"]:
             del sys.modules[name]

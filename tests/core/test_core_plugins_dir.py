@@ -19,7 +19,6 @@ from greet_plugin import GREET_MODULE, GREET_PRESETS
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl, load_plugins
 from agent_presets.catalog import collect
-from agent_presets.host import HeadlessHost
 from agent_presets.plugins import (
     PluginLoadError,
     PluginProblem,
@@ -27,6 +26,7 @@ from agent_presets.plugins import (
     import_file,
     trace_hook_calls,
 )
+from agent_presets_general import SpaceHost
 
 RAISING_RUNTIME_MODULE = """\
 from agent_presets import hookimpl
@@ -239,7 +239,7 @@ def test_a_raising_runtime_hook_is_a_problem_naming_plugin_hook_exception_and_li
 ) -> None:
     folder = plugins_folder(tmp_path, **{"greeter.py": RAISING_RUNTIME_MODULE})
     plugin_set = load_plugins(env={"PRESETS_LOAD_PLUGINS": "greeter"}, plugins_dir=folder)
-    HeadlessHost(tmp_path / "state").start(plugin_set)
+    SpaceHost(tmp_path / "state").start(plugin_set)
     [problem] = plugin_set.problems
     assert isinstance(problem, PluginProblem)
     assert (problem.plugin, problem.hook) == ("greeter", "presets_headless_runtime")
@@ -316,9 +316,10 @@ def test_the_trace_of_the_installed_plugins_stays_short(capsys: pytest.CaptureFi
     plugin_set = load_plugins(env={"PRESETS_TRACE_PLUGINS": "1"})
     collect(plugin_set)
     lines = capsys.readouterr().err.splitlines()
-    # One line per plugin for each hook collect calls that the plugin implements: preset
-    # files, context fields, adapters, content providers.
+    # One line per plugin for each hook collect calls that the plugin implements: the host's
+    # defaults (its namespace), preset files, context fields, adapters, content providers.
     hooks = (
+        "presets_host_defaults",
         "presets_preset_files",
         "presets_context_fields",
         "presets_tool_adapters",
@@ -362,5 +363,5 @@ def test_the_documented_plugins_folder_loads_and_serves_as_printed(tmp_path: Pat
     assert [p.name for p in plugin_set.plugins] == ["greet", "my-plugins"]
     presets = bootstrap(SimpleNamespace(), plugins=plugin_set)
     assert presets.problems == []
-    tool = presets.tool_registry.get("space_greet_hello")
+    tool = presets.tool_registry.get("greet_hello")  # no app plugin: no namespace
     assert tool is not None and tool.run({"name": "Ada"}) == "hello, Ada"

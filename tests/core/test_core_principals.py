@@ -13,20 +13,21 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
-from agent_presets.host import HeadlessHost
 from agent_presets.model import PresetError
 from agent_presets.principal import LOCAL, acting_as, current_principal
 from agent_presets.server.control import Controller
 from agent_presets.server.principals import Audience, Principals
 from agent_presets.server.store.embedded import EmbeddedStore
+from agent_presets_general import SpaceHost
 
 READ_FILES = "general-file-read-tools"
 THEME = "general-theme-tools"
 
 
 class Served:
-    def __init__(self, host: HeadlessHost) -> None:
+    def __init__(self, host: SpaceHost) -> None:
         assert host.presets is not None
         self.host = host
         self.manager = host.presets.manager
@@ -44,7 +45,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     host.start()
     try:
         yield Served(host)
@@ -130,7 +131,7 @@ def test_an_approved_request_applies_to_the_principal_that_asked(served: Served)
     assert READ_FILES not in served.manager.resolve().active_names
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(
         st.tuples(

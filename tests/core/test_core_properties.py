@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets import (
     Preset,
@@ -18,7 +19,7 @@ from agent_presets import (
 )
 from agent_presets.model import ToolDef
 
-PROPERTY_SETTINGS = settings(max_examples=100, deadline=None)
+PROPERTY_SETTINGS = settings(max_examples=examples(100), deadline=None)
 
 SURFACES = ["scene", "canvas", "graph-view"]
 ACTIVITIES = [None, "drawing", "graph", "notes"]

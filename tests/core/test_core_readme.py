@@ -48,7 +48,10 @@ def test_each_presets_command_of_the_readme_exists_with_its_options(line: str) -
         found = command.get_command(context, words[0])
         assert found is not None, f"README: `{line}`: no command {words[0]!r}"
         command, words = found, words[1:]
-    options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    # As click reads the command line: a context command's flags come from the plugins.
+    parsed = command.make_context(command.name, [], parent=context, resilient_parsing=True)
+    params = command.get_params(parsed)
+    options = {o for p in params for o in (*p.opts, *p.secondary_opts)}
     options |= {"--help"}
     for word in words:
         if word.startswith("--"):

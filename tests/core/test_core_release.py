@@ -16,10 +16,13 @@ import pytest
 import yaml
 
 from agent_presets import __version__
+from agent_presets_general import SPACE_DEFAULTS
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ("drawing", "general", "graph", "scene", "units")
 FOLDERS = [REPO / "core", *(REPO / "plugins" / name for name in BUILTINS)]
+
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
 
 
 def project(folder: Path) -> dict[str, Any]:
@@ -68,7 +71,7 @@ def test_each_plugin_readme_lists_its_presets_as_they_ship(name: str) -> None:
     adapters = plugin_adapters(module)
     expected = [
         f"| `{p.name}` | {p.default_state} | {p.risk} | "
-        + ", ".join(f"`{mcp_name(adapters[t])}`" for t in p.tool_ids)
+        + ", ".join(f"`{mcp_name(adapters[t], SPACE)}`" for t in p.tool_ids)
         + " |"
         for p in plugin_presets(module)
     ]

@@ -15,9 +15,9 @@ from agent_presets import (
     Resolution,
     UnknownPresetError,
 )
-from agent_presets.host.context_fields import HOST_FIELDS
 from agent_presets.matching import validate_context
 from agent_presets.vocabulary import Vocabulary
+from agent_presets_general import SPACE_FIELDS
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}
@@ -47,7 +47,7 @@ UNDECLARED_CONTEXTS = [
 
 
 def host_vocabulary() -> Vocabulary:
-    declared = [("headless-host", f) for f in HOST_FIELDS]
+    declared = [("headless-host", f) for f in SPACE_FIELDS]
     declared.append(("test", {"name": "activity", "type": "string", "values": ["drawing"]}))
     vocabulary, problems = Vocabulary.merge(declared)
     assert problems == []

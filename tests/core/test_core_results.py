@@ -45,7 +45,7 @@ def _adapter(**options: Any) -> ToolAdapter:
 
 
 def _resolve(adapter: ToolAdapter) -> Any:
-    registry = ToolAdapterRegistry(App())
+    registry = ToolAdapterRegistry(App(), namespace_prefix="space_")
     registry.register(adapter)
     return registry.resolve(adapter.id)
 

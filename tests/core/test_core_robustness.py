@@ -10,9 +10,9 @@ import pytest
 
 from agent_presets import PresetError, ToolRegistry, bootstrap, hookimpl
 from agent_presets.explain import explain_tool
-from agent_presets.host import HeadlessHost
 from agent_presets.listeners import call_listeners
 from agent_presets.plugins import load_plugins
+from agent_presets_general import SpaceHost
 
 from .conftest import SCENE, build_adapter, build_preset
 
@@ -95,7 +95,7 @@ class _RaisingRuntime:
 
 
 def test_a_runtime_hook_that_raises_is_reported_and_the_host_still_starts(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([_RaisingRuntime(), _GoodAdapters()])
     assert any("runtime bug" in str(p) for p in presets.plugins.problems)
 
@@ -105,7 +105,7 @@ def test_a_runtime_hook_that_raises_is_fatal_in_strict_mode(
 ) -> None:
     monkeypatch.setenv("PRESETS_STRICT", "1")
     with pytest.raises(PresetError, match="runtime bug"):
-        HeadlessHost(tmp_path / "state").start([_RaisingRuntime()])
+        SpaceHost(tmp_path / "state").start([_RaisingRuntime()])
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_a_mistyped_shell_file_is_refused_naming_the_file_and_field(
     state.mkdir()
     (state / "shell.json").write_text(json.dumps(saved))
     with pytest.raises(PresetError) as info:
-        HeadlessHost(state)
+        SpaceHost(state)
     assert "shell.json" in str(info.value)
     assert fragment in str(info.value)
     assert "delete it" in str(info.value)

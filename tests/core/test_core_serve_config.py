@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_presets.host import HeadlessHost
 from agent_presets.model import PresetError
 from agent_presets.server import ServeConfig, build_server
 from agent_presets.server.config import config_from
 from agent_presets.server.policy import ToolPolicy
+from agent_presets_general import SpaceHost
 
 
 def test_a_config_is_frozen_and_replace_checks_the_copy() -> None:
@@ -41,7 +41,7 @@ def test_a_bad_option_is_refused_naming_it(fields: dict[str, object], says: str)
 
 
 def test_the_old_keywords_still_work_with_a_deprecation_warning(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     policy = ToolPolicy(max_calls=3)
     try:

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from agent_presets import hookimpl, load_plugins
 from agent_presets.cli import main
-from agent_presets.host import HeadlessHost, ServeOptions
-from agent_presets.host.options import collect_serve_options
+from agent_presets.host import ServeOptions
+from agent_presets.server.host.options import collect_serve_options
+from agent_presets_general import SpaceHost
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,14 @@ def test_hook_presets_serve_options_gives_the_plugin_its_options_typed(tmp_path:
     [(info, serve_options)] = collect_serve_options(plugin_set, [])
     assert info.name == "greeter"
     built = serve_options.build(greeting="hi", loud=True)
-    with HeadlessHost(tmp_path / "state", serve_options=[built]) as host:
+    with SpaceHost(tmp_path / "state", serve_options=[built]) as host:
         host.start(plugin_set)
     assert greeter.seen == [Greeting("hi", True)]
 
 
 def test_a_host_started_without_serve_gives_a_plugin_its_options_defaults(tmp_path: Path) -> None:
     greeter = Greeter()
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start([greeter])
     assert greeter.seen == [Greeting()]
 

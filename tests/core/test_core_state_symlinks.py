@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_presets.host.lock import StateLock
-from agent_presets.host.statedb import StateStore
 from agent_presets.model import PresetError
+from agent_presets.server.store.lock import StateLock
+from agent_presets.server.store.statedb import StateStore
 
 PRECIOUS = "precious: not the server's\n"
 

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from agent_presets import RowConflict, RowTable
-from agent_presets.host import HeadlessHost, Table
+from agent_presets.host import Table
 from agent_presets_drawing.document import Drawing
+from agent_presets_general import SpaceHost
 from agent_presets_graph.model import Graph, GraphError
 
 
@@ -32,7 +33,7 @@ class CountedTable(Table):
 
 
 def test_a_runtime_on_the_embedded_table_loads_once_and_never_reloads(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     try:
         table = CountedTable(host.store, "drawing", "home")  # type: ignore[arg-type]
         assert isinstance(table, RowTable)

@@ -24,6 +24,7 @@ from agent_presets.testing import (
     read_only_tools,
     result_text,
 )
+from agent_presets_general import SpaceApp
 
 PRESETS_YAML = """\
 presets:
@@ -166,7 +167,7 @@ def test_loading_the_kit_imports_nothing_heavy() -> None:
 def test_a_host_calls_the_tools_its_context_offers(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin])
+    host = presets_host(plugins=[SpaceApp(), plugin])
     assert "space_tally_add" not in host.tools()
     with pytest.raises(AssertionError, match="space_tally_add is not offered"):
         host.call_tool("space_tally_add", {"by": 1})
@@ -179,7 +180,10 @@ def test_a_prefix_shortens_names_and_context_and_enable_come_with_the_factory(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
     host = presets_host(
-        plugins=[plugin], context=TALLY, enable=["tally-reset-tools"], tool_prefix="space_tally_"
+        plugins=[SpaceApp(), plugin],
+        context=TALLY,
+        enable=["tally-reset-tools"],
+        tool_prefix="space_tally_",
     )
     host.call_tool("add", by=4)
     host.call_tool("reset")
@@ -189,7 +193,7 @@ def test_a_prefix_shortens_names_and_context_and_enable_come_with_the_factory(
 def test_refused_returns_the_message_and_checks_nothing_changed(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin], context=TALLY)
+    host = presets_host(plugins=[SpaceApp(), plugin], context=TALLY)
     assert "by must be positive" in host.refused("space_tally_add", {"by": 0})
     with pytest.raises(AssertionError, match="changed the host: runtimes"):
         host.refused("space_tally_sloppy")
@@ -200,7 +204,7 @@ def test_refused_returns_the_message_and_checks_nothing_changed(
 def test_assert_unchanged_sees_files_overrides_and_what_the_test_observes(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin], context=TALLY)
+    host = presets_host(plugins=[SpaceApp(), plugin], context=TALLY)
     with assert_unchanged(host):
         host.call_tool("space_tally_read")
     with pytest.raises(AssertionError, match="files"), assert_unchanged(host):
@@ -218,7 +222,7 @@ def test_assert_unchanged_sees_files_overrides_and_what_the_test_observes(
 def test_an_unknown_context_field_names_those_the_host_reports(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin])
+    host = presets_host(plugins=[SpaceApp(), plugin])
     with pytest.raises(TypeError, match="sets no context field 'mood'"):
         host.set_context(mood="happy")
 
@@ -228,21 +232,21 @@ def test_definition_problems_fail_the_start_unless_allowed(
 ) -> None:
     plugin.file.write_text(PRESETS_YAML.replace("tally.read", "tally.missing"), encoding="utf-8")
     with pytest.raises(AssertionError, match="definition problems"):
-        presets_host(plugins=[plugin])
-    assert presets_host(plugins=[plugin], allow_problems=True).presets.problems
+        presets_host(plugins=[SpaceApp(), plugin])
+    assert presets_host(plugins=[SpaceApp(), plugin], allow_problems=True).presets.problems
 
 
 def test_restart_resumes_the_shell_from_the_state_directory(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin], context=TALLY)
+    host = presets_host(plugins=[SpaceApp(), plugin], context=TALLY)
     again = host.restart()
     assert again is host
     assert host.manager.get_context()["activity"] == "tally"
 
 
 def test_the_plugin_tables_read_what_a_plugin_ships(plugin: TallyPlugin) -> None:
-    table = PresetTable.of(plugin)
+    table = PresetTable.of(plugin, "space_")
     assert table == {
         "tally-tools": (
             "auto",
@@ -263,7 +267,7 @@ def test_the_plugin_tables_read_what_a_plugin_ships(plugin: TallyPlugin) -> None
 def test_names_are_served_with_the_host_namespace_or_the_one_given(plugin: TallyPlugin) -> None:
     add = plugin_adapters(plugin)["tally.add"]
     assert add.name == "tally_add"
-    assert mcp_name(add) == "space_tally_add"
+    assert mcp_name(add) == "tally_add"  # no host, no namespace
     assert mcp_name(add, "myapp_") == "myapp_tally_add"
     assert mcp_name.__defaults__ == (agent_presets.DEFAULT_NAMESPACE,)
     assert PresetTable.of(plugin, "myapp_")["tally-reset-tools"] == (
@@ -271,17 +275,19 @@ def test_names_are_served_with_the_host_namespace_or_the_one_given(plugin: Tally
         "destructive",
         ["myapp_tally_reset"],
     )
-    assert read_only_tools(plugin) == {"space_tally_read"}
+    assert read_only_tools(plugin) == {"tally_read"}
     assert read_only_tools(plugin, "myapp_") == {"myapp_tally_read"}
 
 
 def test_context_values_declare_another_plugins_activity(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    alone = presets_host(plugins=[plugin], context=TALLY)
+    alone = presets_host(plugins=[SpaceApp(), plugin], context=TALLY)
     with pytest.raises(PresetValidationError, match="no declared value 'drawing'"):
         alone.set_context(activity="drawing")
-    host = presets_host(plugins=[plugin, ContextValues(activity=["drawing"])], context=TALLY)
+    host = presets_host(
+        plugins=[SpaceApp(), plugin, ContextValues(activity=["drawing"])], context=TALLY
+    )
     assert "space_tally_add" in host.tools()
     assert host.set_context(activity="drawing")["activity"] == "drawing"
     assert "space_tally_add" not in host.tools()
@@ -291,7 +297,7 @@ def test_context_values_declare_another_plugins_activity(
 async def test_an_in_memory_mcp_client_sees_and_calls_the_tools(
     presets_host: Callable[..., PresetsHost], plugin: TallyPlugin
 ) -> None:
-    host = presets_host(plugins=[plugin], context=TALLY)
+    host = presets_host(plugins=[SpaceApp(), plugin], context=TALLY)
     async with host.mcp_client(mode="legacy") as client:
         names = [t.name for t in (await client.list_tools()).tools]
         assert "space_tally_add" in names
@@ -314,7 +320,7 @@ def test_a_failing_hook_fails_the_start_with_its_own_exception_and_line(
     presets_host: Callable[..., PresetsHost], tmp_path: Path
 ) -> None:
     with pytest.raises(RuntimeError, match="the tally could not start") as raised:
-        presets_host(plugins=[BrokenRuntime(tmp_path)], context=TALLY)
+        presets_host(plugins=[SpaceApp(), BrokenRuntime(tmp_path)], context=TALLY)
     line = next(
         number
         for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
@@ -327,7 +333,7 @@ def test_a_failing_hook_fails_the_start_with_its_own_exception_and_line(
     )
     assert Path(note.split(":")[0]).resolve() == Path(__file__).resolve()
     # A test that expects the problem still gets a host, as before.
-    host = presets_host(plugins=[BrokenRuntime(tmp_path)], allow_problems=True)
+    host = presets_host(plugins=[SpaceApp(), BrokenRuntime(tmp_path)], allow_problems=True)
     assert host.presets.plugins.problems
 
 

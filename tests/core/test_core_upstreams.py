@@ -224,7 +224,9 @@ def test_strip_prefix_drops_the_prefix_the_upstream_puts_on_every_tool() -> None
         upstream, [UpstreamTool("git_status", "Status."), UpstreamTool("log")]
     )
     assert [a.id for a in adapters] == ["git.status", "git.log"]
-    assert ToolAdapterRegistry().mcp_name(adapters[0]) == "space_git_status"
+    assert (
+        ToolAdapterRegistry(namespace_prefix="space_").mcp_name(adapters[0]) == "space_git_status"
+    )
 
 
 def test_a_name_the_rule_cannot_make_valid_or_that_collides_is_left_out_and_said() -> None:
@@ -389,7 +391,7 @@ def test_an_upstreams_error_result_is_an_error_on_the_wire_and_skips_the_output_
 
 
 def test_sync_serves_a_tool_defined_anew_under_the_same_id() -> None:
-    adapters = ToolAdapterRegistry(app=None)
+    adapters = ToolAdapterRegistry(app=None, namespace_prefix="space_")
 
     def adapter(description: str) -> ToolAdapter:
         return ToolAdapter(
@@ -400,7 +402,7 @@ def test_sync_serves_a_tool_defined_anew_under_the_same_id() -> None:
     registry = PresetRegistry()
     registry.register(Preset("up", "auto", "normal", ({"surface": "any"},), ("up.tool",)))
     manager = PresetManager(registry, adapters, None, {"surface": "canvas"})
-    tools = ToolRegistry()
+    tools = ToolRegistry("space_")
     sync = PresetMcpSync(manager, tools)
     sync.start()
     assert tools.get("space_up_tool").description == "First."  # type: ignore[union-attr]
@@ -555,7 +557,7 @@ def test_opencode_asks_before_an_upstream_tool_that_claims_to_only_read(
         LYING_TOOLS,
     )
     monkeypatch.setenv("PRESETS_LOAD_PLUGINS", "")
-    assert "space_fs_write_file" in risky_tools(load_plugins([], plugins_dir=tmp_path))
+    assert "fs_write_file" in risky_tools(load_plugins([], plugins_dir=tmp_path))  # no host
 
 
 # ------------------------------------------------------------------- names an upstream may not take
@@ -587,7 +589,9 @@ def test_an_upstream_whose_tools_could_take_a_plugins_tool_name_is_refused_at_it
     path.write_text(upstreams + read_preset(f"[{name}.{tools[0].name}]"), encoding="utf-8")
     declared = check_preset_files([path]).upstreams.upstreams[name]
     write_lock(lock_path(path), [Snapshot(name, declared.declaration(), tools)])
-    catalog = collect(load_plugins([shell_plugin()], plugins_dir=tmp_path))
+    catalog = collect(
+        load_plugins([shell_plugin()], plugins_dir=tmp_path), namespace_prefix="space_"
+    )
     problems = messages(catalog)
     assert problems[0] == (
         f"{path}:2: upstream {name!r}: its tools would be named space_{name}_*, as plugin "

@@ -19,9 +19,8 @@ from agent_presets import (
     load_plugins,
 )
 from agent_presets.catalog import collect
-from agent_presets.host import HeadlessHost
-from agent_presets.host.context_fields import HostContextFields
 from agent_presets.vocabulary import Vocabulary, is_addition, parse_declaration
+from agent_presets_general import SpaceApp, SpaceHost
 
 
 def adapter(tool_id: str) -> ToolAdapter:
@@ -189,12 +188,12 @@ def test_the_headless_host_declares_its_context_and_a_plugin_adds_an_activity(tm
     plugin = Plugin(
         path, ("sketch.draw",), [{"name": "activity", "type": "string", "values": ["sketching"]}]
     )
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([plugin])
     assert presets.problems == []
     fields = presets.vocabulary.fields
     assert fields["surface"].values == ("scene", "canvas")
-    assert "headless-host" in fields["surface"].sources
+    assert "space" in fields["surface"].sources  # the Space app (SpaceApp), as SpaceHost adds it
     assert fields["activity"].values == ("sketching",)
     host.shell.set_surface("canvas")
     host.shell.set_activity("sketching")
@@ -209,8 +208,7 @@ def test_the_built_in_plugins_validate_in_a_host_that_declares_nothing():
 
 
 def test_a_field_is_declared_once_by_the_host_and_the_built_ins_only_add_values():
-    plugin_set = load_plugins()
-    plugin_set.add(HostContextFields())
+    plugin_set = load_plugins()  # the general plugin is the Space app
     declared: dict[str, list[str]] = {}
     for info, items in plugin_set.call_each("presets_context_fields"):
         for item in items:
@@ -219,10 +217,10 @@ def test_a_field_is_declared_once_by_the_host_and_the_built_ins_only_add_values(
                     ContextField(**item).name if isinstance(item, dict) else item.name, []
                 ).append(info.name)
     assert declared == {
-        "surface": ["headless-host"],
-        "activity": ["headless-host"],
-        "canvas_visible": ["headless-host"],
-        "world_id": ["headless-host"],
+        "surface": ["general"],
+        "activity": ["general"],
+        "canvas_visible": ["general"],
+        "world_id": ["general"],
     }
     vocabulary = collect(plugin_set).vocabulary
     surface = vocabulary.fields["surface"]
@@ -277,13 +275,13 @@ def test_context_field_takes_required_as_a_keyword_and_keeps_its_constructor():
 
 
 def test_set_context_refuses_a_context_missing_a_required_field_and_changes_nothing(tmp_path):
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([])
     before = presets.manager.get_context()
     with pytest.raises(PresetValidationError) as refused:
         presets.manager.set_context({"surface": "canvas", "activity": None})
     assert str(refused.value) == (
-        "the context has no 'canvas_visible', which headless-host declares required; "
+        "the context has no 'canvas_visible', which space declares required; "
         "give it a value (true or false)"
     )
     with pytest.raises(PresetValidationError, match=r"no 'surface'.*scene, canvas"):
@@ -294,7 +292,7 @@ def test_set_context_refuses_a_context_missing_a_required_field_and_changes_noth
 def test_canvas_visible_yes_is_refused_by_the_hosts_declaration_where_it_is_written(tmp_path):
     path = presets_file(tmp_path, "[{surface: canvas, canvas_visible: yes}]")
     plugin_set = load_plugins([Plugin(path, ("sketch.draw",))])
-    plugin_set.add(HostContextFields())
+    plugin_set.add(SpaceApp())
     [problem] = collect(plugin_set).problems
     assert str(problem).startswith(f"{path}:5:")
     assert "'canvas_visible' is true or false, not 'yes'" in str(problem)
@@ -316,13 +314,13 @@ def test_a_saved_context_no_plugin_declares_any_more_still_starts_the_host(tmp_p
     # Refusing the first context would keep `serve` from starting after an uninstall.
     path = presets_file(tmp_path, "[{surface: canvas}]")
     sketching = {"name": "activity", "type": "string", "values": ["sketching"]}
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     host.start([Plugin(path, ("sketch.draw",), [sketching])])
     host.shell.set_activity("sketching")
     close = getattr(host, "close", None)
     if close is not None:
         close()
-    again = HeadlessHost(tmp_path / "state")
+    again = SpaceHost(tmp_path / "state")
     presets = again.start([Plugin(path, ("sketch.draw",))])
     assert presets.manager.get_context()["activity"] == "sketching"
     with pytest.raises(PresetValidationError, match="no declared value 'sketching2'"):
@@ -343,7 +341,7 @@ def test_a_prompt_names_a_fields_declared_values_as_a_placeholder(tmp_path):
         encoding="utf-8",
     )
     painting = Plugin(fields=[{"name": "activity", "values": ["painting"]}], name="painting")
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start([Plugin(path, ("sketch.draw",)), painting])
     [fragment] = presets.manager.get_prompt_fragments()
     assert fragment.prompt == "Activities: 'painting'. Visible: true, false."
@@ -374,7 +372,7 @@ def test_the_general_plugin_tells_the_agent_the_declared_activities(
     tmp_path, monkeypatch, plugins, listed
 ):
     monkeypatch.setenv("PRESETS_LOAD_PLUGINS", plugins)
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     [prompt] = [
         f.prompt

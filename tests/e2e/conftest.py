@@ -155,10 +155,10 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
 @pytest.fixture(scope="session")
 def expected_tool_names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """The tool names a server serves on the scene and in canvas drawing, computed in process."""
-    from agent_presets.host import HeadlessHost
     from agent_presets.server.control import REQUEST_TOOL
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(tmp_path_factory.mktemp("expected") / "state")
+    host = SpaceHost(tmp_path_factory.mktemp("expected") / "state")
     presets = host.start()
     # A served list also has the server's own tool: the agent's presets_request.
     ask = [presets.tool_registry.namespace_prefix + REQUEST_TOOL]

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl
 from agent_presets.boot import Presets
+from agent_presets.tools import ToolRegistry
 
 SCHEMA = {"type": "object", "properties": {"value": {"type": "integer"}}}
 
@@ -51,7 +52,13 @@ def _noop(app: Any, arguments: dict[str, Any]) -> None:
 
 def many_tools(count: int, folder: Path) -> Presets:
     context = {"surface": "scene", "canvas_visible": False}
-    return bootstrap(None, plugins=[ManyTools(count, folder)], context=context)
+    # The namespace the tests name the tools in.
+    return bootstrap(
+        None,
+        plugins=[ManyTools(count, folder)],
+        context=context,
+        tool_registry=ToolRegistry("space_"),
+    )
 
 
 def main() -> None:

@@ -116,13 +116,13 @@ def budget_texts(
     """The budget's serialization of the tools serve lists for that context, in its order."""
     from agent_presets.boot import bootstrap
     from agent_presets.cli.budget import active_tools, make_budget
-    from agent_presets.cli.options import context_from_flags
-    from agent_presets.host.context_fields import HostContextFields
+    from agent_presets.cli.contextflags import context_from_flags
     from agent_presets.plugins import load_plugins
 
-    plugin_set = load_plugins(plugins_dir=plugins_dir)
-    plugin_set.add(HostContextFields())
-    context = context_from_flags(surface, activity, None, ())
+    plugin_set = load_plugins(plugins_dir=plugins_dir)  # the general plugin: the Space app
+    flags = {"surface": surface, "activity": activity}
+    given = {k: v for k, v in flags.items() if v is not None}
+    context = context_from_flags(plugin_set.host_defaults(), given, {})
     presets = bootstrap(None, plugins=plugin_set, context=context)
     try:
         budget = make_budget("o200k_base", protocol, "wire")

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
 from agent_presets import ContentProvider, ToolAdapter, bootstrap, hookimpl, results
-from agent_presets.boot import Presets
+from agent_presets.boot import HostDefaults, Presets
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, STATUS_URI, PresetServer, build_server
 from agent_presets.server.policy import Profile, ToolPolicy
@@ -92,6 +92,8 @@ resource_templates:
 
 
 class NotesApp:
+    defaults = HostDefaults(namespace="space_")  # the app's namespace, as its tools are named
+
     def __init__(self) -> None:
         self.notes = ["buy milk", "call ann", "bake bread"]
         self.presets: Presets | None = None
@@ -460,9 +462,9 @@ async def test_a_change_that_keeps_the_resources_sends_no_resource_notice(make: 
 async def test_the_built_ins_serve_the_drawing_the_graph_nodes_and_a_unit_review(
     tmp_path: Path, mode: str
 ) -> None:
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     assert presets.problems == []
     (tmp_path / "state" / "units").mkdir(parents=True, exist_ok=True)

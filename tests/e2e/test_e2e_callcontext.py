@@ -17,6 +17,7 @@ from agent_presets import ToolAdapter, ToolCall, ToolResult, bootstrap, hookimpl
 from agent_presets.boot import Presets
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.server import PresetServer
+from agent_presets.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
@@ -187,7 +188,10 @@ class RichPlugin:
 @pytest.fixture
 def presets(tmp_path: Path) -> Presets:
     return bootstrap(
-        None, plugins=[RichPlugin(tmp_path)], context={"surface": "scene", "canvas_visible": False}
+        None,
+        plugins=[RichPlugin(tmp_path)],
+        context={"surface": "scene", "canvas_visible": False},
+        tool_registry=ToolRegistry("space_"),  # the namespace these tests name the tools in
     )
 
 
@@ -436,11 +440,11 @@ async def test_titles_and_output_schemas_are_listed(server: PresetServer) -> Non
 
 @pytest.fixture
 async def host_server(tmp_path: Path) -> AsyncIterator[PresetServer]:
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
     root = tmp_path / "root"
     root.mkdir()
-    host = HeadlessHost(tmp_path / "state", root=root)
+    host = SpaceHost(tmp_path / "state", root=root)
     presets = host.start(overrides={"general-shell-tools": "on", "general-file-read-tools": "on"})
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")
@@ -542,6 +546,7 @@ async def test_the_documented_call_context_example_runs_as_printed(tmp_path: Pat
         SimpleNamespace(notes=Notebook()),
         plugins=[Docs()],
         context={"surface": "notes", "canvas_visible": False},
+        tool_registry=ToolRegistry("space_"),
     )
     server = build_server(presets)
     on_progress = Progress()

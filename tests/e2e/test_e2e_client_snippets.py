@@ -19,8 +19,8 @@ import anyio
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import build_server
+from agent_presets_general import SpaceHost
 
 from .conftest import HttpServer
 from .test_e2e_control import cli, server
@@ -96,7 +96,7 @@ async def test_a_snippet_hears_a_change_over_stdio(tmp_path: Path, page: str, na
 
 @pytest.mark.parametrize(("page", "name"), sorted(ALL))
 async def test_a_snippet_hears_a_change_in_memory(tmp_path: Path, page: str, name: str) -> None:
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     mcp_server = build_server(presets)
 
     async def change() -> None:

@@ -21,8 +21,8 @@ import pytest
 from mcp import Client
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import PresetServer, build_server
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -211,7 +211,7 @@ def host_server(tmp_path: Path) -> Iterator[tuple[Path, PresetServer]]:
     if not works:
         pytest.skip(f"the bash sandbox does not work here: {why}")
     root = tmp_path / "root"
-    host = HeadlessHost(tmp_path / "state", root=root)
+    host = SpaceHost(tmp_path / "state", root=root)
     presets = host.start(overrides={"general-shell-tools": "on"})
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")
@@ -319,7 +319,7 @@ def test_a_nan_timeout_sent_as_raw_json_is_refused_and_the_command_never_runs(
 
 
 def test_every_built_in_tool_carries_the_runtime_it_acts_on(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start(overrides={"general-world-tools": "on", "general-shell-tools": "on"})
     host.shell.set_surface("canvas")
     host.shell.set_activity("drawing")

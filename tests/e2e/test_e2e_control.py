@@ -331,12 +331,12 @@ async def test_a_socket_left_by_a_killed_server_is_replaced(tmp_path: Path) -> N
 async def test_the_request_tool_counts_toward_budgets_and_an_allow_list_leaves_it_out(
     tmp_path: Path,
 ) -> None:
-    from agent_presets.host import HeadlessHost
     from agent_presets.server import ServeConfig
     from agent_presets.server.mcp import build_server
     from agent_presets.server.policy import ToolPolicy
+    from agent_presets_general import SpaceHost
 
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     try:
         presets = host.start()
         server = build_server(presets, ServeConfig(policy=ToolPolicy(max_calls=1)))

@@ -18,11 +18,11 @@ from mcp import Client
 from mcp_types import Implementation
 
 from agent_presets.budget import Budget, get_tokenizer
-from agent_presets.host import HeadlessHost
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.discovery import ALWAYS_LOAD, specificity
 from agent_presets.server.policy import ToolPolicy
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ def text(result: Any) -> str:
 class Session:
     """A client that lists once, then only searches and calls."""
 
-    def __init__(self, client: Client, server: Any, host: HeadlessHost, log: Path) -> None:
+    def __init__(self, client: Client, server: Any, host: SpaceHost, log: Path) -> None:
         self.client, self.server, self.host, self.log = client, server, host, log
         self.first: list[Any] = []
 
@@ -71,7 +71,7 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
     ) -> AsyncIterator[Session]:
         from agent_presets.plugins import load_plugins
 
-        host = HeadlessHost(tmp_path / "state")
+        host = SpaceHost(tmp_path / "state")
         presets = host.start(load_plugins(plugins_dir=plugins_dir) if plugins_dir else None)
         host.update_context({"surface": surface, "activity": None})
         log = tmp_path / "events.jsonl"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import build_server
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_read_only_tool_in_a_destructive_preset_is_read_only_and_not_destructive(
     tmp_path: Path,
 ) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start(overrides={"scene-state-tools": "on"})
     host.shell.set_surface("scene")
     server = build_server(presets)

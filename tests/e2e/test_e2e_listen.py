@@ -26,8 +26,8 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import build_server
+from agent_presets_general import SpaceHost
 
 from .conftest import HttpServer, serve_command, server_env, terminate
 from .test_e2e_control import cli, server
@@ -92,7 +92,7 @@ async def test_presets_on_from_another_shell_reaches_a_listen_stream_over_stdio(
 async def test_a_host_context_switch_on_its_own_thread_reaches_a_listen_stream(
     tmp_path: Path,
 ) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     mcp_server = build_server(presets)
     try:
@@ -112,7 +112,7 @@ async def test_a_host_context_switch_on_its_own_thread_reaches_a_listen_stream(
 async def test_a_resource_list_change_reaches_listen_streams_that_asked_for_it(
     tmp_path: Path,
 ) -> None:
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     mcp_server = build_server(presets)
     try:
         async with (
@@ -130,7 +130,7 @@ async def test_a_resource_list_change_reaches_listen_streams_that_asked_for_it(
 async def test_a_legacy_client_hears_a_resource_list_change_as_a_notification(
     tmp_path: Path,
 ) -> None:
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     mcp_server = build_server(presets)
     got = anyio.Event()
 
@@ -221,7 +221,7 @@ async def test_listen_streams_past_the_bounds_are_refused_and_the_open_ones_go_o
     )
 
     assert (MAX_LISTEN_PER_PRINCIPAL, MAX_LISTEN_STREAMS) == (50, 500)  # docs/security.md
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     presets = host.start()
     mcp_server = build_server(presets)
     mcp_server.listen_limit.per_principal = 3

@@ -17,7 +17,6 @@ from mcp import Client
 
 from agent_presets import ToolAdapter, ToolCallError, ToolDef, bootstrap, hookimpl
 from agent_presets.boot import Presets
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import (
     PROMPT_NAME,
     PROMPT_URI,
@@ -25,6 +24,7 @@ from agent_presets.server.mcp import (
     PresetServer,
     build_server,
 )
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -483,7 +483,7 @@ async def test_memory_modern_subscription_hears_prompt_and_resource_changes(
 async def test_memory_headless_host_with_all_plugins_switches_to_drawing(
     tmp_path: Path, expected_tool_names: dict[str, list[str]]
 ) -> None:
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     server = build_server(presets)
     notices = Notices()
     try:

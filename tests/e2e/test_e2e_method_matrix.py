@@ -28,8 +28,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as spec
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import build_server
+from agent_presets_general import SpaceHost
 
 from .conftest import HttpServer
 
@@ -237,7 +237,7 @@ def absent(method: str) -> Case:
 
 def served_methods(tmp_path: Path) -> set[str]:
     """The spec's client methods the server has a handler for, and ``initialize``."""
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     server = build_server(presets)
     try:
         handled = {m for m in spec.SPEC_CLIENT_METHODS if server.get_request_handler(m)}

@@ -97,8 +97,8 @@ def test_the_workflow_validates_with_github_annotations_and_runs_pytest(tmp_path
 
 def test_the_generated_plugin_declares_its_context_its_tests_and_ruff_pass(tmp_path: Path) -> None:
     # The quick form of the slow test below: this environment's core and test kit, the
-    # plugin on the path instead of installed. Its tests start the headless host, which
-    # refuses an undeclared activity and fills the prompts' {{tool.id}} placeholders.
+    # plugin on the path instead of installed. Its tests start the served host, which
+    # refuses an undeclared view and fills the prompts' {{tool.id}} placeholders.
     target = tmp_path / "tracker"
     assert new_plugin("time-tracker", "--dir", str(target))[0] == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRESETS_")}
@@ -262,7 +262,7 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
     # The workflow's checks catch a misspelt context value, on its line.
     presets_file = project / "src/agent_presets_time_tracker/presets.yaml"
     good = presets_file.read_text()
-    presets_file.write_text(good.replace("activity: time-tracker}", "activity: time-trakcer}"))
+    presets_file.write_text(good.replace("view: time-tracker}", "view: time-trakcer}"))
     caught = [presets(venv, *check, cwd=project, expect=1).stdout for check in checks]
     assert "did you mean 'time-tracker'?" in caught[0]
     assert "::error file=" in caught[0]
@@ -276,12 +276,10 @@ def test_a_generated_plugin_installed_outside_the_repository_passes_its_checks_a
     ]
 
     with serve(venv, outside) as server:
-        # The plugin's tool, beside the server's own request tool.
-        assert sorted(server.tool_names()) == [
-            "space_presets_request",
-            "space_time_tracker_list_notes",
-        ]
-        assert json.loads(server.call("space_time_tracker_list_notes", {})) == {"notes": []}
+        # The plugin's tool, beside the server's own request tool; only the core is
+        # installed, so no app plugin gives the host a namespace.
+        assert sorted(server.tool_names()) == ["presets_request", "time_tracker_list_notes"]
+        assert json.loads(server.call("time_tracker_list_notes", {})) == {"notes": []}
 
 
 class Installed:

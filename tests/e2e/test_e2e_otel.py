@@ -23,10 +23,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.server import PresetServer
 from agent_presets.server.telemetry import Telemetry
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ def reader() -> InMemoryMetricReader:
 def serve(tmp_path: Path, reader: InMemoryMetricReader) -> Any:
     @asynccontextmanager
     async def serve() -> AsyncIterator[tuple[Client, PresetServer]]:
-        host = HeadlessHost(tmp_path / "state")
+        host = SpaceHost(tmp_path / "state")
         presets = host.start()
         telemetry = Telemetry(meter_provider=MeterProvider(metric_readers=[reader]))
         server = PresetServer(presets, telemetry=telemetry)
@@ -171,7 +171,7 @@ def test_the_server_imports_only_the_api() -> None:
 
 
 def test_build_server_defaults_to_the_global_providers(tmp_path: Path) -> None:
-    host = HeadlessHost(tmp_path / "state")
+    host = SpaceHost(tmp_path / "state")
     server = build_server(host.start())
     try:
         assert isinstance(server.telemetry, Telemetry)

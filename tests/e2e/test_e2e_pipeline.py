@@ -24,12 +24,12 @@ from mcp import Client
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agent_presets.host import HeadlessHost
 from agent_presets.server.events import read_events
 from agent_presets.server.mcp.pipeline import CallRefused, Next, PendingCall, Result, Stage
 from agent_presets.server.mcp.server import PresetServer
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 from agent_presets.server.store import StoreUnavailableError
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +52,7 @@ PROFILES = {
 async def served(
     tmp_path: Path, *, on: tuple[str, ...] = (), stages: tuple[Stage, ...] = (), **policy: Any
 ) -> AsyncIterator[PresetServer]:
-    host = HeadlessHost(tmp_path / "state", root=tmp_path / "files")
+    host = SpaceHost(tmp_path / "state", root=tmp_path / "files")
     presets = host.start()
     for name in on:
         presets.manager.set_override(name, "on")
@@ -315,7 +315,7 @@ async def test_over_mcp_each_call_is_one_line_in_both_eras(tmp_path: Path, mode:
     assert not ok.is_error and refused.is_error
     assert [(e["kind"], e.get("outcome"), e.get("gate")) for e in lines(tmp_path)] == [
         ("call", "ok", None),
-        ("refusal", None, "preset"),
+        ("refusal", "refused", "preset"),
     ]
     assert json.dumps(lines(tmp_path))  # plain JSON lines
 
@@ -375,7 +375,7 @@ async def probe_served(tmp_path: Path) -> AsyncIterator[Client]:
     folder.mkdir()
     (folder / "probe_tools.py").write_text(PROBE_PLUGIN)
     (folder / "probe.yaml").write_text(PROBE_PRESETS)
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start(load_plugins([], plugins_dir=folder))
         assert presets.problems == []
         server = PresetServer(presets, policy=ToolPolicy(event_log=tmp_path / "events.jsonl"))

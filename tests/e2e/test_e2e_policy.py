@@ -12,10 +12,10 @@ import pytest
 from mcp import Client
 
 from agent_presets import PresetValidationError
-from agent_presets.host import HeadlessHost
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_URI, STATUS_URI, build_server
 from agent_presets.server.policy import ToolPolicy
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +28,7 @@ def text(result: Any) -> str:
 def serve(tmp_path: Path) -> Callable[..., Any]:
     @asynccontextmanager
     async def serve(**policy: Any) -> AsyncIterator[tuple[Client, ToolPolicy]]:
-        host = HeadlessHost(tmp_path / "state")
+        host = SpaceHost(tmp_path / "state")
         presets = host.start()
         allow = policy.pop("allow", None)
         tool_policy = ToolPolicy(
@@ -78,7 +78,7 @@ async def test_a_tool_outside_the_allow_list_is_refused_naming_the_layer(
 
 
 def test_unknown_allow_list_names_are_rejected_with_a_suggestion(tmp_path: Path) -> None:
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     with pytest.raises(PresetValidationError, match="did you mean 'scene-object-tools'"):
         ToolPolicy.allow_list(presets, ["scene-object-tool"])
 

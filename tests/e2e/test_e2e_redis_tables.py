@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_presets.host.redisrows import RedisRows, TablesUnavailableError
+from agent_presets.server.store.redisrows import RedisRows, TablesUnavailableError
 from agent_presets_drawing.document import Drawing
 from agent_presets_graph.model import Graph
 from agent_presets_scene.model import Scene

@@ -317,6 +317,17 @@ def test_context_set_needs_a_running_server_and_key_value_pairs(tmp_path: Path) 
 # ------------------------------------------------------------------ a plugin tried alone
 
 
+SPACE_APP_ALONE = """\
+from agent_presets_general import SpaceApp
+
+# The Space app (its fields, defaults and shell) without the general plugin's tools.
+_app = SpaceApp()
+presets_context_fields = _app.presets_context_fields
+presets_host_defaults = _app.presets_host_defaults
+presets_headless_runtime = _app.presets_headless_runtime
+"""
+
+
 @pytest.mark.parametrize(
     ("plugin", "move", "tool"),
     [
@@ -329,7 +340,11 @@ def test_context_set_needs_a_running_server_and_key_value_pairs(tmp_path: Path) 
 async def test_a_plugin_alone_starts_in_and_moves_to_its_context(
     tmp_path: Path, plugin: str, move: list[str], tool: str
 ) -> None:
-    alone = {"PRESETS_LOAD_PLUGINS": plugin}
+    # The plugin in the Space app, without the general plugin: the app is a plugin too.
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "space.py").write_text(SPACE_APP_ALONE, encoding="utf-8")
+    alone = {"PRESETS_LOAD_PLUGINS": f"{plugin},space", "PRESETS_PLUGINS_DIR": str(folder)}
     fields = dict(a.split("=") for a in move)
     started = params(tmp_path, *(f"--{k}={v}" for k, v in fields.items()), env=alone)
     async with Client(started, mode="legacy") as client:

@@ -26,10 +26,10 @@ from e2e.test_e2e_upstreams import (  # the fixture: a first list waits for a fi
 )
 from mcp import Client
 
-from agent_presets.host import HeadlessHost
 from agent_presets.plugins import load_plugins
 from agent_presets.server.config import ServeConfig
 from agent_presets.server.mcp import build_server
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ async def served(
 ) -> AsyncIterator[tuple[Client, Any]]:
     folder = tmp_path / "plugins"
     preset_file(folder, upstreams, presets)
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets_ = host.start(load_plugins(plugins or [], plugins_dir=folder))
         assert presets_.problems == []
         server = build_server(presets_, config or ServeConfig())

@@ -28,11 +28,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from agent_presets.host import HeadlessHost
 from agent_presets.plugins import load_plugins
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.policy import ToolPolicy
+from agent_presets_general import SpaceHost
 
 pytestmark = pytest.mark.anyio
 
@@ -95,11 +95,11 @@ async def served(
     policy: ToolPolicy | None = None,
     client: Callable[[Any], Client] | None = None,
     **client_options: Any,
-) -> AsyncIterator[tuple[Client, Any, HeadlessHost]]:
+) -> AsyncIterator[tuple[Client, Any, SpaceHost]]:
     """A client of the server of a plugins folder holding one preset file of upstreams."""
     folder = tmp_path / "plugins"
     preset_file(folder, upstreams, presets)
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         plugin_set = load_plugins([], plugins_dir=folder)
         presets_ = host.start(plugin_set)
         assert presets_.problems == []
@@ -392,7 +392,7 @@ async def test_an_upstream_that_cannot_start_backs_off(tmp_path: Path) -> None:
         lock_path(path),
         [Snapshot("fake", declared.declaration(), (UpstreamTool("pid", "The pid."),))],
     )
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start(load_plugins([], plugins_dir=folder))
         server = build_server(presets)
         try:
@@ -444,7 +444,7 @@ async def test_upstream_calls_pass_the_allow_list_and_reach_the_event_log(tmp_pa
     log = tmp_path / "events.jsonl"
     folder = tmp_path / "plugins"
     preset_file(folder, fake(tmp_path), preset("fake-tools", FAKE_TOOLS))
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start(load_plugins([], plugins_dir=folder))
         await_list = None
         server = build_server(presets, ServeConfig(policy=ToolPolicy(event_log=log)))
@@ -580,7 +580,7 @@ async def test_the_example_packs_follow_the_activity_live(tmp_path: Path) -> Non
         plugin_set = load_plugins(plugins_dir=folder)
     finally:
         del os.environ["PRESETS_LOAD_PLUGINS"]
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         presets = host.start(plugin_set)
         server = build_server(presets)
         try:

@@ -25,10 +25,10 @@ import pytest
 
 WRITER = r"""
 import importlib, json, sys
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 state, names, spec = sys.argv[1], sys.argv[2].split(","), json.loads(sys.argv[3])
-host = HeadlessHost(state)
+host = SpaceHost(state)
 presets = host.start([importlib.import_module(n) for n in names], overrides=spec["overrides"])
 for method, *args in spec["shell"]:
     getattr(host.shell, method)(*args)

@@ -37,6 +37,9 @@ from agent_presets import ToolArgumentError, ToolCallError, ToolResultError
 from agent_presets.adapters import plain_mapping
 from agent_presets.model import ToolDef
 from agent_presets.testing import PresetsHost, mcp_name, plugin_adapters, plugin_presets
+from agent_presets_general import SPACE_DEFAULTS
+
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
 
 BUILT_INS = (
     agent_presets_drawing,
@@ -45,7 +48,7 @@ BUILT_INS = (
     agent_presets_scene,
     agent_presets_units,
 )
-EVERY_TOOL = sorted(mcp_name(a) for p in BUILT_INS for a in plugin_adapters(p).values())
+EVERY_TOOL = sorted(mcp_name(a, SPACE) for p in BUILT_INS for a in plugin_adapters(p).values())
 OFF_PRESETS = [p.name for m in BUILT_INS for p in plugin_presets(m) if p.default_state == "off"]
 
 DRAWING = {"surface": "canvas", "activity": "drawing"}
@@ -335,7 +338,7 @@ def test_every_numeric_argument_refuses_an_integer_past_a_float_by_name(
         for p in BUILT_INS
         for a in plugin_adapters(p).values()
         if any(numeric_paths(plain_mapping(a.input_schema)))
-        for name in [mcp_name(a)]
+        for name in [mcp_name(a, SPACE)]
     }
     assert numeric_tools <= app.first_calls.keys()
     places = 0

@@ -18,14 +18,14 @@ import agent_presets_drawing
 import agent_presets_graph
 import agent_presets_scene
 import agent_presets_units
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PLUGINS = [agent_presets_drawing, agent_presets_graph, agent_presets_scene, agent_presets_units]
 
 
-def open_host(state: Path) -> HeadlessHost:
-    host = HeadlessHost(state)
+def open_host(state: Path) -> SpaceHost:
+    host = SpaceHost(state)
     host.start(PLUGINS)
     return host
 
@@ -40,9 +40,9 @@ def test_json_state_of_the_previous_version_migrates_once_with_its_history(
     debris.write_bytes(b"x" * 1000)
 
     with open_host(state) as host:
-        assert host.world_runtime("home", "drawing").inspect() == expected["drawing"]
-        assert host.world_runtime("home", "scene").to_state() == expected["scene"]
-        assert host.world_runtime("home", "graph").to_state() == expected["graph"]
+        assert host.partition_runtime("home", "drawing").inspect() == expected["drawing"]
+        assert host.partition_runtime("home", "scene").to_state() == expected["scene"]
+        assert host.partition_runtime("home", "graph").to_state() == expected["graph"]
     assert not debris.exists()
     world = state / "worlds" / "home"
     assert sorted(p.name for p in world.iterdir()) == [
@@ -52,13 +52,13 @@ def test_json_state_of_the_previous_version_migrates_once_with_its_history(
     ]
 
     with open_host(state) as host:  # read back from the database alone
-        drawing = host.world_runtime("home", "drawing")
+        drawing = host.partition_runtime("home", "drawing")
         assert drawing.inspect() == expected["drawing"]
         drawing.redo()
         assert drawing.inspect() == expected["drawing_after_redo"]
         for _ in range(3):
             drawing.undo()
         assert drawing.inspect() == expected["drawing_after_three_undos"]
-        assert host.world_runtime("home", "scene").to_state() == expected["scene"]
-        assert host.world_runtime("home", "graph").to_state() == expected["graph"]
+        assert host.partition_runtime("home", "scene").to_state() == expected["scene"]
+        assert host.partition_runtime("home", "graph").to_state() == expected["graph"]
         assert host.runtime("units").inspect("greeter")["source"].startswith("def greet")

@@ -139,9 +139,9 @@ class Pipes:
 
 @pytest.fixture
 def front(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
-    presets = HeadlessHost(tmp_path / "state").start()
+    presets = SpaceHost(tmp_path / "state").start()
     pipes = Pipes()
     # Not backed by fd 0 and 1: the front serves them in place, as the SDK would.
     monkeypatch.setattr(sys, "stdin", pipes.stdin)

@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent_presets.adapters import ToolAdapterRegistry
 from agent_presets.catalog import Catalog, collect
+
+# HostDefaults and host_defaults were defined here first: still importable from here.
+from agent_presets.hosting import HostDefaults as HostDefaults
+from agent_presets.hosting import host_defaults as host_defaults
 from agent_presets.manager import PresetManager
 from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
 from agent_presets.plugins import PluginSet, env_flag, load_plugins
@@ -26,31 +30,6 @@ log = logging.getLogger("agent_presets")
 
 DEFAULT_CONTEXT: Mapping[str, Any] = {}
 """The context of an app that reports none: no field set. The core names no field itself."""
-
-
-@dataclass(frozen=True)
-class HostDefaults:
-    """What a host supplies and the core has no opinion of.
-
-    An app offers them as its ``defaults`` attribute (the headless host's are
-    ``agent_presets.host.HEADLESS_DEFAULTS``); ``bootstrap`` and the MCP server
-    read them where the caller gives nothing more specific.
-
-    ``namespace`` prefixes every tool's MCP name (``ToolRegistry``);
-    ``context`` is the context before the host reports one (no field: the
-    core names none); ``instructions`` are the MCP server's instructions to
-    the agent (None: the server's own, which name no host's vocabulary).
-    """
-
-    namespace: str
-    context: Mapping[str, Any] = field(default_factory=dict)
-    instructions: str | None = None
-
-
-def host_defaults(app: Any) -> HostDefaults | None:
-    """``app.defaults`` when the app supplies them, else None."""
-    defaults = getattr(app, "defaults", None)
-    return defaults if isinstance(defaults, HostDefaults) else None
 
 
 @dataclass
@@ -98,15 +77,17 @@ def bootstrap(
     parameter; a command line passes
     ``strict=env_flag("PRESETS_STRICT")`` itself. ``context`` defaults to
     ``app.context()`` when the app has one, else to its ``HostDefaults``
-    context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace
-    (``DEFAULT_NAMESPACE`` for an app that supplies none). ``parse_cache``
+    context; ``tool_registry`` to a registry in its ``HostDefaults`` namespace.
+    An app that has no ``defaults`` of its own gets the host plugin's
+    (``presets_host_defaults``), else none (``DEFAULT_NAMESPACE``, no field
+    set). ``parse_cache``
     keeps what YAML read of the preset files, so that the next start with the
     same files need not read them again (``agent_presets.parsecache``).
     """
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
     plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins, strict=strict)
-    defaults = host_defaults(app)
+    defaults = host_defaults(app) or plugin_set.host_defaults()
     if tool_registry is None:
         tool_registry = ToolRegistry(DEFAULT_NAMESPACE if defaults is None else defaults.namespace)
     catalog = collect(

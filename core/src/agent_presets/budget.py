@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets.model import (
     ANY,
-    DEFAULT_NAMESPACE,
     NONE,
     Preset,
     PresetError,
@@ -304,14 +303,16 @@ def describe_context(context: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in context.items()) or "the empty context"
 
 
-def catalog_manager(
-    catalog: Catalog, namespace_prefix: str | None = DEFAULT_NAMESPACE
-) -> PresetManager:
-    """A manager over a checked catalog's valid presets and adapters, for resolving contexts."""
+def catalog_manager(catalog: Catalog, namespace_prefix: str | None = None) -> PresetManager:
+    """A manager over a checked catalog's valid presets and adapters, for resolving contexts.
+
+    Tools are named in ``namespace_prefix`` (None: the catalog's)."""
     from agent_presets.adapters import ToolAdapterRegistry
     from agent_presets.manager import PresetManager
     from agent_presets.registry import PresetRegistry
 
+    if namespace_prefix is None:
+        namespace_prefix = catalog.namespace_prefix
     adapters = ToolAdapterRegistry(None, namespace_prefix=namespace_prefix)
     for adapter in catalog.adapters:
         adapters.register(adapter)

@@ -79,6 +79,8 @@ class Catalog:
     clashes: dict[str, list[PresetValidationError]] = field(default_factory=dict)
     """Each plugin that lost a tool id or an MCP name to another plugin: the problems saying
     which, and which presets were left out with it (``presets plugins`` shows them)."""
+    namespace_prefix: str = DEFAULT_NAMESPACE
+    """The namespace its tools' MCP names were checked in."""
 
     def locate(
         self, preset: Preset, path: tuple[str | int, ...] = (), *, key: bool = False
@@ -87,30 +89,45 @@ class Catalog:
         return _Locator(self).field(preset, path, key=key)
 
 
+def context_vocabulary(plugin_set: PluginSet, catalog: Catalog | None = None) -> Vocabulary:
+    """The context fields the plugins declare, merged (``presets_context_fields``).
+
+    Each problem (a hook that raised, a bad or conflicting declaration) joins
+    ``catalog.problems``; with no catalog they are left for ``collect`` to report.
+    """
+    catalog = catalog if catalog is not None else Catalog()
+    declarations = [
+        (info.name, item)
+        for info, result in plugin_set.call_each("presets_context_fields", catalog.problems.append)
+        for item in _items(info, result, catalog)
+    ]
+    vocabulary, problems = Vocabulary.merge(declarations)
+    catalog.problems.extend(problems)
+    return vocabulary
+
+
 def collect(
     plugin_set: PluginSet,
     *,
-    namespace_prefix: str | None = DEFAULT_NAMESPACE,
+    namespace_prefix: str | None = None,
     max_file_size: int | None = None,
     parse_cache: ParseCache | None = None,
 ) -> Catalog:
     """Every plugin's presets and adapters, checked; ``max_file_size`` bounds each preset file.
 
+    MCP names are checked in ``namespace_prefix``; None: the host's, as the
+    app plugin among ``plugin_set`` gives it (``PluginSet.namespace``).
     ``parse_cache`` keeps what YAML read of each file without problems, for
     the next collect of the same text (``agent_presets.parsecache``).
     """
-    catalog = Catalog()
+    if namespace_prefix is None:
+        namespace_prefix = plugin_set.namespace()
+    catalog = Catalog(namespace_prefix=namespace_prefix)
     hook_failed = catalog.problems.append
     for info, result in plugin_set.call_each("presets_preset_files", hook_failed):
         for item in _items(info, result, catalog):
             _load_file(info, item, catalog, max_file_size, parse_cache)
-    declarations = [
-        (info.name, item)
-        for info, result in plugin_set.call_each("presets_context_fields", hook_failed)
-        for item in _items(info, result, catalog)
-    ]
-    catalog.vocabulary, problems = Vocabulary.merge(declarations)
-    catalog.problems.extend(problems)
+    catalog.vocabulary = context_vocabulary(plugin_set, catalog)
     adapters: dict[str, ToolAdapter] = {}
     misnamed: list[ToolAdapter] = []  # an older mcp_name without the host's prefix
     builtins = {p.name for p in plugin_set.plugins if p.builtin}
@@ -512,7 +529,7 @@ def _check_mcp_names(
 
 
 def variants_turned_on_together(
-    catalog: Catalog, namespace_prefix: str | None = DEFAULT_NAMESPACE
+    catalog: Catalog, namespace_prefix: str | None = None
 ) -> list[PresetValidationError]:
     """Variants of one tool that turning a preset on would offer under one name at once.
 
@@ -521,7 +538,10 @@ def variants_turned_on_together(
     hand, in whatever context is current, so its variant meets every other
     preset's: the server refuses that override when someone asks for it.
     ``presets validate`` reports it before, at the ``off`` preset's tool id.
+    Names are in ``namespace_prefix`` (None: the catalog's).
     """
+    if namespace_prefix is None:
+        namespace_prefix = catalog.namespace_prefix
     listed_by: dict[str, list[Preset]] = {}
     for preset in catalog.presets:
         for tool_id in preset.tool_ids:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from agent_presets.adapters import ToolAdapter
     from agent_presets.bundles import ContentProvider
+    from agent_presets.hosting import Host, HostDefaults
     from agent_presets.upstreams import Upstream
     from agent_presets.vocabulary import ContextFieldDeclaration
 
@@ -53,14 +54,31 @@ def presets_tool_adapters() -> Sequence[ToolAdapter]:
 
 
 @hookspec
-def presets_headless_runtime(host: Any) -> None:
-    """Attach this plugin's reference runtime to the headless host.
+def presets_headless_runtime(host: Host) -> None:
+    """Attach this plugin's runtimes to the host that ``presets serve`` runs.
 
-    ``host`` is an ``agent_presets.host.HeadlessHost``. Use
-    ``host.add_world_runtime(name, factory)`` for state that each world has its
-    own of (a drawing, a scene) and ``host.attach(name, runtime)`` for state
-    the whole host shares (a folder of code units). The host calls this once,
-    before the presets are bootstrapped; embedded apps never call it.
+    ``host`` is an ``agent_presets.host.Host``. Use ``host.attach(name,
+    runtime)`` for state the whole host shares (a folder of files),
+    ``host.add_table_runtime(name, factory)`` for state that each partition
+    of the app has its own of (a document, a board), and
+    ``host.keep_context(keeper)`` when this plugin is the app and owns its
+    context (``agent_presets.host.ContextKeeper``). The host calls this
+    once, before the presets are bootstrapped; an app that embeds the core
+    gives its tools its own runtimes and never calls it.
+    """
+
+
+@hookspec(firstresult=True)
+def presets_host_defaults() -> HostDefaults | None:
+    """Supply the host's defaults: the namespace, the starting context and the instructions.
+
+    Return an ``agent_presets.host.HostDefaults``, or None. Only the plugin
+    that is the app (that declares the context fields the app provides)
+    implements it; a second plugin that supplies defaults is a problem
+    naming both, and the first is used. Called when a host starts, and by
+    the commands that speak the host's context (``resolve``, ``serve``'s
+    ``--namespace``). An app that embeds the core may instead give its
+    ``defaults`` attribute, which wins.
     """
 
 
@@ -87,7 +105,7 @@ def presets_context_fields() -> Sequence[ContextFieldDeclaration]:
 def presets_serve_options() -> Any:
     """Add options to ``presets serve`` for this plugin's runtime (as tox's ``tox_add_option``).
 
-    (Typed ``Any`` here only because the host layer is above the hook specs.)
+    (Typed ``Any`` here only because the served host's layer is above the hook specs.)
     Return an ``agent_presets.host.ServeOptions(build, options)``: ``click.Option``
     objects, and what their values build (a frozen dataclass of the plugin's,
     say), or None. Called once when ``presets serve`` builds its command line,

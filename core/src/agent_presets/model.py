@@ -32,8 +32,10 @@ OVERRIDE_STATES: Final = ("on", "off", "auto")
 ANY: Final = "any"
 NONE: Final = "none"
 
-DEFAULT_NAMESPACE: Final = "space_"
-"""The MCP name prefix of the headless host and the built-in plugins' tools."""
+DEFAULT_NAMESPACE: Final = ""
+"""The MCP name prefix of a host that supplies none: no prefix, the names the plugins give.
+
+A host supplies its own (``HostDefaults.namespace``, ``presets serve --namespace``)."""
 
 NAME_RE: Final = re.compile(_PRESET_SCHEMA["name"]["pattern"])
 TOOL_ID_RE: Final = re.compile(_PRESET_FIELDS["tool_ids"]["items"]["pattern"])

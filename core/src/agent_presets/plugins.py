@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 import agent_presets.hookspecs as hookspecs
-from agent_presets.model import PresetError, PresetValidationError
+from agent_presets.hosting import HostDefaults
+from agent_presets.model import DEFAULT_NAMESPACE, PresetError, PresetValidationError
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution, EntryPoint
@@ -144,6 +145,47 @@ class PluginSet:
         self.pm = pm
         self.plugins: list[PluginInfo] = []
         self.problems: list[PluginProblem] = []
+        self._host_defaults: tuple[HostDefaults | None] | None = None
+
+    def host_defaults(self) -> HostDefaults | None:
+        """What the app plugin among these supplies (``presets_host_defaults``), or None.
+
+        One plugin supplies a host's defaults. A second one that does is a
+        problem in ``problems`` naming both; the first (in load order) is
+        used. A result that is not ``HostDefaults`` is a problem too. Asked
+        once: the answer is kept until a plugin is added.
+        """
+        if self._host_defaults is None:
+            self._host_defaults = (self._first_host_defaults(),)
+        return self._host_defaults[0]
+
+    def namespace(self) -> str:
+        """The namespace the app plugin gives its host (``DEFAULT_NAMESPACE`` without one)."""
+        defaults = self.host_defaults()
+        return DEFAULT_NAMESPACE if defaults is None else defaults.namespace
+
+    def _first_host_defaults(self) -> HostDefaults | None:
+        hook = "presets_host_defaults"
+        found: list[tuple[PluginInfo, HostDefaults]] = []
+        for info, result in self.call_each(hook):
+            if result is None:
+                continue
+            if not isinstance(result, HostDefaults):
+                problem = (
+                    f"plugin {info.label}: hook {hook} returned {type(result).__name__}; return "
+                    "an agent_presets.host.HostDefaults, or None; it was left out"
+                )
+            elif found:
+                problem = (
+                    f"plugin {info.label}: hook {hook} supplies the host's defaults, which plugin "
+                    f"{found[0][0].label} supplies already; only the first is used: leave one of "
+                    "them out (PRESETS_LOAD_PLUGINS)"
+                )
+            else:
+                found.append((info, result))
+                continue
+            self.problems.append(PluginProblem(info.name, problem, info.distribution, hook=hook))
+        return found[0][1] if found else None
 
     @property
     def hook(self) -> Any:
@@ -178,6 +220,8 @@ class PluginSet:
             except Exception as exc:  # one plugin's bug must not stop the others
                 (on_error or self.problems.append)(hook_problem(info, hook_name, exc))
                 continue
+            if caller.spec is not None and caller.spec.opts.get("firstresult"):
+                outcome = [] if outcome is None else [outcome]  # one value, not a list
             for result in outcome:
                 results.append((info, result))
         return results
@@ -202,6 +246,7 @@ class PluginSet:
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         if self.pm.is_registered(plugin) or self.pm.get_plugin(name) is not None:
             return
+        self._host_defaults = None  # asked again: the new plugin may supply them
 
         def register() -> None:
             self.pm.register(plugin, name=name)

@@ -6,10 +6,10 @@ for its fixtures by name::
 
     def test_add_appends_a_note(presets_host):
         host = presets_host(plugins=[my_plugin])
-        host.set_context(surface="canvas", activity="notes")
-        assert host.call_tool("space_notes_add", {"text": "hi"}) == {"count": 1}
+        host.set_context(view="notes")
+        assert host.call_tool("notes_add", {"text": "hi"}) == {"count": 1}
         with host.unchanged():          # a refusal must change nothing
-            host.refused("space_notes_add", {"text": ""})
+            host.refused("notes_add", {"text": ""})
 
 Loading this module costs nothing: pytest loads every ``pytest11`` plugin in
 every run, so the host, the schema, YAML and ``mcp`` are imported only when a
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from agent_presets.adapters import ToolAdapter
     from agent_presets.boot import Presets
-    from agent_presets.host import HeadlessHost
+    from agent_presets.host import ServedHost
     from agent_presets.manager import PresetManager
     from agent_presets.model import Preset, ToolDef
 
@@ -55,16 +55,16 @@ __all__ = [
 PresetRow = tuple[str, str, list[str]]
 """One preset as a table row: (default state, risk, the MCP names of its tools)."""
 
-_NAMESPACE = "space_"
-"""``agent_presets.DEFAULT_NAMESPACE``, the headless host's, without importing the model here."""
+_NAMESPACE = ""
+"""``agent_presets.DEFAULT_NAMESPACE``, a host's that supplies none, without importing the model."""
 
 
 def mcp_name(adapter: ToolAdapter, namespace_prefix: str | None = _NAMESPACE) -> str:
     """The name an MCP client sees for ``adapter``: the host's namespace applied.
 
-    An adapter names its tool without the namespace (``name="notes_add"``); the
-    headless host serves it as ``space_notes_add``. Pass the namespace a host
-    of yours uses (``serve --namespace``) to get its name there.
+    An adapter names its tool without the namespace (``name="notes_add"``); a
+    host serves it under its namespace (``HostDefaults.namespace``, ``serve
+    --namespace``): pass the namespace your host uses to get its name there.
     """
     from agent_presets.adapters import mcp_name_for
 
@@ -75,10 +75,10 @@ class ContextValues:
     """A plugin object that only declares context values, for a test host.
 
     A host refuses a context value nobody declared. A test that runs one
-    plugin and switches to an activity another plugin declares (to check
-    that the plugin's tools leave) passes one beside the plugin::
+    plugin and switches to a value another plugin declares (to check that
+    the plugin's tools leave) passes one beside the plugin::
 
-        presets_host(plugins=[my_plugin, ContextValues(activity=["drawing"])])
+        presets_host(plugins=[my_plugin, ContextValues(view=["calendar"])])
 
     Each keyword is a string field with the values it may take.
     """
@@ -100,13 +100,16 @@ class ContextValues:
 
 
 class PresetsHost:
-    """A headless host running chosen plugins in a state directory of its own.
+    """A served host (``agent_presets.host.ServedHost``) running chosen plugins in a state
+    directory of its own.
 
+    The host is the bare one ``presets serve`` runs: an app plugin among the
+    plugins makes it that app (its fields, its namespace, its context).
     Tools are called as an MCP client calls them: looked up among the tools
     the current context offers, so a test cannot call a tool the agent would
     not see. ``tool_prefix`` shortens the names a test writes: a name the
     context does not offer is tried with the prefix in front
-    (``tool_prefix="space_notes_"`` lets a test call ``"add"``).
+    (``tool_prefix="notes_"`` lets a test call ``"add"``).
 
     Subclass it to give a plugin's tests their own helpers; ``snapshot`` is
     what ``unchanged`` and ``refused`` compare, so a subclass can widen it.
@@ -130,10 +133,10 @@ class PresetsHost:
         self._allow_problems = allow_problems
         self.host, self.presets = self._start()
 
-    def _start(self) -> tuple[HeadlessHost, Presets]:
-        from agent_presets.host import HeadlessHost
+    def _start(self) -> tuple[ServedHost, Presets]:
+        from agent_presets.host import ServedHost
 
-        host = HeadlessHost(self.state_dir, root=self.root)
+        host = ServedHost(self.state_dir, root=self.root)
         presets = host.start(plugins=self.plugins, overrides=self._overrides or None)
         if self._allow_problems:
             return host, presets
@@ -157,26 +160,22 @@ class PresetsHost:
         return self.presets.manager
 
     def set_context(self, **fields: Any) -> dict[str, Any]:
-        """Drive the host's shell to a context (``surface=``, ``activity=``, ...).
+        """Change the host's context, as its app would (``presets context set`` does the same).
 
-        Each field goes through the shell's own setter (``set_<field>``), so
+        The fields change as one, through the host (``update_context``), so
         the host, its saved state and the manager agree, and a bad value
-        fails here as it would for the tool that sets it. Fields are applied
-        in the order the host reports them (a switch to the canvas surface
-        shows the canvas, so ``canvas_visible=False`` must come after it).
-        Returns the context the manager now resolves against.
+        fails here as it would for the app. A field no plugin declares is a
+        ``TypeError`` naming those that are (when any is). Returns the
+        context the manager now resolves against.
         """
-        shell = self.host.shell
-        settable = [f for f in self.host.context() if callable(getattr(shell, f"set_{f}", None))]
-        unknown = sorted(set(fields) - set(settable))
+        declared = self.presets.vocabulary.fields
+        unknown = sorted(f for f in fields if declared and f not in declared)
         if unknown:
             raise TypeError(
-                f"the headless host sets no context field {', '.join(map(repr, unknown))}; "
-                f"set one of: {', '.join(settable)}"
+                f"the host sets no context field {', '.join(map(repr, unknown))}: no plugin "
+                f"declares it; set one of: {', '.join(declared)}"
             )
-        for field in settable:
-            if field in fields:
-                getattr(shell, f"set_{field}")(fields[field])
+        self.host.update_context(fields)
         return dict(self.manager.get_context())
 
     def enable(self, *presets: str) -> None:
@@ -233,8 +232,8 @@ class PresetsHost:
     def snapshot(self) -> dict[str, Any]:
         """What a refused call must leave unchanged, as plain data.
 
-        The shell, the overrides, the tools offered, what each runtime has
-        saved in the host's state database (every world), each runtime's
+        The context, the overrides, the tools offered, what each runtime has
+        saved in the host's state database (every partition), each runtime's
         ``to_state()`` where it offers one, and the files under the host's
         file root. Widen it in a subclass for state kept anywhere else.
         """
@@ -244,7 +243,7 @@ class PresetsHost:
             if callable(to_state):
                 runtimes[name] = to_state()
         return {
-            "shell": self.host.shell.state(),
+            "context": self.host.context(),
             "overrides": self.manager.get_overrides(),
             "tools": sorted(self.tools()),
             "saved": self._saved_rows(),
@@ -252,17 +251,17 @@ class PresetsHost:
             "files": _tree(self.host.root),
         }
 
-    def committed_rows(self, runtime: str, world: str = "home") -> dict[str, Any]:
-        """``runtime``'s rows in ``world`` as committed to the state database.
+    def committed_rows(self, runtime: str, partition: str = "home") -> dict[str, Any]:
+        """``runtime``'s rows in ``partition`` as committed to the state database.
 
         Read through a second connection: what a restart would find, so a
         change held only in memory is not here.
         """
-        from agent_presets.host.statedb import DB_FILE, StateStore
+        from agent_presets.server.store.statedb import DB_FILE, StateStore
 
         store = StateStore(self.host.state_dir / DB_FILE)
         try:
-            return dict(store.table(runtime, world).items())
+            return dict(store.table(runtime, partition).items())
         finally:
             store.close()
 
@@ -271,11 +270,11 @@ class PresetsHost:
         if store is None:
             return {}
         saved: dict[str, Any] = {}
-        for world in self.host.shell.worlds:
+        for partition in self.host.partitions():
             for name in self.host.runtime_names():
-                rows = store.table(name, world).items()
+                rows = store.table(name, partition).items()
                 if rows:
-                    saved[f"{world}/{name}"] = rows
+                    saved[f"{partition}/{name}"] = rows
         return saved
 
     # -- the MCP side --------------------------------------------------------
@@ -326,7 +325,7 @@ def _hook_error(problems: Sequence[Exception]) -> BaseException | None:
     return None
 
 
-def _close_host(host: HeadlessHost) -> None:
+def _close_host(host: ServedHost) -> None:
     close = getattr(host, "close", None)
     if callable(close):
         close()
@@ -452,7 +451,7 @@ def result_text(result: Any) -> str:
 
 @pytest.fixture
 def presets_host(tmp_path: Path) -> Iterator[Callable[..., PresetsHost]]:
-    """Start a headless host with chosen plugins, in this test's temporary folder.
+    """Start a served host with chosen plugins, in this test's temporary folder.
 
     ``presets_host(plugins=[...], *, root=None, overrides=None, context=None,
     enable=(), tool_prefix="", state_dir=None, allow_problems=False)``.

@@ -10,6 +10,7 @@ import pytest
 import agent_presets_drawing
 from agent_presets.testing import ContextValues, PresetsHost
 from agent_presets_drawing import Drawing
+from agent_presets_general import SpaceApp
 
 HISTORY_KEYS = ("undo_depth", "redo_depth", "next_undo", "next_redo")
 OFF_PRESETS = ("drawing-layer-destructive-tools", "drawing-selection-destructive-tools")
@@ -21,7 +22,7 @@ class DrawingApp(PresetsHost):
     def __init__(self, directory: Path, *, destructive: bool = True) -> None:
         super().__init__(
             # the other built-ins' activities, so a test can switch to one
-            [agent_presets_drawing, ContextValues(activity=["graph"])],
+            [SpaceApp(), agent_presets_drawing, ContextValues(activity=["graph"])],
             directory / "state",
             root=directory / "files",
             tool_prefix="space_drawing_",

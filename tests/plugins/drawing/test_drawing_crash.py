@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import agent_presets_drawing
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 
 @pytest.mark.slow  # several writer processes, each killed mid-write
@@ -19,7 +19,7 @@ def test_killed_writer_leaves_every_acknowledged_shape(crash_harness: Callable) 
         args={"shape": "rect", "x": 0, "y": 0, "width": 4, "height": 3},
         shell=[["set_surface", "canvas"], ["set_activity", "drawing"]],
     )
-    host = HeadlessHost(harness.state)
+    host = SpaceHost(harness.state)
     presets = host.start([agent_presets_drawing])
     assert harness.debris() == []
     document = presets.tool_registry.get("space_drawing_inspect").run({})

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_drawing import geometry
 
@@ -241,7 +242,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     kind=st.sampled_from(["rect", "ellipse"]),
     box=st.tuples(coords, coords, sizes, sizes, st.floats(0, 360)),

@@ -49,9 +49,9 @@ def test_each_world_has_its_own_drawing(app: Any) -> None:
     assert list(app.objects()) == [home_rect]
     assert app.call("inspect")["layers"][0]["name"] == "Layer 1"
     app.call("undo")  # undoes home's insert, not the studio's changes
-    studio = app.host.world_runtime("studio", "drawing").inspect()
+    studio = app.host.partition_runtime("studio", "drawing").inspect()
     assert [o["id"] for o in studio["layers"][0]["objects"]] == [studio_line]
-    assert app.host.world_runtime("home", "drawing").inspect()["layers"][0]["objects"] == []
+    assert app.host.partition_runtime("home", "drawing").inspect()["layers"][0]["objects"] == []
 
 
 def test_worlds_stay_apart_across_a_restart(make_app: Callable[..., Any]) -> None:
@@ -65,7 +65,9 @@ def test_worlds_stay_apart_across_a_restart(make_app: Callable[..., Any]) -> Non
     again = make_app()
     assert again.host.shell.world == "other"
     assert len(again.objects()) == 2
-    assert len(again.host.world_runtime("home", "drawing").inspect()["layers"][0]["objects"]) == 1
+    assert (
+        len(again.host.partition_runtime("home", "drawing").inspect()["layers"][0]["objects"]) == 1
+    )
 
 
 def test_a_deleted_world_takes_its_drawing_with_it(app: Any) -> None:

@@ -17,6 +17,7 @@ from agent_presets.testing import (
     plugin_presets,
     read_only_tools,
 )
+from agent_presets_general import SPACE_DEFAULTS, SpaceApp
 
 CONTEXT = {"surface": "canvas", "activity": "drawing"}
 
@@ -70,13 +71,15 @@ SPEC = {
     ),
 }
 
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
+
 
 TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    assert PresetTable.of(agent_presets_drawing) == TABLE
-    assert list(PresetTable.of(agent_presets_drawing)) == list(TABLE)
+    assert PresetTable.of(agent_presets_drawing, SPACE) == TABLE
+    assert list(PresetTable.of(agent_presets_drawing, SPACE)) == list(TABLE)
     for preset in plugin_presets(agent_presets_drawing):
         assert preset.group == "drawing"
         assert [dict(c) for c in preset.contexts] == [CONTEXT]
@@ -85,7 +88,7 @@ def test_preset_file_defines_exactly_the_spec_table() -> None:
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
     adapters = plugin_adapters(agent_presets_drawing).values()
-    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    assert {mcp_name(a, SPACE) for a in adapters} == TABLE.tools(include_off=True)
     for adapter in adapters:
         slug = adapter.id.removeprefix("drawing.")
         assert adapter.name == "drawing_" + slug.replace("-", "_")
@@ -93,7 +96,7 @@ def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:
-    assert read_only_tools(agent_presets_drawing) == {
+    assert read_only_tools(agent_presets_drawing, SPACE) == {
         "space_drawing_inspect",
         "space_drawing_sample_color",
     }
@@ -141,7 +144,7 @@ def test_tool_list_follows_the_shell_into_the_registry(make_app: Callable[..., A
 def test_an_app_without_a_drawing_runtime_gets_an_error_naming_it() -> None:
     presets = bootstrap(
         SimpleNamespace(),
-        plugins=[agent_presets_drawing],
+        plugins=[SpaceApp(), agent_presets_drawing],
         context={**CONTEXT, "canvas_visible": True},
     )
     tools = {t.name: t for t in presets.manager.get_tool_defs()}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import agent_presets_general
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 CONTENT = "line\n" * 20_000  # about 100 KB, so a kill often lands inside a write
 
@@ -21,7 +21,7 @@ def test_killed_writer_leaves_every_acknowledged_file_whole(crash_harness: Calla
         args={"path": "out/file-@I@.txt", "content": CONTENT},
         overrides={"general-file-write-tools": "on"},
     )
-    host = HeadlessHost(harness.state)
+    host = SpaceHost(harness.state)
     presets = host.start([agent_presets_general], overrides={"general-file-read-tools": "on"})
     listing = presets.tool_registry.get("space_app_list_files").run({"path": "out"})
     files = [e for e in listing["entries"] if e["name"].endswith(".txt")]

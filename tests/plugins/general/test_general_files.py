@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets import ToolArgumentError, ToolCallError
 from agent_presets_general.files import FileRoot
@@ -212,7 +213,7 @@ def test_listing_is_capped(tmp_path: Path) -> None:
 SEGMENTS = st.sampled_from(["a", "b", "..", ".", "", "c.txt"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(parts=st.lists(SEGMENTS, min_size=1, max_size=6))
 def test_any_relative_path_acts_inside_the_root_or_is_refused(
     tmp_path_factory: pytest.TempPathFactory, parts: list[str]

@@ -11,6 +11,7 @@ from agent_presets import MissingRuntimeError, load_preset_file
 from agent_presets.boot import bootstrap
 from agent_presets.model import DANGEROUS_RISKS
 from agent_presets.testing import mcp_name
+from agent_presets_general import SPACE_DEFAULTS
 
 if TYPE_CHECKING:
     from conftest import GeneralApp
@@ -44,6 +45,8 @@ SPEC_TABLE = {
     "general-shell-tools": ("off", "shell", ["space_app_run_bash"]),
 }
 
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
+
 
 def _presets() -> list[Any]:
     (path,) = agent_presets_general.presets_preset_files()
@@ -53,7 +56,7 @@ def _presets() -> list[Any]:
 def test_presets_match_the_spec_general_table() -> None:
     adapters = {a.id: a for a in agent_presets_general.presets_tool_adapters()}
     table = {
-        p.name: (p.default_state, p.risk, [mcp_name(adapters[t]) for t in p.tool_ids])
+        p.name: (p.default_state, p.risk, [mcp_name(adapters[t], SPACE) for t in p.tool_ids])
         for p in _presets()
     }
     assert table == SPEC_TABLE
@@ -72,7 +75,7 @@ def test_every_adapter_is_used_by_a_preset_and_read_tools_say_so() -> None:
     used = {t for p in _presets() for t in p.tool_ids}
     adapters = agent_presets_general.presets_tool_adapters()
     assert {a.id for a in adapters} == used
-    read_only = {mcp_name(a) for a in adapters if a.annotations.get("readOnlyHint")}
+    read_only = {mcp_name(a, SPACE) for a in adapters if a.annotations.get("readOnlyHint")}
     assert read_only == {"space_app_read_file", "space_app_list_files"}
     for adapter in adapters:
         assert adapter.input_schema["additionalProperties"] is False

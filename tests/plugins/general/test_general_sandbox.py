@@ -6,7 +6,6 @@ as a model would make it, by a command, and then checked from the host.
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 import subprocess
@@ -18,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from host_processes import sleepers, sleepers_after
 
 import agent_presets_general
 from agent_presets import ToolCallError
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.sandbox import ShellOptions
 
@@ -51,21 +51,6 @@ def run(app: GeneralApp, command: str, timeout: float = 10) -> dict[str, Any]:
         "space_app_run_bash", command=command, timeout_seconds=timeout
     )
     return result
-
-
-def sleepers(marker: str) -> list[int]:
-    """Host PIDs of ``sleep`` processes whose arguments contain ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[0] == b"sleep" and any(marker.encode() in arg for arg in argv[1:]):
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture
@@ -216,10 +201,7 @@ def test_a_process_started_by_a_command_does_not_outlive_a_killed_server(
     finally:
         server.kill()
         server.wait()
-    deadline = time.monotonic() + 2
-    while sleepers(f".{marker}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sleepers(f".{marker}") == []
+    assert sleepers_after(f".{marker}") == []
 
 
 def test_network_is_unreachable_by_default(app: GeneralApp, listener: socket.socket) -> None:
@@ -250,7 +232,7 @@ def test_shell_env_passes_exactly_the_listed_names(
     monkeypatch.setenv("PRESETS_LISTED", "listed-value")
     monkeypatch.setenv("PRESETS_UNLISTED", "unlisted-value")
     listed = ShellOptions(shell_env=("PRESETS_LISTED", "PRESETS_ABSENT"))
-    host = HeadlessHost(tmp_path / "state", root=tmp_path / "files", serve_options=[listed])
+    host = SpaceHost(tmp_path / "state", root=tmp_path / "files", serve_options=[listed])
     host.start(plugins=[agent_presets_general])
     result = host.bash.run("env")
     env = dict(line.split("=", 1) for line in result["stdout"].splitlines())

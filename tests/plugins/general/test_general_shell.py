@@ -10,7 +10,7 @@ import pytest
 
 import agent_presets_general
 from agent_presets import ToolAdapter, ToolArgumentError, ToolCallError, hookimpl
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 if TYPE_CHECKING:
     from conftest import GeneralApp
@@ -121,7 +121,7 @@ def test_shell_state_survives_a_restart(general_app: GeneralApp) -> None:
     general_app.call("space_app_set_activity", activity="graph")
 
     general_app.host.close()
-    again = HeadlessHost(general_app.state_dir, root=general_app.root)
+    again = SpaceHost(general_app.state_dir, root=general_app.root)
     presets = again.start(plugins=[agent_presets_general])
     assert again.shell.theme == "high-contrast"
     context = presets.manager.get_context()
@@ -184,7 +184,7 @@ def test_worlds_survive_a_restart(general_app: GeneralApp) -> None:
     general_app.call("space_app_create_world", name="moon")
     general_app.call("space_app_switch_world", name="moon")
     general_app.host.close()
-    again = HeadlessHost(general_app.state_dir, root=general_app.root)
+    again = SpaceHost(general_app.state_dir, root=general_app.root)
     again.start(plugins=[agent_presets_general])
     assert (again.shell.world, again.shell.worlds) == ("moon", ["home", "moon"])
 
@@ -193,7 +193,7 @@ def test_handlers_fetch_the_shell_at_call_time(general_app: GeneralApp) -> None:
     tool = general_app.tools()["space_app_set_theme"]
     # Replace the shell after the tool was resolved: the tool must act on the new one.
     replacement = _RecordingShell()
-    general_app.host._shell = replacement  # type: ignore[assignment]
+    general_app.host._attached["shell"] = replacement  # the shell is the host's "shell" runtime
     assert tool.run({"theme": "dark"})["theme"] == "dark"
     assert replacement.calls == [("set_theme", "dark")]
 

@@ -8,6 +8,7 @@ import pytest
 
 import agent_presets_graph
 from agent_presets.testing import ContextValues, PresetsHost
+from agent_presets_general import SpaceApp
 
 OFF_PRESETS = ("graph-node-map-tools", "graph-state-tools")
 
@@ -18,7 +19,7 @@ class GraphApp(PresetsHost):
     def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
         super().__init__(
             # the other built-ins' activities, so a test can switch to one
-            [agent_presets_graph, ContextValues(activity=["drawing"])],
+            [SpaceApp(), agent_presets_graph, ContextValues(activity=["drawing"])],
             directory / "state",
             root=directory / "files",
             tool_prefix="space_graph_",

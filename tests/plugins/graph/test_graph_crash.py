@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import agent_presets_graph
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 
 @pytest.mark.slow  # several writer processes, each killed mid-write
@@ -19,7 +19,7 @@ def test_killed_writer_leaves_every_acknowledged_node(crash_harness: Callable) -
         args={"label": "node @I@", "data": {"note": "written before the kill"}},
         shell=[["set_surface", "canvas"], ["set_activity", "graph"]],
     )
-    host = HeadlessHost(harness.state)
+    host = SpaceHost(harness.state)
     presets = host.start([agent_presets_graph], overrides={"graph-state-tools": "on"})
     assert harness.debris() == []
     state = presets.tool_registry.get("space_graph_get_state").run({})

@@ -18,6 +18,7 @@ from agent_presets.testing import (
     plugin_presets,
     read_only_tools,
 )
+from agent_presets_general import SPACE_DEFAULTS, SpaceApp
 
 CONTEXT = {"surface": "canvas", "activity": "graph"}
 
@@ -40,13 +41,15 @@ SPEC = {
     ),
 }
 
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
+
 
 TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    assert PresetTable.of(agent_presets_graph) == TABLE
-    assert list(PresetTable.of(agent_presets_graph)) == list(TABLE)
+    assert PresetTable.of(agent_presets_graph, SPACE) == TABLE
+    assert list(PresetTable.of(agent_presets_graph, SPACE)) == list(TABLE)
     for preset in plugin_presets(agent_presets_graph):
         assert preset.group == "graph"
         assert [dict(c) for c in preset.contexts] == [CONTEXT]
@@ -55,7 +58,7 @@ def test_preset_file_defines_exactly_the_spec_table() -> None:
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
     adapters = plugin_adapters(agent_presets_graph).values()
-    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    assert {mcp_name(a, SPACE) for a in adapters} == TABLE.tools(include_off=True)
     for adapter in adapters:
         slug = adapter.id.removeprefix("graph.")
         assert adapter.name == "graph_" + slug.replace("-", "_")
@@ -63,7 +66,7 @@ def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:
-    assert read_only_tools(agent_presets_graph) == {
+    assert read_only_tools(agent_presets_graph, SPACE) == {
         "space_graph_search_nodes",
         "space_graph_get_state",
     }
@@ -113,7 +116,7 @@ def test_tool_list_follows_the_shell_into_the_registry(make_app: Callable[..., A
 def test_an_app_without_a_graph_runtime_gets_an_error_naming_it() -> None:
     presets = bootstrap(
         SimpleNamespace(),
-        plugins=[agent_presets_graph],
+        plugins=[SpaceApp(), agent_presets_graph],
         context={**CONTEXT, "canvas_visible": True},
     )
     tools = {t.name: t for t in presets.manager.get_tool_defs()}

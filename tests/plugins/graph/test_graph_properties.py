@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_graph import Graph, GraphError
 
@@ -72,7 +73,7 @@ def _run(operations: list[tuple[Any, ...]]) -> tuple[Graph, list[int]]:
     return graph, saves
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPERATIONS)
 def test_edges_and_view_only_ever_refer_to_existing_nodes(operations: list[Any]) -> None:
     graph, _ = _run(operations)
@@ -85,7 +86,7 @@ def test_edges_and_view_only_ever_refer_to_existing_nodes(operations: list[Any])
     assert len(triples) == len(set(triples))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPERATIONS)
 def test_a_saved_state_loads_back_identically(operations: list[Any]) -> None:
     graph, _ = _run(operations)
@@ -97,7 +98,7 @@ def test_a_saved_state_loads_back_identically(operations: list[Any]) -> None:
     assert other.to_state() == graph.to_state()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPERATIONS, WORDS)
 def test_search_finds_exactly_the_matching_nodes_labels_first(
     operations: list[Any], query: str

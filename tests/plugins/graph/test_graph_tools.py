@@ -301,7 +301,7 @@ def test_each_world_has_its_own_graph(app: Any) -> None:
     lab = app.node("Lab node")
     app.host.shell.switch_world("home")
     assert [r["id"] for r in app.call("search_nodes", query="node")["results"]] == [home]
-    assert [n["label"] for n in app.host.world_runtime("lab", "graph").to_state()["nodes"]] == [
+    assert [n["label"] for n in app.host.partition_runtime("lab", "graph").to_state()["nodes"]] == [
         "Lab node"
     ]
     assert lab

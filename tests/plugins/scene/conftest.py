@@ -8,6 +8,7 @@ import pytest
 
 import agent_presets_scene
 from agent_presets.testing import ContextValues, PresetsHost
+from agent_presets_general import SpaceApp
 
 OFF_PRESETS = ("scene-terrain-destructive-tools", "scene-state-tools")
 
@@ -18,7 +19,7 @@ class SceneApp(PresetsHost):
     def __init__(self, directory: Path, *, enable_off: bool = True) -> None:
         super().__init__(
             # the other built-ins' activities, so a test can switch to one
-            [agent_presets_scene, ContextValues(activity=["drawing", "graph"])],
+            [SpaceApp(), agent_presets_scene, ContextValues(activity=["drawing", "graph"])],
             directory / "state",
             root=directory / "files",
             tool_prefix="space_scene_",

@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_scene import SceneError
 from agent_presets_scene.camera import Camera
@@ -19,7 +20,7 @@ CAMERAS = st.tuples(
 ).map(lambda args: Camera(args[0][0], args[0][1], args[1]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(camera=CAMERAS, width=st.integers(1, 4000), height=st.integers(1, 4000))
 def test_the_centre_of_the_screen_looks_at_the_target(
     camera: Camera, width: int, height: int
@@ -30,7 +31,7 @@ def test_the_centre_of_the_screen_looks_at_the_target(
     assert direction == pytest.approx(tuple(c / length(to_target) for c in to_target), abs=1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(camera=CAMERAS, width=st.integers(1, 4000), height=st.integers(1, 4000))
 def test_corners_are_symmetric_about_the_view_axis(camera: Camera, width: int, height: int) -> None:
     forward, right, up = camera.basis()

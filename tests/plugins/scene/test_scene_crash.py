@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import agent_presets_scene
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 
 @pytest.mark.slow  # several writer processes, each killed mid-write
@@ -19,7 +19,7 @@ def test_killed_writer_leaves_every_acknowledged_cuboid(crash_harness: Callable)
         args={"position": [1, 2, 3], "size": [1, 1, 1], "name": "box @I@"},
         shell=[["set_surface", "scene"]],
     )
-    host = HeadlessHost(harness.state)
+    host = SpaceHost(harness.state)
     presets = host.start([agent_presets_scene], overrides={"scene-state-tools": "on"})
     assert harness.debris() == []
     state = presets.tool_registry.get("space_scene_get_state").run({})

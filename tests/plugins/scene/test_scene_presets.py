@@ -18,6 +18,7 @@ from agent_presets.testing import (
     plugin_presets,
     read_only_tools,
 )
+from agent_presets_general import SPACE_DEFAULTS, SpaceApp
 
 CONTEXT = {"surface": "scene"}
 
@@ -60,13 +61,15 @@ SPEC = {
     ),
 }
 
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
+
 
 TABLE = PresetTable(SPEC)
 
 
 def test_preset_file_defines_exactly_the_spec_table() -> None:
-    assert PresetTable.of(agent_presets_scene) == TABLE
-    assert list(PresetTable.of(agent_presets_scene)) == list(TABLE)
+    assert PresetTable.of(agent_presets_scene, SPACE) == TABLE
+    assert list(PresetTable.of(agent_presets_scene, SPACE)) == list(TABLE)
     for preset in plugin_presets(agent_presets_scene):
         assert preset.group == "scene"
         assert [dict(c) for c in preset.contexts] == [CONTEXT]
@@ -75,7 +78,7 @@ def test_preset_file_defines_exactly_the_spec_table() -> None:
 
 def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
     adapters = plugin_adapters(agent_presets_scene).values()
-    assert {mcp_name(a) for a in adapters} == TABLE.tools(include_off=True)
+    assert {mcp_name(a, SPACE) for a in adapters} == TABLE.tools(include_off=True)
     for adapter in adapters:
         slug = adapter.id.removeprefix("scene.")
         assert adapter.name == "scene_" + slug.replace("-", "_")
@@ -83,7 +86,7 @@ def test_every_adapter_belongs_to_a_preset_and_is_named_for_its_id() -> None:
 
 
 def test_only_reading_tools_are_marked_read_only() -> None:
-    assert read_only_tools(agent_presets_scene) == {
+    assert read_only_tools(agent_presets_scene, SPACE) == {
         "space_scene_raycast_terrain",
         "space_scene_screen_ray",
         "space_scene_get_state",
@@ -129,7 +132,7 @@ def test_scene_tools_leave_for_the_canvas_and_come_back(make_app: Callable[..., 
 def test_an_app_without_a_scene_runtime_gets_an_error_naming_it() -> None:
     presets = bootstrap(
         SimpleNamespace(),
-        plugins=[agent_presets_scene],
+        plugins=[SpaceApp(), agent_presets_scene],
         context={**CONTEXT, "canvas_visible": False},
     )
     tools = {t.name: t for t in presets.manager.get_tool_defs()}

@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_scene.terrain import Heightfield
 from agent_presets_scene.vectors import Vec3, normalize
@@ -113,7 +114,7 @@ def test_a_ray_passes_over_a_ridge_to_hit_behind_it() -> None:
 COEFF = st.floats(-1.5, 1.5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     a=COEFF,
     b=COEFF,
@@ -187,7 +188,7 @@ def _reference(terrain: Heightfield, origin: Vec3, d: Vec3, limit: float) -> flo
     return None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     origin=st.tuples(st.floats(-3, 12), st.floats(-1, 8), st.floats(-3, 12)),

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_scene import Scene, SceneError
 from agent_presets_scene.terrain import Heightfield
@@ -75,7 +76,7 @@ def _apply(scene: Scene, op: tuple[Any, ...]) -> None:
         scene.reset_camera()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPERATIONS)
 def test_refusals_change_nothing_and_every_change_is_saved(operations: list[Any]) -> None:
     saves = [0]

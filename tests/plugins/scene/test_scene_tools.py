@@ -371,5 +371,5 @@ def test_each_world_has_its_own_scene(app: Any) -> None:
     app.host.shell.switch_world("home")
     assert app.call("get_state")["skybox"] == "none"
     assert app.call("raycast_terrain", origin=[1, 5, 1], direction=[0, -1, 0])["point"][1] == 2.0
-    moon = app.host.world_runtime("moon", "scene").to_state()
+    moon = app.host.partition_runtime("moon", "scene").to_state()
     assert moon["objects"] == [] and moon["terrain"]["seed"] == 1

@@ -8,13 +8,14 @@ import pytest
 
 import agent_presets_units
 from agent_presets.testing import PresetsHost
+from agent_presets_general import SpaceApp
 
 
 class UnitsApp(PresetsHost):
     """A headless host running only the units plugin; tools are called as a client would."""
 
     def __init__(self, state_dir: Path) -> None:
-        super().__init__([agent_presets_units], state_dir)
+        super().__init__([SpaceApp(), agent_presets_units], state_dir)
 
     @property
     def unit_dir(self) -> Path:

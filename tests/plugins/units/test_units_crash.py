@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import agent_presets_units
-from agent_presets.host import HeadlessHost
+from agent_presets_general import SpaceHost
 
 SOURCE = "def answer():\n    return 42\n" * 2000
 
@@ -22,7 +22,7 @@ def test_killed_writer_leaves_every_acknowledged_unit_whole(crash_harness: Calla
         args={"name": "unit_@I@", "source": SOURCE},
         overrides={"units-edit-tools": "on"},
     )
-    host = HeadlessHost(harness.state)
+    host = SpaceHost(harness.state)
     presets = host.start([agent_presets_units])
     assert harness.debris() == []
     units = presets.tool_registry.get("space_unit_list").run({})["units"]
@@ -38,7 +38,7 @@ def test_temp_files_of_a_killed_writer_are_removed_at_start(tmp_path: Path) -> N
     (folder / "kept.py").write_text("x = 1\n")
     (folder / ".kept.py.k2j3h4.tmp").write_bytes(b"half a unit")
     (tmp_path / "state" / ".shell.json.a1b2c3.tmp").write_bytes(b"{")
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start([agent_presets_units])
         assert host.runtime("units").names() == ["kept"]
     assert sorted(p.name for p in folder.iterdir()) == ["kept.py"]

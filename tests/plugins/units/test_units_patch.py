@@ -7,6 +7,7 @@ import difflib
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets_units.patch import PatchError, apply_patch
 
@@ -153,7 +154,7 @@ def _text(lines: list[str], final_newline: bool) -> str:
     return text + "\n" if lines and final_newline else text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     old=LINES,
     new=LINES,
@@ -172,7 +173,7 @@ def test_any_generated_diff_applies_and_yields_the_target(
     assert all(h.offset == 0 for h in hunks)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     old=LINES.filter(bool),
     new=LINES,

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from agent_presets import ToolCallError
 from agent_presets_general.sandbox import SandboxLimits, sandbox_status
@@ -237,12 +238,12 @@ def test_serve_unsafe_shell_reaches_the_unit_loader(tmp_path: Path) -> None:
 
     import agent_presets_general
     import agent_presets_units
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
     options = agent_presets_general.presets_serve_options()
     command = click.Command("serve", params=list(options.options))
     parsed = command.make_context("serve", ["--unsafe-shell"]).params
-    with HeadlessHost(tmp_path / "state", serve_options=[options.build(**parsed)]) as host:
+    with SpaceHost(tmp_path / "state", serve_options=[options.build(**parsed)]) as host:
         host.start([agent_presets_units])
         loader = host.runtime("units").loader
         assert (loader.unsafe, loader.root) == (True, host.root.resolve())
@@ -250,9 +251,9 @@ def test_serve_unsafe_shell_reaches_the_unit_loader(tmp_path: Path) -> None:
 
 def test_without_unsafe_shell_the_unit_loader_stays_confined(tmp_path: Path) -> None:
     import agent_presets_units
-    from agent_presets.host import HeadlessHost
+    from agent_presets_general import SpaceHost
 
-    with HeadlessHost(tmp_path / "state") as host:
+    with SpaceHost(tmp_path / "state") as host:
         host.start([agent_presets_units])
         assert host.runtime("units").loader.unsafe is False
 
@@ -272,7 +273,7 @@ REPORTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(report=REPORTS | JSON, raw=st.binary(max_size=20))
 def test_whatever_a_unit_reports_the_tool_result_keeps_its_schema(report: Any, raw: bytes) -> None:
     # A unit runs in the process that writes the report, so it can forge any bytes there.

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
 from agent_presets.boot import bootstrap
 from agent_presets.testing import mcp_name
+from agent_presets_general import SPACE_DEFAULTS, SpaceApp
 
 if TYPE_CHECKING:
     from conftest import UnitsApp
@@ -22,10 +24,12 @@ GREET = (
     '    return f"hello {name}"\n'
 )
 
+SPACE = SPACE_DEFAULTS.namespace  # the Space app's, which these tools are served in
+
 
 def test_presets_are_exactly_the_three_unit_presets() -> None:
     (path,) = agent_presets_units.presets_preset_files()
-    adapters = {a.id: mcp_name(a) for a in agent_presets_units.presets_tool_adapters()}
+    adapters = {a.id: mcp_name(a, SPACE) for a in agent_presets_units.presets_tool_adapters()}
     table = {
         p.name: (p.default_state, p.risk, [adapters[t] for t in p.tool_ids], p.contexts)
         for p in load_preset_file(path)
@@ -191,7 +195,7 @@ def test_tools_fail_loudly_in_an_app_without_units() -> None:
     presets = bootstrap(
         object(),
         context={"surface": "scene", "canvas_visible": False},
-        plugins=[agent_presets_units],
+        plugins=[SpaceApp(), agent_presets_units],
     )
     tools = {t.name: t for t in presets.manager.get_tool_defs()}
     with pytest.raises(MissingRuntimeError, match=r"requires app\.units"):
@@ -202,7 +206,9 @@ TEXT_LINES = st.lists(st.sampled_from(["a = 1", "", "b = 2", "def f():", "    pa
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(old=TEXT_LINES.filter(bool), new=TEXT_LINES, data=st.data())
 def test_through_the_tool_a_generated_patch_applies_and_a_corrupted_one_changes_no_byte(

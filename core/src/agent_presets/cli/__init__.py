@@ -110,9 +110,9 @@ def main() -> None:
     Examples:
       presets validate                      check every installed plugin
       presets validate plugins/my/presets.yaml --format github
-      presets resolve --surface canvas --activity drawing
-      presets explain space_app_run_bash
-      presets budget --surface canvas --activity drawing
+      presets resolve --set KEY=VALUE       each field the plugins declare has a flag too
+      presets explain TOOL                  why a tool is on or off, and what turns it on
+      presets budget --json
       presets serve --transport http --port 8765
 
     \b

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from agent_presets.budget import DEFAULT_TOKENIZER, TOKENIZERS
+from agent_presets.cli.contextflags import ContextCommand
 from agent_presets.cli.options import (
-    context_from_flags,
     context_options,
     default_state_dir,
     emit_json,
+    facts_from,
     installed_presets,
     overrides_from_flags,
     plugins_dir_option,
@@ -90,13 +91,7 @@ def _principals_presets(
             "the context flags instead"
         ) from None
     context = dict(status["context"])
-    given = {
-        k: v
-        for k, v in context_from_flags(
-            flags["surface"], flags["activity"], flags["canvas_visible"], flags["facts"]
-        ).items()
-        if flags.get(k) is not None or k in {f.partition("=")[0] for f in flags["facts"]}
-    }
+    given = {**flags["context_flags"], **facts_from(flags["facts"])}
     overrides = {p["name"]: p["state"] for p in status["presets"] if p["state"] != "auto"}
     overrides.update(overrides_from_flags(flags["force_on"], flags["force_off"]))
     context.update(given)
@@ -131,7 +126,7 @@ def client_option(func: F) -> F:
     )(func)
 
 
-@click.command("budget")
+@click.command("budget", cls=ContextCommand)
 @plugins_dir_option
 @context_options
 @click.option(
@@ -173,7 +168,7 @@ def budget(
 
     \b
     Examples:
-      presets budget --surface canvas --activity drawing
+      presets budget --set mode=review      # in a context (each declared field has a flag)
       presets budget --client opencode --json
       presets budget --client wire          # the tools/list entries as sent
       presets budget --principal alice      # what alice's agent is served now

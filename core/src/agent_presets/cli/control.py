@@ -410,7 +410,7 @@ def context_set(
     store_url: str | None,
     as_json: bool,
 ) -> None:
-    """Set context fields of the running server, e.g. surface=canvas activity=drawing.
+    """Set context fields of the running server, e.g. mode=review.
 
     Without --principal it is the host's context, which every principal
     without a context of its own follows; with it, that principal's own
@@ -418,7 +418,8 @@ def context_set(
 
     Each KEY must be a declared context field and each VALUE one it allows
     (true/false for a boolean, null for none); a bad one is refused with the
-    declared values and nothing changes. Every connected client hears of the
+    declared values and nothing changes. (When no plugin declares a field,
+    any field is taken.) Every connected client hears of the
     new tools at once. The change is logged as the host's (a `context` event),
     not as an agent's call.
     """
@@ -429,7 +430,7 @@ def context_set(
         key, sep, value = assignment.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(
-                f"{assignment!r} is not KEY=VALUE (e.g. surface=canvas)", param_hint="KEY=VALUE"
+                f"{assignment!r} is not KEY=VALUE (e.g. mode=review)", param_hint="KEY=VALUE"
             )
         changes[key.strip()] = parse_value(value)
     where = state_dir or default_state_dir()

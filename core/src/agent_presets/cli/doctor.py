@@ -2,7 +2,7 @@
 
 A feature is a preset (its tools' runtimes must be ready: the shell preset
 needs a working sandbox) or an optional part of the core that an extra
-installs. Each is asked the way ``serve`` would ask it, on a scratch headless
+installs. Each is asked the way ``serve`` would ask it, on a scratch served
 host, so the answer is the one a server started here would meet.
 """
 
@@ -43,12 +43,12 @@ class Feature:
 
 def preset_features() -> tuple[list[Feature], list[str]]:
     """Every installed preset, ready or not, and the plugin problems met loading them."""
-    from agent_presets.host import HeadlessHost
+    from agent_presets.host import ServedHost
 
     plugin_set = load_installed(strict=False)
     with (
         tempfile.TemporaryDirectory(prefix="presets-doctor-") as scratch,
-        HeadlessHost(f"{scratch}/state", f"{scratch}/root") as host,
+        ServedHost(f"{scratch}/state", f"{scratch}/root") as host,
     ):
         presets = host.start(plugin_set, strict=False)  # problems are reported, not raised
         features = []

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_presets.cli.budget import tokenizer_option
+from agent_presets.cli.contextflags import ContextCommand
 from agent_presets.cli.options import (
     check_runtime_hooks,
     context_options,
@@ -294,7 +295,7 @@ def schema(output: Path | None) -> None:
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    from agent_presets.host.store import write_atomic
+    from agent_presets.atomicfile import write_atomic
 
     write_atomic(output, text.encode("utf-8"))
     click.echo(f"wrote {output}", err=True)
@@ -303,7 +304,7 @@ def schema(output: Path | None) -> None:
 # ------------------------------------------------------------------ resolve / explain
 
 
-@click.command()
+@click.command(cls=ContextCommand)
 @plugins_dir_option
 @context_options
 @tokenizer_option
@@ -348,7 +349,7 @@ def resolve(as_json: bool, tokenizer: str, **flags: Any) -> None:
         click.echo(f"\n[{fragment.preset}]\n{fragment.prompt.strip()}")
 
 
-@click.command()
+@click.command(cls=ContextCommand)
 @plugins_dir_option
 @click.argument("tool")
 @context_options

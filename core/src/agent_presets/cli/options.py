@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -68,19 +68,11 @@ def open_store_or_fail(url: str | None, state_dir: Path | None) -> Any:
     from agent_presets.server.store import StoreSettingsError, StoreUnavailableError, open_store
 
     try:
-        store = open_store(url, state_dir)
+        return open_store(url, state_dir, check=True)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--store'") from None
-    except StoreUnavailableError as exc:
+    except (StoreUnavailableError, StoreSettingsError) as exc:
         raise click.ClickException(str(exc)) from None
-    ping = getattr(store, "ping", None)
-    if ping is not None:
-        try:
-            ping()
-        except (StoreUnavailableError, StoreSettingsError) as exc:
-            store.close()
-            raise click.ClickException(str(exc)) from None
-    return store
 
 
 def warn(message: str) -> None:
@@ -126,9 +118,11 @@ def load_installed(*, strict: bool | None = None) -> PluginSet:
     ``plugins``, ``doctor``): under ``PRESETS_STRICT=1`` too, each is reported in the
     command's own format, and it fails.
     """
+    from agent_presets.cli.contextflags import loaded_plugins
     from agent_presets.plugins import load_plugins
 
-    return load_plugins(plugins_dir=plugins_dir(), strict=strict)
+    loaded = loaded_plugins()  # as the command line was read (a context command)
+    return loaded if loaded is not None else load_plugins(plugins_dir=plugins_dir(), strict=strict)
 
 
 def installed_plugins() -> PluginSet:
@@ -150,11 +144,11 @@ def check_runtime_hooks(plugin_set: PluginSet) -> None:
         return
     import tempfile
 
-    from agent_presets.host import HeadlessHost
+    from agent_presets.host import ServedHost
 
     with (
         tempfile.TemporaryDirectory(prefix="presets-check-") as scratch,
-        HeadlessHost(scratch) as host,
+        ServedHost(scratch) as host,
     ):
         plugin_set.call_each("presets_headless_runtime", host=host)
 
@@ -174,37 +168,18 @@ def parse_value(text: str) -> Any:
 
 
 def context_options(func: F) -> F:
-    """--surface/--activity/--canvas-visible/--set/--on/--off, shared by resolve, explain, serve.
+    """--set/--on/--off, shared by resolve, explain, budget and serve.
 
-    The core names no context field: --surface, --activity and --canvas-visible
-    are conveniences that set those fields of the headless host's vocabulary
-    (``agent_presets.host.context_fields``); --set KEY=VALUE sets any other.
+    The context flags (one per declared field) stand before them: their
+    command is a ``ContextCommand`` (``agent_presets.cli.contextflags``).
     """
     options = [
-        click.option(
-            "--surface",
-            metavar="S",
-            default=None,
-            help="The surface the user is on, e.g. scene or canvas. "
-            "[default: scene; serve: as saved]",
-        ),
-        click.option(
-            "--activity",
-            metavar="A",
-            default=None,
-            help="The active activity, e.g. drawing or graph. [default: none]",
-        ),
-        click.option(
-            "--canvas-visible/--no-canvas-visible",
-            default=None,
-            help="Whether the canvas is shown. [default: on for the canvas surface]",
-        ),
         click.option(
             "--set",
             "facts",
             metavar="KEY=VALUE",
             multiple=True,
-            help="Another context fact, e.g. --set world_id=home. Repeatable.",
+            help="Set a context field, declared or not, e.g. --set region=north. Repeatable.",
         ),
         click.option(
             "--on",
@@ -226,27 +201,15 @@ def context_options(func: F) -> F:
     return func
 
 
-def context_from_flags(
-    surface: str | None, activity: str | None, canvas_visible: bool | None, facts: Sequence[str]
-) -> dict[str, Any]:
-    """The context the flags describe, in the headless host's vocabulary (its defaults too)."""
-    from agent_presets.host.defaults import HEADLESS_DEFAULTS
-
-    context: dict[str, Any] = dict(HEADLESS_DEFAULTS.context)
-    if surface is not None:
-        context["surface"] = surface
-        # As the host's shell does: the canvas surface shows the canvas.
-        context["canvas_visible"] = surface == "canvas"
-    if activity:
-        context["activity"] = activity
-    if canvas_visible is not None:
-        context["canvas_visible"] = canvas_visible
+def facts_from(facts: Sequence[str]) -> dict[str, Any]:
+    """The fields ``--set KEY=VALUE`` gives, each value read as YAML reads a scalar."""
+    found: dict[str, Any] = {}
     for fact in facts:
         key, sep, value = fact.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"{fact!r} is not KEY=VALUE", param_hint="'--set'")
-        context[key.strip()] = parse_value(value)
-    return context
+        found[key.strip()] = parse_value(value)
+    return found
 
 
 def overrides_from_flags(force_on: Sequence[str], force_off: Sequence[str]) -> dict[str, str]:
@@ -257,28 +220,34 @@ def overrides_from_flags(force_on: Sequence[str], force_off: Sequence[str]) -> d
 
 
 def installed_presets(
-    context: dict[str, Any] | None = None, overrides: dict[str, str] | None = None, app: Any = None
+    context: dict[str, Any] | None = None,
+    overrides: dict[str, str] | None = None,
+    app: Any = None,
+    plugins: PluginSet | None = None,
 ) -> Presets:
     from agent_presets.boot import bootstrap
-    from agent_presets.host.context_fields import HostContextFields
 
-    plugin_set = installed_plugins()
-    # The context flags speak the headless host's vocabulary, so it is declared here too.
-    plugin_set.add(HostContextFields())
+    plugin_set = installed_plugins() if plugins is None else plugins
     return bootstrap(app, plugins=plugin_set, context=context, overrides=overrides)
 
 
 def presets_for_flags(
-    surface: str | None,
-    activity: str | None,
-    canvas_visible: bool | None,
+    context_flags: Mapping[str, Any],
     facts: Sequence[str],
     force_on: Sequence[str],
     force_off: Sequence[str],
 ) -> Presets:
-    """The installed presets resolved for the context flags of ``context_options``."""
-    context = context_from_flags(surface, activity, canvas_visible, facts)
-    presets = installed_presets(context, overrides_from_flags(force_on, force_off))
+    """The installed presets resolved for the context flags and ``--set`` facts.
+
+    The context starts as the host plugin's defaults say (``presets_host_defaults``).
+    """
+    from agent_presets.cli.contextflags import context_from_flags
+
+    plugin_set = installed_plugins()
+    context = context_from_flags(plugin_set.host_defaults(), context_flags, facts_from(facts))
+    presets = installed_presets(
+        context, overrides_from_flags(force_on, force_off), plugins=plugin_set
+    )
     presets.vocabulary.check_context(context)  # a value no one declared: exit 1, one line
     return presets
 

@@ -1,27 +1,28 @@
 """``presets serve`` and ``presets opencode``: run the MCP server, and point opencode at it.
 
-Only ``serve`` imports the MCP server (``agent_presets.server.mcp``), inside the
-command: importing ``mcp`` costs about a second that the other commands skip.
+``serve`` reads its flags and hands them to the served process
+(``agent_presets.server.process``), which puts it together and runs it; only
+that imports the MCP server, inside the command: importing ``mcp`` costs about
+a second that the other commands skip.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
-from agent_presets import _startup
+from agent_presets.cli.contextflags import PLUGINS_KEY, ContextCommand
 from agent_presets.cli.options import (
     context_options,
     default_state_dir,
     emit_json,
+    facts_from,
     installed_plugins,
     load_installed,
-    open_store_or_fail,
     overrides_from_flags,
     plugins_dir,
     plugins_dir_option,
@@ -29,19 +30,15 @@ from agent_presets.cli.options import (
     store_option,
     warn,
 )
-from agent_presets.host.defaults import HEADLESS_DEFAULTS
-from agent_presets.model import DANGEROUS_RISKS, PresetError, PresetValidationError, effective_risk
+from agent_presets.model import DANGEROUS_RISKS, effective_risk
 from agent_presets.plugins import PluginSet
-from agent_presets.server.start import start_front_enabled
 
-PLUGINS_KEY = "agent_presets.serve.plugins"
-"""ctx.meta: the plugins ``serve`` loaded to read its command line, reused to serve."""
 _ADDED_KEY = "agent_presets.serve.added"
 """ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
 BUILT_KEY = "agent_presets.serve.options"
-"""ctx.meta: what each plugin's serve options built (``agent_presets.host.options``)."""
+"""ctx.meta: what each plugin's serve options built (``agent_presets.server.host.options``)."""
 OPENCODE_KEY = "presets"
-"""The opencode server key: its tools read ``presets_space_...``, not ``space_space_...``."""
+"""The opencode server key: ``presets_`` before each tool's name, not the host's namespace twice."""
 OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 """Characters opencode keeps in a tool name; it would rewrite others, and the rules miss."""
 
@@ -57,8 +54,8 @@ OPENCODE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
     "--name",
     default=OPENCODE_KEY,
     show_default=True,
-    help="The MCP server's key. opencode names each tool KEY_TOOL "
-    "(presets_space_app_write_file), so the default does not double the tools' space_ prefix.",
+    help="The MCP server's key. opencode names each tool KEY_TOOL (presets_TOOL), so the "
+    "default does not repeat the host's namespace.",
 )
 @click.option(
     "--state-dir",
@@ -137,11 +134,13 @@ def opencode(
         "mcp": {name: {"type": "local", "command": command, "enabled": True}},
     }
     # opencode names an MCP tool `<server key>_<tool>`; "ask" makes it ask the user first.
-    rules = {f"{name}_{tool}": "ask" for tool in risky_tools(installed_plugins())}
+    plugin_set = installed_plugins()
+    namespace = plugin_set.namespace()
+    rules = {f"{name}_{tool}": "ask" for tool in risky_tools(plugin_set, namespace)}
     if rules:
         # A risky tool reached indirectly (stable delivery) goes through this one tool:
         # the same question as for a listed one (agent_presets.server.delivery).
-        rules[f"{name}_{HEADLESS_DEFAULTS.namespace}presets_call_risky"] = "ask"
+        rules[f"{name}_{namespace}presets_call_risky"] = "ask"
         config["permission"] = dict(sorted(rules.items()))
     _emit_config(config, write_dir)
 
@@ -189,7 +188,7 @@ def _emit_config(config: dict[str, Any], write_dir: Path | None, *, private: boo
     click.echo(f"OPENCODE_CONFIG={path}")
 
 
-def risky_tools(plugin_set: PluginSet) -> list[str]:
+def risky_tools(plugin_set: PluginSet, namespace: str | None = None) -> list[str]:
     """The MCP names of the tools some installed preset makes risky, sorted.
 
     Computed from the presets and the adapters (``effective_risk``), without
@@ -199,7 +198,8 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
     from agent_presets.adapters import mcp_name_for
     from agent_presets.catalog import collect
 
-    catalog = collect(plugin_set)
+    namespace = plugin_set.namespace() if namespace is None else namespace
+    catalog = collect(plugin_set, namespace_prefix=namespace)
     adapters = {adapter.id: adapter for adapter in catalog.adapters}
     names: set[str] = set()
     for preset in catalog.presets:
@@ -209,33 +209,31 @@ def risky_tools(plugin_set: PluginSet) -> list[str]:
                 continue
             hints = adapter.served_hints(preset.risk)
             if effective_risk(preset.risk, hints) in DANGEROUS_RISKS:
-                names.add(mcp_name_for(adapter, HEADLESS_DEFAULTS.namespace))
+                names.add(mcp_name_for(adapter, namespace))
     return sorted(names)
 
 
-class ServeCommand(click.Command):
+class ServeCommand(ContextCommand):
     """``serve``, with the options plugins add (hook ``presets_serve_options``).
 
     The plugins are loaded when the command line is read, before it is parsed
     (``--plugins-dir`` is found in the arguments for that), so ``--help``
-    lists their options. Their options come before ``--namespace``, where the
-    shell's flags stood when they were the core's. Once parsed, each plugin's
-    values leave the command's own parameters and build that plugin's typed
-    object, which ``serve`` hands to the host.
+    lists their options, and the context flags of the fields they declare
+    (``ContextCommand``). Their options come before ``--namespace``. Once
+    parsed, each plugin's values leave the command's own parameters and build
+    that plugin's typed object, which ``serve`` hands to the host.
     """
 
     resumes_collector = True
     """Its start-up (plugins, host, SDK) keeps the collector paused until it serves."""
+    saved_context = True
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from agent_presets.host.options import collect_serve_options
-        from agent_presets.plugins import load_plugins
+    def prepare(self, ctx: click.Context, plugin_set: PluginSet) -> list[click.Parameter]:
+        from agent_presets.server.host.options import collect_serve_options
 
-        # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
-        plugin_set = load_plugins(plugins_dir=_plugins_dir_in(args))
-        ctx.meta[PLUGINS_KEY] = plugin_set
         ctx.meta[_ADDED_KEY] = collect_serve_options(plugin_set, self.params)
-        return super().parse_args(ctx, args)
+        added = [o for _, options in ctx.meta[_ADDED_KEY] for o in options.options]
+        return [*self.params, *added]
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params = super().get_params(ctx)
@@ -255,21 +253,6 @@ class ServeCommand(click.Command):
         return super().invoke(ctx)
 
 
-def _plugins_dir_in(args: list[str]) -> str | None:
-    """The ``--plugins-dir`` among ``args`` when it names a folder (click checks it later)."""
-    for i, arg in enumerate(args):
-        if arg == "--":
-            break
-        value = None
-        if arg == "--plugins-dir" and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith("--plugins-dir="):
-            value = arg.partition("=")[2]
-        if value is not None:
-            return value if Path(value).is_dir() else None
-    return None
-
-
 @click.command(cls=ServeCommand)
 @click.option(
     "--transport",
@@ -287,7 +270,7 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
 )
-@state_dir_option("Where the headless host keeps its state.")
+@state_dir_option("Where the host keeps its state.")
 @store_option("What the server keeps (principals, budgets, tokens, requests, the event log):")
 @click.option(
     "--root",
@@ -316,10 +299,8 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @click.option(
     "--namespace",
     metavar="PREFIX",
-    default=HEADLESS_DEFAULTS.namespace,
-    show_default=True,
-    help="The prefix of every tool's MCP name: the host's namespace, applied to the names "
-    "the plugins give.",
+    help="The prefix of every tool's MCP name, applied to the names the plugins give. "
+    "[default: the host's namespace, as its app plugin gives it; none without one]",
 )
 @click.option(
     "--auth",
@@ -419,38 +400,14 @@ def _plugins_dir_in(args: list[str]) -> str | None:
 @context_options
 @plugins_dir_option
 def serve(
-    transport: str,
-    host: str,
-    port: int,
     state_dir: Path | None,
-    store_url: str | None,
-    root: Path | None,
-    allow: tuple[str, ...],
-    max_calls: int | None,
-    max_calls_per_tool: int | None,
-    event_log: Path | None,
-    no_event_log: bool,
-    namespace: str,
-    auth: str | None,
-    insecure: bool,
-    confirm: str,
-    confirm_timeout: float,
-    confirm_via: str,
-    console_address: str | None,
-    max_sessions: int | None,
-    replica: str | None,
-    upstreams_at_start: bool,
-    tool_budget: int | None,
-    discovery: str,
-    delivery: str,
-    surface: str | None,
-    activity: str | None,
-    canvas_visible: bool | None,
+    context_flags: dict[str, Any],
     facts: tuple[str, ...],
     force_on: tuple[str, ...],
     force_off: tuple[str, ...],
+    **flags: Any,
 ) -> None:
-    """Serve the active tools over MCP, on the headless host.
+    """Serve the active tools over MCP, on the host the installed plugins make.
 
     The tools follow the host's context. A live client's list changes with it
     and the client is told: a 2025-11-25 (or older) client with
@@ -461,287 +418,25 @@ def serve(
     (--delivery; by default 2026-07-28 clients, opencode, Codex and Claude Code
     are stable). One banner line goes to stderr.
     """
-    from agent_presets.server import ServeConfig
-    from agent_presets.server.control import SOCKET_NAME
+    from agent_presets.server import process
 
-    # Check every flag before the host's saved state is touched.
-    console_at = _check_flags(
-        transport,
-        host,
-        namespace,
-        auth,
-        insecure,
-        console_address,
-        event_log,
-        no_event_log,
-        max_sessions,
-        facts,
-    )
-    if replica is not None:
-        _check_replica(transport, replica)
-    if delivery == "stable" and discovery == "list":
-        raise click.UsageError(
-            "--delivery stable reaches what a context change activates through presets_call, "
-            "and --discovery list serves none; use --discovery auto or search, or "
-            "--delivery live"
-        )
-    if tool_budget is not None and discovery == "list":
-        raise click.UsageError(
-            "--tool-budget needs presets_search and presets_call to reach the tools it leaves "
-            "out, and --discovery list serves neither; use --discovery auto or search"
-        )
-    store = open_store_or_fail(store_url, state_dir or default_state_dir())
-    # The runtimes' tables (the drawing, the graph ...) are shared on the same Redis.
-    app, presets = _start_host(
-        state_dir, root, namespace, overrides_from_flags(force_on, force_off), store_url
-    )
-    presets.upstreams.start_at_once = upstreams_at_start
-    # On a shared store the log is its stream (every replica's lines, one chain), unless
-    # --event-log names a file.
-    shared_log = getattr(store, "event_log", None)
-    policy = _policy(
-        presets,
-        allow,
-        max_calls,
-        max_calls_per_tool,
-        None
-        if no_event_log or (shared_log is not None and event_log is None)
-        else (event_log or app.state_dir / "events.jsonl"),
-    )
-    if shared_log is not None and not no_event_log and event_log is None:
-        policy.events = shared_log()
-    policy.store = store
-    policy.own_store = False
-    _set_context(app, presets, surface=surface, activity=activity, canvas_visible=canvas_visible)
-    tokens = _tokens(app, store) if auth == "tokens" else None
-    config = ServeConfig(
-        transport=cast(Any, transport),
-        host=host,
-        port=port,
-        banner=_banner(presets, policy, tokens, app.state_dir),
-        policy=policy,
-        control_socket=app.state_dir / SOCKET_NAME,
-        tokens=tokens,
-        insecure=insecure,
-        confirm=cast(Any, confirm),
-        confirm_timeout=confirm_timeout,
-        confirm_via=cast(Any, confirm_via),
-        console=None if console_at is None else _console_options(console_at, app),
-        max_sessions=max_sessions,
-        replica=replica,
-        tool_budget=tool_budget,
-        discovery=cast(Any, discovery),
-        delivery=cast(Any, delivery),
-        state_dir=app.state_dir,
-        store=store,
-    )
-    if transport == "stdio" and start_front_enabled():
-        # The first requests are answered from here on, while the SDK loads below.
-        config = config.replace(front=_start_front(presets, config))
-    from agent_presets.server.mcp import serve as run_server  # the SDK: a second or more
-
-    _startup.resume()  # start-up is over (agent_presets._startup)
-    try:
-        run_server(presets, config)
-    finally:
-        store.close()
-
-
-def _start_front(presets: Any, config: Any) -> Any:
-    from agent_presets.server.start.front import Replies, StartFront
-
-    replies = Replies(
-        presets,
-        policy=config.policy,
-        page_size=config.page_size,
-        tool_budget=config.tool_budget,
-        discovery=config.discovery,
-        store=config.store,
-        delivery=config.delivery,
-    )
-    return StartFront(replies, control_socket=config.control_socket)
-
-
-def _check_flags(
-    transport: str,
-    host: str,
-    namespace: str,
-    auth: str | None,
-    insecure: bool,
-    console_address: str | None,
-    event_log: Path | None,
-    no_event_log: bool,
-    max_sessions: int | None,
-    facts: tuple[str, ...],
-) -> tuple[str, int] | None:
-    """Refuse flags that cannot work together, before anything is touched; the console's address."""
-    from agent_presets.adapters import MCP_NAME_RE
-
-    if facts:
-        raise click.UsageError(
-            "--set is not supported by serve: the headless host owns its "
-            "context; use --surface/--activity/--canvas-visible"
-        )
-    if namespace and not MCP_NAME_RE.match(namespace):
-        raise click.BadParameter(
-            "use lowercase letters, digits and '_', starting with a letter, like myapp_",
-            param_hint="'--namespace'",
-        )
-    console_at: tuple[str, int] | None = None
-    if console_address is not None:
-        from agent_presets.server.console import is_loopback, parse_address
-
-        try:
-            console_at = parse_address(console_address)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--console'") from None
-        if not is_loopback(console_at[0]):
-            if not insecure:
-                raise click.BadParameter(
-                    f"{console_at[0]} is not a loopback address: anyone who reaches it could "
-                    "turn presets on; use 127.0.0.1, or pass --insecure",
-                    param_hint="'--console'",
-                )
-            warn(f"the console listens on {console_at[0]}: anyone with its URL may turn presets on")
-    if event_log is not None and no_event_log:
-        raise click.UsageError("--event-log and --no-event-log contradict each other")
-    if auth is not None and transport != "http":
-        raise click.UsageError("--auth tokens needs --transport http")
-    if max_sessions is not None and transport != "http":
-        raise click.UsageError("--max-sessions needs --transport http")
-    if transport == "http":
-        from agent_presets.server.mcp.auth import check_exposure
-
-        check_exposure(host, auth=auth, insecure=insecure)
-    return console_at
-
-
-def _check_replica(transport: str, replica: str) -> None:
-    from agent_presets.server.config import check_replica_name
-
-    if transport != "http":
-        raise click.UsageError("--replica needs --transport http: stdio has no sessions to route")
-    try:
-        check_replica_name(replica)
-    except PresetError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--replica'") from None
-
-
-def _start_host(
-    state_dir: Path | None,
-    root: Path | None,
-    namespace: str,
-    overrides: dict[str, str],
-    store: str | None = None,
-) -> tuple[Any, Any]:
-    """The headless host, started with the installed plugins (and the plugins folder)."""
-    from agent_presets.host import HeadlessHost
-    from agent_presets.tools import ToolRegistry
-
-    folder = plugins_dir()
     ctx = click.get_current_context()
-    # The file tools must not reach code that the next start imports.
-    app = HeadlessHost(
-        state_dir or default_state_dir(),
-        root,
-        plugin_dirs=[folder] if folder is not None else [],
-        serve_options=ctx.meta.get(BUILT_KEY, ()),
-        tables=store,
+    settings = process.ServeSettings(
+        state_dir=state_dir or default_state_dir(),
+        plugins_dir=plugins_dir(),
+        # The context flags and --set, as one change of the host's context at start.
+        context={**context_flags, **(set_fields := facts_from(facts))},
+        overrides=overrides_from_flags(force_on, force_off),
+        serve_options=tuple(ctx.meta.get(BUILT_KEY, ())),
+        **flags,
     )
     plugin_set = ctx.meta.get(PLUGINS_KEY) or load_installed()
-    for problem in plugin_set.problems:  # loaded as the command line was read: said now
-        warn(str(problem))
-    loaded = len(plugin_set.problems)  # already reported
-    presets = app.start(plugin_set, overrides=overrides, tool_registry=ToolRegistry(namespace))
-    # A runtime hook that raised: said now, not when its first tool call fails. (The
-    # catalog's problems, presets.problems, bootstrap has already logged once.)
-    for problem in plugin_set.problems[loaded:]:
-        warn(f"skipped: {problem}")
-    return app, presets
-
-
-def _policy(
-    presets: Any,
-    allow: tuple[str, ...],
-    max_calls: int | None,
-    max_calls_per_tool: int | None,
-    event_log: Path | None,
-) -> Any:
-    from agent_presets.server.policy import ToolPolicy
-
     try:
-        allowed = ToolPolicy.allow_list(presets, allow) if allow else None
-    except PresetValidationError as exc:
-        raise click.BadParameter(exc.message, param_hint="'--allow'") from None
-    return ToolPolicy(
-        allow=allowed,
-        max_calls=max_calls,
-        max_calls_per_tool=max_calls_per_tool,
-        event_log=event_log,
-    )
-
-
-def _set_context(app: Any, presets: Any, **flags: Any) -> None:
-    """Apply ``--surface``/``--activity``/``--canvas-visible`` as one change, checked whole.
-
-    The flags set fields of the headless host's vocabulary, whose values the
-    host and the plugins declare, as `presets context set` does. An
-    undeclared value is refused with the declared values and the closest one,
-    and nothing is saved.
-    """
-    changes = {k: (v if v != "" else None) for k, v in flags.items() if v is not None}
-    if not changes:
-        return
-    from agent_presets.vocabulary import ContextValueError
-
-    try:
-        presets.vocabulary.check_change(changes)
-        app.update_context(changes)
-    except ContextValueError as exc:
-        flag = f"'--{exc.field.replace('_', '-')}'"
-        raise click.BadParameter(str(exc), param_hint=flag) from None
-    except PresetError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _tokens(app: Any, store: Any) -> Any:
-    from agent_presets.server.tokens import TokenTable  # only where tokens are used
-
-    shared = getattr(store, "token_table", None)
-    tokens = shared() if shared is not None else TokenTable(app.state_dir)
-    if not tokens.names():
-        how = f" --store {store.url}" if shared is not None else ""
-        warn(
-            f"no tokens in {tokens.where} yet: every request is refused until one is made "
-            f"with `presets tokens create NAME{how}`"
-        )
-    return tokens
-
-
-def _banner(presets: Any, policy: Any, tokens: Any, state_dir: Path) -> Callable[[str], None]:
-    def banner(where: str) -> None:
-        click.echo(
-            f"presets serve: {len(presets.plugins.plugins)} plugins, "
-            f"{len(presets.registry)} presets, {len(presets.tool_registry)} active tools"
-            + (f" ({len(policy.allow.tools)} allowed)" if policy.allow else "")
-            + ", "
-            f"{where}"
-            + (f", {len(tokens.names())} tokens" if tokens is not None else "")
-            + f", state in {state_dir}",
-            err=True,
-        )
-
-    return banner
-
-
-def _console_options(address: tuple[str, int], app: Any) -> Any:
-    from agent_presets.server.console.app import ConsoleOptions
-    from agent_presets.server.console.credential import CREDENTIAL_FILE
-
-    return ConsoleOptions(
-        host=address[0],
-        port=address[1],
-        app=app,
-        announce=lambda line: click.echo(line, err=True),
-        credential=app.state_dir / CREDENTIAL_FILE,
-    )
+        process.serve(settings, plugin_set, say=lambda line: click.echo(line, err=True), warn=warn)
+    except process.SettingError as exc:
+        if exc.flag is None:
+            raise click.UsageError(str(exc)) from None
+        # A field given with --set has no flag of its own: blame --set.
+        field = exc.flag.removeprefix("--").replace("-", "_")
+        flag = "--set" if field in set_fields and field not in context_flags else exc.flag
+        raise click.BadParameter(str(exc), param_hint=f"'{flag}'") from None

@@ -193,10 +193,13 @@ def set_context(store_url: str, changes: dict[str, Any], principal: str | None) 
             "(change it on one server with --state-dir, or through its host)"
         )
     check_principal(principal)
-    from agent_presets.host.defaults import HEADLESS_DEFAULTS
+    from agent_presets.cli.options import installed_plugins
 
     # A principal that follows its replica's host starts from the host's default context.
-    manager = installed_presets(context=dict(HEADLESS_DEFAULTS.context)).manager
+    plugin_set = installed_plugins()
+    defaults = plugin_set.host_defaults()
+    context = {} if defaults is None else dict(defaults.context)
+    manager = installed_presets(context=context, plugins=plugin_set).manager
     manager.vocabulary.check_change(changes)
     store = open_store_or_fail(store_url, None)
     log = store.event_log()

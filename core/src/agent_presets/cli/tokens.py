@@ -53,7 +53,7 @@ def tokens() -> None:
 
     \b
     Examples:
-      presets tokens create ci --allow drawing-shape-tools --max-calls 500 --expires 12h
+      presets tokens create ci --allow my-tools --max-calls 500 --expires 12h
       presets tokens list
       presets tokens revoke ci
     """

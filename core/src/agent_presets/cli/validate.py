@@ -78,7 +78,7 @@ def validate(
     --installed checks PATHS against that catalog, leaving out the installed
     plugin that ships the same files (matched by path, or by content for a
     non-editable install) so they are not counted twice. Context fields and values must
-    be declared, by a plugin or by the headless host that `presets serve` runs.
+    be declared by a plugin (the app plugin declares the fields it provides).
 
     A preset's max_tokens, and with --max-tokens N every context's active
     set, are counted with --tokenizer: a preset over its limit is reported at
@@ -111,20 +111,19 @@ def validate(
             sys.exit(1)
         return
     from agent_presets.catalog import collect, variants_turned_on_together
-    from agent_presets.host.context_fields import HostContextFields
 
     plugin_set = load_installed(strict=False)
-    plugin_set.add(HostContextFields())  # checked as `presets serve` serves it
     if paths:
         _in_place_of_installed(plugin_set, yaml_files(paths))
     check_runtime_hooks(plugin_set)
-    catalog: Catalog = collect(plugin_set, max_file_size=limit)
+    namespace = plugin_set.namespace()  # checked as `presets serve` serves it
+    catalog: Catalog = collect(plugin_set, namespace_prefix=namespace, max_file_size=limit)
     # An upstream without a current snapshot: its presets cannot be checked offline.
     problems = [
         *catalog.problems,
         *variants_turned_on_together(catalog),
         *catalog.upstreams.unchecked,
-        *_budget_problems(catalog, tokenizer, max_tokens),
+        *_budget_problems(catalog, tokenizer, max_tokens, namespace),
     ]
     plugin_problems: list[PresetValidationError] = list(plugin_set.problems)
     _report(problems, plugin_problems, catalog.files, len(catalog.presets), fmt)
@@ -134,20 +133,19 @@ def validate(
 
 
 def _budget_problems(
-    catalog: Catalog, tokenizer: str, max_tokens: int | None
+    catalog: Catalog, tokenizer: str, max_tokens: int | None, namespace: str
 ) -> list[PresetValidationError]:
     """Presets over their max_tokens, and with ``max_tokens`` active sets over it."""
     if max_tokens is None and all(p.max_tokens is None for p in catalog.presets):
         return []  # nothing to count, so the tokenizer is never loaded
     from agent_presets.budget import active_set_problems, catalog_manager, preset_problems
     from agent_presets.cli.budget import make_budget, server_tools
-    from agent_presets.model import DEFAULT_NAMESPACE
 
-    manager = catalog_manager(catalog, DEFAULT_NAMESPACE)
+    manager = catalog_manager(catalog, namespace)
     budget = make_budget(tokenizer)
     found = preset_problems(catalog, budget, manager.tool_adapters)
     if max_tokens is not None:
-        extra = server_tools(manager, DEFAULT_NAMESPACE)
+        extra = server_tools(manager, namespace)
         try:
             found += active_set_problems(manager, budget, max_tokens, extra)
         except PresetValidationError as exc:  # too many contexts to enumerate

@@ -4,6 +4,8 @@ The library (``agent_presets``'s model, loader, registry, manager, adapters,
 sync, plugins and bootstrap) decides which tools are active; this package
 serves them and keeps what a running server keeps:
 
+- ``process``: the served process put together from ``presets serve``'s
+  settings, and run;
 - ``mcp``: the MCP glue (the server class, its transports, the call
   pipeline, confirmation, change fan-out); the only part that imports ``mcp``;
 - ``config``: ``ServeConfig``, every serving option in one frozen object;
@@ -14,7 +16,11 @@ serves them and keeps what a running server keeps:
 - ``tokens``: bearer tokens and their profiles;
 - ``events`` and ``eventlog``: the event log's schema and its file;
 - ``stats``: what the log says;
-- ``console``: the browser console.
+- ``console``: the browser console;
+- ``host``: the headless host it serves (its shell, file root and runtime
+  slots), whose public names are ``agent_presets.host``'s;
+- ``store``: what it keeps, in its state directory or on Redis: principals,
+  tokens, requests, the event log, the runtimes' tables, the state lock.
 
 Nothing in the library imports this package. ``serve``, ``build_server``,
 ``PresetServer`` and ``ServeConfig`` load on first use, so ``import

@@ -52,7 +52,7 @@ MAX_ARGS = 32
 State = Literal["auto", "on", "off"]
 Asks = Literal["override", "call"]
 Outcome = Literal["approved", "denied", "expired", "withdrawn"]
-CallOutcome = Literal["ok", "error", "bad-arguments", "cancelled"]
+CallOutcome = Literal["ok", "error", "bad-arguments", "cancelled", "refused"]
 Reason = Literal["context", "override"]
 
 
@@ -290,15 +290,27 @@ class _Checked:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Call(Event):
-    """A tool call that ran (it passed every gate), successfully or not."""
+class CallEvent(Event):
+    """The fields of every line a tool call makes, whether it ran or a gate refused it.
 
-    KIND: ClassVar[str] = "call"
-    tool: str
+    A call has one record (``server.record.CallRecord``) with the same fields
+    for every outcome, and so its two kinds of line have the same keys: a
+    refusal is timed and its arguments described as a call that ran.
+    """
+
+    tool: str | None
+    """The MCP tool name; on a refusal ``"*"`` for a summary of the server-wide budget, and
+    null for a name no installed plugin provides."""
+    tool_len: int | None = None
+    """Characters of an unknown tool's name; null when ``tool`` is given."""
+    tool_sha256: str | None = None
+    """The first 12 hex digits of the SHA-256 of an unknown tool's name (UTF-8)."""
     preset: str | None = None
     """The active preset that provides the tool, where known."""
-    ok: bool
-    latency_ms: float
+    ok: bool = False
+    """Whether it ran and succeeded."""
+    latency_ms: float = 0.0
+    """Time from receiving the call to its result (its refusal, for a refused call)."""
     args: dict[str, ArgShape] = field(default_factory=dict)
     args_more: int = 0
     """How many further arguments the call had beyond the ``MAX_ARGS`` described."""
@@ -306,10 +318,14 @@ class Call(Event):
     """The error's class name (``ToolArgumentError``, ``internal`` ...); null when ok."""
     arg: str | None = None
     """For an argument error, the path of the argument at fault (``points.3.x``)."""
+    gate: str | None = None
+    """The layer that refused: ``allow-list``, ``budget``, ``preset`` ...; null on a call."""
+    count: int = 1
+    """Calls this line stands for; above 1 on a summary of a spent budget's refusals."""
     principal: str | None = None
     """Who presented the authorization: the token's name, or ``local``."""
     outcome: CallOutcome | None = None
-    """How it ended: ``ok``, ``error``, ``bad-arguments`` or ``cancelled``."""
+    """How it ended: ``ok``, ``error``, ``bad-arguments``, ``cancelled``, or ``refused``."""
     reason: Reason | None = None
     """Why the tool was served: its preset is active by ``context`` or by ``override``."""
     confirm: Outcome | None = None
@@ -317,7 +333,17 @@ class Call(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Refusal(Event):
+class Call(CallEvent):
+    """A tool call that ran (it passed every gate), successfully or not."""
+
+    KIND: ClassVar[str] = "call"
+    tool: str
+    ok: bool
+    latency_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal(CallEvent):
     """One or more calls a gate refused before they ran.
 
     A name no installed plugin provides is the agent's own text, so it is not
@@ -326,21 +352,7 @@ class Refusal(Event):
     """
 
     KIND: ClassVar[str] = "refusal"
-    tool: str | None
-    """The tool asked for; ``"*"`` on a summary of the server-wide budget; null if unknown."""
-    tool_len: int | None = None
-    """Characters of an unknown tool's name; null when ``tool`` is given."""
-    tool_sha256: str | None = None
-    """The first 12 hex digits of the SHA-256 of an unknown tool's name (UTF-8)."""
     gate: str
-    """The layer that refused: ``allow-list``, ``budget``, ``preset`` ..."""
-    preset: str | None = None
-    count: int = 1
-    """Refusals this line stands for; above 1 on a summary of counted refusals."""
-    principal: str | None = None
-    """Who presented the authorization: the token's name, or ``local``."""
-    confirm: Outcome | None = None
-    """For a ``confirm`` refusal, the person's answer: denied, expired, withdrawn."""
 
 
 @dataclass(frozen=True, kw_only=True)

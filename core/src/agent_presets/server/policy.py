@@ -4,7 +4,7 @@ Adopted from the Space agent reference (DESIGN.md): whoever starts the server
 can narrow the tool surface to an allow-list (unknown names are rejected when
 the policy is built, never ignored), cap how many calls a session may make,
 and keep an append-only log of every call with its latency (the schema and
-the file are ``events.py``'s; this module decides what a call writes). Each gate refuses
+the file are ``events.py``'s, a call's line is its record's, ``record.py``). Each gate refuses
 with its own message, which names the layer and who can open it, so a model
 can tell "not in this context" from "not allowed here" from "budget used up".
 
@@ -20,20 +20,19 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from agent_presets.model import PresetValidationError, ToolCallError
 from agent_presets.principal import LOCAL as LOCAL
 from agent_presets.schema import quote
 from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
+from agent_presets.server.record import CallRecord, Outcome, line_of
 from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
-    from agent_presets.server.events import Event, Reason, Refusal
-    from agent_presets.server.events import Outcome as Decided
+    from agent_presets.server.events import CallEvent, Event
     from agent_presets.server.store import Store
 
 SUMMARY_SECONDS = 60.0
@@ -45,55 +44,6 @@ SUMMARY_SECONDS = 60.0
 CALLS: Final = "calls"
 TOOL: Final = "tool:"
 TOKEN: Final = "token:"
-
-Outcome = Literal["ok", "error", "bad-arguments", "refused", "cancelled"]
-"""How a call ended: it ran and succeeded or failed (``error``), its arguments did not
-match the schema, a gate refused it (the record's ``gate`` says which), or the client
-cancelled it."""
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """The one outcome record of one tool call: the log, stats, the console and telemetry read it.
-
-    ``principal`` is who presented the authorization (the token's name, or
-    ``local``); ``reason`` is why the tool was exposed (its preset is active
-    by ``context`` or by ``override``); ``confirm`` is the person's answer when
-    the call waited for one. ``arguments`` and ``error`` are only described
-    (names, types, lengths, the error's class), never written.
-    """
-
-    tool: str
-    outcome: Outcome
-    principal: str = LOCAL
-    token: str | None = None
-    gate: str | None = None
-    preset: str | None = None
-    risk: str | None = None
-    reason: Reason | None = None
-    confirm: Decided | None = None
-    seconds: float = 0.0
-    arguments: Mapping[str, Any] | None = None
-    error: BaseException | None = None
-    message: str | None = None
-    """The error message the caller got, when there is no ``error`` to classify."""
-    known: bool = True
-    """Whether ``tool`` is a name an installed plugin provides (else it is the agent's text)."""
-    schema: Mapping[str, Any] | None = None
-    """The tool's input schema: argument names it does not declare are hashed in the log."""
-
-
-_EVENTS: ModuleType | None = None
-
-
-def _events() -> ModuleType:
-    """``agent_presets.server.events``: the event classes load with the first line, not with
-    the server; kept here after, so a line costs no import statement."""
-    global _EVENTS
-    from agent_presets.server import events
-
-    _EVENTS = events
-    return events
 
 
 class GateError(ToolCallError):
@@ -143,7 +93,7 @@ ProfileSource = Callable[[str], "Profile | None"]
 class _Tally:
     """Refusals by one spent budget: the latest, and how many since the last line."""
 
-    last: Refusal
+    last: CallEvent
     since: float
     count: int = 0
 
@@ -334,72 +284,17 @@ class ToolPolicy:
     # -- event log -----------------------------------------------------------
 
     def write(self, record: CallRecord) -> None:
-        """Log a call's one record: a ``refusal`` line for a gate's refusal, else ``call``.
+        """Log a call's one record: its line (``record.line_of``), a ``refusal`` or a ``call``.
 
-        A refusal of a name no plugin provides (``record.known`` False) keeps
-        only its length and a hash: the name is the agent's text. Argument
-        names (and steps of an argument's path) that the tool's input schema
-        (``record.schema``) does not declare are hashed for the same reason.
-        Messages are never written, since they quote argument values: the line
-        keeps the error's class and the argument's path.
+        A refusal by a spent budget may be counted instead (``_refused``).
         """
         if self.events is None:
             return
-        if TYPE_CHECKING:
-            from agent_presets.server import events as ev
-        else:
-            ev = _EVENTS or _events()
+        line = line_of(record)
         if record.outcome == "refused":
-            named: dict[str, Any] = (
-                {"tool": record.tool} if record.known else ev.unknown_tool(record.tool)
-            )
-            self._refused(
-                ev.Refusal(
-                    **named,
-                    gate=record.gate or "unknown",
-                    preset=record.preset,
-                    token=record.token,
-                    principal=record.principal,
-                    confirm=record.confirm,
-                )
-            )
-            return
-        schema = record.schema
-        arguments = record.arguments
-        described: dict[str, Any] = {}
-        more = 0
-        if arguments:
-            declared = None
-            if schema is not None:
-                properties = schema.get("properties")
-                declared = set(properties) if isinstance(properties, Mapping) else set()
-            described, more = ev.describe_arguments(arguments, declared)
-        ok = record.outcome == "ok"
-        if ok:
-            kind, path = None, None
-        elif record.outcome == "cancelled":
-            kind, path = "cancelled", None
+            self._refused(line)
         else:
-            kind, path = ev.error_class(record.tool, record.error, record.message)
-        if path is not None and schema is not None:
-            path = ev.declared_path(path, schema)
-        self.events.write(
-            ev.Call(
-                tool=record.tool,
-                preset=record.preset,
-                ok=ok,
-                latency_ms=round(record.seconds * 1000, 3),
-                args=described,
-                args_more=more,
-                error=kind,
-                arg=path,
-                token=record.token,
-                principal=record.principal,
-                outcome=record.outcome,
-                reason=record.reason,
-                confirm=record.confirm,
-            )
-        )
+            self.events.write(line)
 
     def record(
         self,
@@ -450,7 +345,7 @@ class ToolPolicy:
         if self.events is not None:
             self.events.write(event)
 
-    def _refused(self, refusal: Refusal) -> None:
+    def _refused(self, refusal: CallEvent) -> None:
         """Log a refusal, or count it if its budget was spent already.
 
         The first refusal by a spent budget is a line; later ones are counted
@@ -494,7 +389,7 @@ class ToolPolicy:
         for summary in due:
             self.events.write(summary)
 
-    def _due_summaries(self, now: float, *, everything: bool = False) -> list[Refusal]:
+    def _due_summaries(self, now: float, *, everything: bool = False) -> list[CallEvent]:
         """Take the counts that are due (all of them if ``everything``). Hold ``_lock``.
 
         A summary carries the time and token of the last refusal it counts.

@@ -29,7 +29,7 @@ from agent_presets.model import ActivePreset, Resolution
 if TYPE_CHECKING:
     from opentelemetry import metrics
 
-    from agent_presets.server.policy import CallRecord
+    from agent_presets.server.record import CallRecord
 
 SCOPE: Final = "agent_presets"
 
@@ -129,6 +129,7 @@ class Telemetry:
         outcome = record.outcome
         if span.is_recording():
             span.set_attribute(OUTCOME, outcome)
+            span.set_attribute(LATENCY, round(record.seconds * 1000, 3))
             for key, value in (
                 (GATE, record.gate),
                 (PRESET, record.preset),
@@ -140,10 +141,8 @@ class Telemetry:
                     span.set_attribute(key, value)
             if outcome == "refused":
                 span.set_status(trace.StatusCode.ERROR, f"refused by {record.gate}")
-            else:
-                span.set_attribute(LATENCY, round(record.seconds * 1000, 3))
-                if outcome != "ok":
-                    span.set_status(trace.StatusCode.ERROR)
+            elif outcome != "ok":
+                span.set_status(trace.StatusCode.ERROR)
         instruments = self.instruments()
         if outcome == "refused":
             instruments.refusals.add(1, {TOOL: record.tool, GATE: record.gate or "unknown"})

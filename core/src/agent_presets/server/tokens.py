@@ -12,7 +12,7 @@ Where the file lives and who writes it
 ``STATE/tokens.json`` (mode 0600), replaced atomically (temp file, fsync,
 rename), so a reader sees the old file or the new one, never half.
 
-A running server holds the state directory's lock (``host.lock``) for its
+A running server holds the state directory's lock (``server.store.lock``) for its
 whole life, yet tokens must be created and revoked while it runs. So the
 token file is *not* server-owned state: the server only ever reads it, and
 writers (``presets tokens create|revoke``) serialise among themselves with a

@@ -1,7 +1,10 @@
 """agent-presets built-in plugin: general.
 
-The app-wide tools of the spec's General table: theme, surface, activity and
-canvas visibility, worlds, files under the host's file root, and bash.
+The Space app itself (its context fields, defaults and shell: ``space``),
+and the app-wide tools of the spec's General table that drive it: theme,
+surface, activity and canvas visibility, worlds, files under the host's file
+root, and bash. ``SpaceHost`` is the served host with the Space shell, for
+code that starts one itself.
 """
 
 from __future__ import annotations
@@ -12,24 +15,51 @@ from agent_presets import PluginHooks, hookimpl
 from agent_presets_general.bash import BashRunner
 from agent_presets_general.files import FileRoot
 from agent_presets_general.sandbox import ShellOptions, sandbox_status
+from agent_presets_general.space import (
+    SPACE_DEFAULTS,
+    SPACE_FIELDS,
+    SURFACES,
+    THEMES,
+    Shell,
+    SpaceApp,
+    install_shell,
+)
 
 if TYPE_CHECKING:
-    from agent_presets.host import ServeOptions
+    from agent_presets.host import Host, ServeOptions
+    from agent_presets_general.host import SpaceHost
 
-__all__ = ["BashRunner", "FileRoot", "ShellOptions", "sandbox_status"]
+__all__ = [
+    "SPACE_DEFAULTS",
+    "SPACE_FIELDS",
+    "SURFACES",
+    "THEMES",
+    "BashRunner",
+    "FileRoot",
+    "Shell",
+    "ShellOptions",
+    "SpaceApp",
+    "SpaceHost",
+    "sandbox_status",
+]
 
 
-# presets.yaml, .adapters, and the host's fields these presets use: the shell's two
-# surfaces, and the activities (the plugins that have one add it; the prompt lists them).
-_hooks = PluginHooks(
-    __name__,
-    context_fields=[
-        {"name": "surface", "values": ["scene", "canvas"]},
-        {"name": "activity", "values": []},
-    ],
-)
+def __getattr__(name: str) -> Any:
+    # The served host loads with the first use of this name, not with the plugin.
+    if name == "SpaceHost":
+        from agent_presets_general.host import SpaceHost
+
+        return SpaceHost
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# presets.yaml and .adapters; the context fields are the Space app's (the plugins that
+# have an activity add it; the prompt lists them), and so are the host's defaults.
+_hooks = PluginHooks(__name__)
+_space = SpaceApp()
 presets_preset_files = _hooks.presets_preset_files
-presets_context_fields = _hooks.presets_context_fields
+presets_context_fields = _space.presets_context_fields
+presets_host_defaults = _space.presets_host_defaults
 presets_tool_adapters = _hooks.presets_tool_adapters
 
 
@@ -41,7 +71,8 @@ def presets_serve_options() -> ServeOptions[ShellOptions]:
 
 
 @hookimpl
-def presets_headless_runtime(host: Any) -> None:
+def presets_headless_runtime(host: Host) -> None:
+    install_shell(host)  # the Space app's shell, keeping the host's context
     host.attach("files", FileRoot(host.root))
     shell = host.serve_options(ShellOptions)  # the serve flags above, parsed
     host.attach(

@@ -11,9 +11,9 @@ import inspect
 from typing import Any, Final
 
 from agent_presets import AdapterKit, ToolAdapter, ToolCall, object_schema, result_schema
-from agent_presets.host import SURFACES, THEMES
 from agent_presets_general.bash import MAX_TIMEOUT
 from agent_presets_general.files import MAX_READ_BYTES, MAX_WRITE_BYTES
+from agent_presets_general.space import SURFACES, THEMES
 
 SHELL: Final = AdapterKit("shell")
 FILES: Final = AdapterKit("files")

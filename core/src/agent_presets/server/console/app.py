@@ -228,8 +228,6 @@ class Console:
         app = self.host_app
         if app is None or not callable(getattr(app, "runtime_names", None)):
             return []
-        context = self.controller.manager.get_context()
-        world = context.get("world_id", context.get("world"))
         views = []
         for name in app.runtime_names():
             try:
@@ -243,7 +241,8 @@ class Console:
             except Exception as exc:  # a plugin's bug must not take the console down
                 log.warning("console view of runtime %r failed: %s", name, exc)
                 shown = {"kind": "error", "error": f"{type(exc).__name__}"}
-            views.append({"runtime": name, "world": world, **shown})
+            # Whose view it is (which part of the app) the context above says.
+            views.append({"runtime": name, **shown})
         return views
 
     # -- the app ---------------------------------------------------------------

@@ -300,10 +300,11 @@ class Controller:
 
         Every key must be a declared field and every value one it allows
         (``Vocabulary.check_change``: the error names the field, the declared
-        values and the closest one), else nothing changes. A host whose context
-        lives in its own state (the headless host's shell) takes the change
-        through its ``update_context(changes)``, so it is saved and reported
-        as its own; otherwise the manager's context is changed directly. It is
+        values and the closest one), else nothing changes. A host that keeps
+        its context (``agent_presets.hosting.Host``: the served host) takes the
+        change through its ``update_context(changes)``, so it is checked by its
+        app, saved and reported as its own; otherwise the manager's context is
+        changed directly. It is
         a ``context`` event, not a tool call: no agent made it.
         """
         _check_by(by)
@@ -320,9 +321,9 @@ class Controller:
                 resolution = theirs.resolution(principal)
             else:
                 previous = manager.get_context()
-                update = getattr(manager.app, "update_context", None)
-                if callable(update):
-                    update(dict(changes))
+                host = manager.app
+                if hasattr(host, "update_context"):  # a host that keeps its context (Host)
+                    host.update_context(dict(changes))
                 else:
                     manager.set_context({**previous, **changes})
                 now = manager.get_context()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -47,26 +47,13 @@ from agent_presets.suggest import did_you_mean
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
     from agent_presets.bundles import Members
-    from agent_presets.model import PromptFragment
     from agent_presets.server.mcp.calls import ToolCalls
-    from agent_presets.server.policy import ToolPolicy
 
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
-
-
-class Served(Protocol):
-    """What these handlers use of the server (``PresetServer`` is one)."""
-
-    presets: Presets
-    policy: ToolPolicy
-    calls: ToolCalls
-
-    @property
-    def listing(self) -> Listing: ...
-
-    def _fragments(self, token: str | None) -> list[PromptFragment]: ...
-
-    def status(self, token: str | None = None) -> dict[str, Any]: ...
+Status = Callable[[str | None], dict[str, Any]]
+"""The status resource of a session of the token (``PresetServer.status``)."""
+Lister = Callable[[], Listing]
+"""What the server lists now, under the policy it has now (``PresetServer.listing``)."""
 
 
 def _invalid(message: str, **data: Any) -> MCPError:
@@ -74,11 +61,18 @@ def _invalid(message: str, **data: Any) -> MCPError:
 
 
 class ServedMembers:
-    """The prompt, resource and completion handlers of one server."""
+    """The prompt, resource and completion handlers of one server.
 
-    def __init__(self, server: Served) -> None:
-        self.server = server
-        self.presets = server.presets
+    Given what they read, and nothing else of the server: its presets, its
+    thread pool (``calls``, a provider runs as a read of every runtime), what
+    it lists to a session (``lister``) and its status resource (``status``).
+    """
+
+    def __init__(self, presets: Presets, calls: ToolCalls, lister: Lister, status: Status) -> None:
+        self.presets = presets
+        self.calls = calls
+        self.lister = lister
+        self.status = status
 
     @property
     def members(self) -> Members:
@@ -113,7 +107,7 @@ class ServedMembers:
 
     def visible(self, token: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The prompt ids and resource ids this session is served now (``Listing.visible``)."""
-        return self.server.listing.visible(token)
+        return self.lister().visible(token)
 
     def _not_served(self, kind: str, label: str, member_id: str, token: str | None) -> MCPError:
         """Why the member is not served to this session now, and what would serve it."""
@@ -158,7 +152,7 @@ class ServedMembers:
         from agent_presets.bundles import ContentError
 
         try:
-            return await self.server.calls.run(reader, {})
+            return await self.calls.run(reader, {})
         except ContentError as exc:
             if exc.invalid_params:
                 raise _invalid(str(exc)) from None
@@ -170,7 +164,7 @@ class ServedMembers:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
         return {
-            "prompts": self.server.listing.prompts(token_of(ctx.request)),
+            "prompts": self.lister().prompts(token_of(ctx.request)),
             "resultType": "complete",
         }
 
@@ -179,7 +173,7 @@ class ServedMembers:
     ) -> dict[str, Any]:
         token = token_of(ctx.request)
         if params.name == PROMPT_NAME:
-            fragments = self.server._fragments(token)
+            fragments = self.lister().fragments(token)
             return {
                 "description": prompt_entry(fragments)["description"],
                 "messages": [
@@ -240,13 +234,13 @@ class ServedMembers:
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = self.server.listing.resources(token_of(ctx.request))
+        entries = self.lister().resources(token_of(ctx.request))
         return {"resources": entries, "resultType": "complete"}
 
     async def list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        entries = self.server.listing.resources(token_of(ctx.request), templates=True)
+        entries = self.lister().resources(token_of(ctx.request), templates=True)
         return {"resourceTemplates": entries, "resultType": "complete"}
 
     async def read_resource(
@@ -256,9 +250,9 @@ class ServedMembers:
         token = token_of(ctx.request)
         if uri in (PROMPT_URI, STATUS_URI):
             if uri == PROMPT_URI:
-                text, mime = prompt_text(self.server._fragments(token)), "text/markdown"
+                text, mime = prompt_text(self.lister().fragments(token)), "text/markdown"
             else:
-                text = json.dumps(self.server.status(token), indent=1, default=str)
+                text = json.dumps(self.status(token), indent=1, default=str)
                 mime = "application/json"
             return {
                 "contents": [{"uri": uri, "mimeType": mime, "text": text}],

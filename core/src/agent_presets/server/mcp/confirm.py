@@ -17,8 +17,8 @@ whichever way the person answers, so one rule decides it once:
   person reads (``presets requests --full``, the console) is what runs; the
   waiting call checks its arguments against the digest before it runs.
 - The call runs only when the outcome is ``approved``, and then once: the
-  waiting call runs it, an approval itself runs nothing. The server then
-  admits it again (``PresetServer._run_call``): a preset turned off, a token
+  waiting call runs it, an approval itself runs nothing. The pipeline then
+  admits it again (its ``Confirm`` stage): a preset turned off, a token
   revoked or a budget spent while it waited refuses it.
 - Every decision is a ``decision`` event (the store writes it); the argument
   summary the person reads is the request's reason, never logged.
@@ -158,7 +158,7 @@ class CallConfirmation:
                 reason=f"{tool.name}({summarize(arguments)})",
                 arguments=arguments,
                 ttl=self.timeout,
-                principal=current_principal(),  # the call's (run_call acts as it)
+                principal=current_principal(),  # the call's (Serving.run acts as it)
             )
         except RequestLimitError as exc:
             return ConfirmAnswer(

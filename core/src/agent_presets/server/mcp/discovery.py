@@ -9,8 +9,8 @@ the server can serve two tools of its own:
   (BM25, ``agent_presets.toolsearch``) for a task in words, and says of each
   whether it is active now and, if not, what would turn it on;
 - ``<prefix>presets_call`` runs one of them through the same call pipeline
-  as a direct ``tools/call`` (``PresetServer.run_call``): the same gates,
-  confirmation, budgets and event record, the same refusals.
+  as a direct ``tools/call`` (``Serving.open`` and ``Serving.run``): the same
+  gates, confirmation, budgets and event record, the same refusals.
 
 ``--tool-budget N`` keeps each caller's ``tools/list`` at N tokens or fewer
 (``narrow``): the server's own tools first, then whole presets in order
@@ -36,13 +36,13 @@ import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.model import ANY, DANGEROUS_RISKS, ToolArgumentError, ToolDef
+from agent_presets.model import ANY, DANGEROUS_RISKS, ToolArgumentError
 from agent_presets.schema import quote
 from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.mcp.auth import principal_of
@@ -54,7 +54,6 @@ from agent_presets.server.mcp.pipeline import (
     Pipeline,
     Record,
     Result,
-    Served,
 )
 from agent_presets.server.mcp.wire import error_result, success_result
 from agent_presets.server.policy import LOCAL
@@ -71,15 +70,12 @@ from agent_presets.toolformats import DEFAULT_CLIENT, client_format
 from agent_presets.toolwire import LEGACY, MODERN
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
     from agent_presets.budget import Budget
     from agent_presets.model import Preset
     from agent_presets.server.config import DiscoveryMode
     from agent_presets.server.delivery import Listed
-    from agent_presets.server.policy import ToolPolicy
-    from agent_presets.server.principals import Principals
-    from agent_presets.server.stage import PendingCall
-    from agent_presets.tools import ToolRegistry, ToolRegistryChange
+    from agent_presets.server.mcp.serving import Serving
+    from agent_presets.tools import ToolRegistryChange
     from agent_presets.toolsearch import SearchDoc, ToolIndex
 
 log = logging.getLogger("agent_presets.server")
@@ -200,34 +196,19 @@ class Narrowed:
     """The tool names of the presets left out, reachable through presets_search."""
 
 
-# ------------------------------------------------------------------ the two tools
-
-
-# ------------------------------------------------------------------ the server's part
-
-
-class PresetServer(Served, Protocol):
-    """What discovery uses of the server (``server.PresetServer`` is one): a protocol,
-    so this module and the server do not import each other."""
-
-    presets: Presets
-    policy: ToolPolicy
-    tool_registry: ToolRegistry
-    principals: Principals
-
-    async def run_call(self, call: PendingCall) -> dict[str, Any]: ...
+# ------------------------------------------------------------------ the tools
 
 
 class Discovery:
-    """The tool budget and the two discovery tools of one ``PresetServer``."""
+    """The tool budget and the discovery tools of one server, through its ``Serving``."""
 
     def __init__(
-        self, server: PresetServer, mode: DiscoveryMode = "auto", tool_budget: int | None = None
+        self, serving: Serving, mode: DiscoveryMode = "auto", tool_budget: int | None = None
     ) -> None:
-        self.server = server
+        self.serving = serving
         self.mode: DiscoveryMode = mode
         self.tool_budget = tool_budget
-        prefix = server.tool_registry.namespace_prefix
+        prefix = serving.tool_registry.namespace_prefix
         self.search_name = f"{prefix}{SEARCH_TOOL}"
         self.call_name = f"{prefix}{CALL_TOOL}"
         self.risky_name = f"{prefix}{RISKY_CALL_TOOL}"
@@ -237,9 +218,9 @@ class Discovery:
         self._own_entries = [
             own_entry(t) for t in (self.search_tool, self.call_tool, self.risky_tool)
         ]
-        self._search = Pipeline(
-            [Record(server), _Bind(self.search_tool), Budgets(server), Arguments(), _Search(self)]
-        )
+        self.tools = {t.name: t for t in (self.search_tool, self.call_tool, self.risky_tool)}
+        """The discovery tools by name: a call of one is opened with it (no lookup)."""
+        self._search = Pipeline([Record(serving), Budgets(serving), Arguments(), _Search(self)])
         self._index: ToolIndex | None = None
         self._index_key: object = None
         self._index_lock = threading.Lock()
@@ -248,7 +229,7 @@ class Discovery:
         self._narrowed: dict[object, Narrowed] = {}
         self._warned_over = False
         self._warming: threading.Thread | None = None
-        server.tool_registry.add_on_change(self._tools_changed)
+        serving.tool_registry.add_on_change(self._tools_changed)
         if tool_budget is not None or mode == "search":
             self.warm()
 
@@ -273,7 +254,7 @@ class Discovery:
             log.exception("building the tool search index failed")
 
     def close(self) -> None:
-        self.server.tool_registry.remove_on_change(self._tools_changed)
+        self.serving.tool_registry.remove_on_change(self._tools_changed)
 
     def _tools_changed(self, _change: ToolRegistryChange) -> None:
         self.relisting.changed()
@@ -348,9 +329,9 @@ class Discovery:
         """
         assert self.tool_budget is not None
         # The order follows the principal's context (a preset's specificity in it).
-        context = self.server.principals.context(principal) if stable is None else stable.context
+        context = self.serving.principals.context(principal) if stable is None else stable.context
         key = (
-            self.server.tool_registry.version,
+            self.serving.tool_registry.version,
             self.tool_budget,
             protocol,
             client,
@@ -367,7 +348,7 @@ class Discovery:
         groups: dict[str, list[dict[str, Any]]] = {}
         for entry in loaded:
             tool = (
-                self.server.tool_for(entry["name"], principal)
+                self.serving.tool_for(entry["name"], principal)
                 if stable is None
                 else stable.tool(entry["name"])
             )
@@ -406,7 +387,7 @@ class Discovery:
         return narrowed
 
     def _order(self, groups: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
-        presets = self.server.presets.registry
+        presets = self.serving.presets.registry
         order = {name: i for i, name in enumerate(presets.names())}
 
         def rank(name: str) -> tuple[bool, int, int]:
@@ -435,49 +416,50 @@ class Discovery:
             self.relisting.request(_connection(ctx), principal_of(ctx), ctx.method == "tools/list")
         return await call_next(ctx)
 
-    async def call(self, call: PendingCall) -> Result:
-        """A ``tools/call`` of one of the two tools."""
-        if call.name == self.search_name:
-            return await self._search(call)
-        return await self._call(call)
+    async def call(self, own: PendingCall) -> tuple[Result, PendingCall]:
+        """A ``tools/call`` of one of the discovery tools (``own``, opened with its tool from
+        ``tools``): its result, and the call that ran (through ``presets_call``, the named
+        tool's)."""
+        serving = self.serving
+        if own.name == self.search_name:
+            return await serving.run(own, self._search), own
+        inner, problem = self._named(own)
+        if inner is None:  # one bad-arguments line, as a direct call's would be
+            refusal = ToolArgumentError(f"Invalid arguments for {own.name}: {problem}.")
+            return await serving.run(own, Pipeline([Record(serving), _BadArguments(refusal)])), own
+        return await serving.run(inner), inner
 
-    async def _call(self, outer: PendingCall) -> Result:
-        """``presets_call``: the named tool, through the server's own pipeline."""
+    def _named(self, outer: PendingCall) -> tuple[PendingCall | None, str]:
+        """``presets_call``'s call of the tool it names, opened; or None and what is wrong."""
         args = outer.arguments
         name = args.get("name")
         arguments = args.get("arguments", {})
-        problem = None
         if not isinstance(name, str) or not name:
-            problem = "'name' must be the tool's name, a non-empty string"
-        elif not isinstance(arguments, Mapping):
-            problem = "'arguments' must be an object: the tool's arguments by name"
-        elif set(args) - {"name", "arguments"}:
+            return None, "'name' must be the tool's name, a non-empty string"
+        if not isinstance(arguments, Mapping):
+            return None, "'arguments' must be an object: the tool's arguments by name"
+        if set(args) - {"name", "arguments"}:
             extra = ", ".join(sorted(set(args) - {"name", "arguments"}))
-            problem = f"unexpected argument(s) {extra}; it takes 'name' and 'arguments'"
-        elif name in self.names:
-            problem = f"{quote(name)} is not run through {outer.name}: call it directly"
-        elif outer.name != self.risky_name:
-            tool = self.server.tool_for(name, outer.principal)
-            if tool is not None and tool.risk in DANGEROUS_RISKS:
-                problem = (
-                    f"{name} is a risky tool (risk: {tool.risk}): run it with "
-                    f"{self.risky_name}, with the same name and arguments; your client may "
-                    "ask the user first"
-                )
-        if problem is not None:  # one bad-arguments line, as a direct call's would be
-            refusal = ToolArgumentError(f"Invalid arguments for {outer.name}: {problem}.")
-            own = self.risky_tool if outer.name == self.risky_name else self.call_tool
-            bad = Pipeline([Record(self.server), _Bind(own), _BadArguments(refusal)])
-            return await bad(outer)
-        assert isinstance(name, str) and isinstance(arguments, Mapping)
-        inner = PendingCall(name, dict(arguments), outer.token, outer.request, outer.params)
-        return await self.server.run_call(inner)
+            return None, f"unexpected argument(s) {extra}; it takes 'name' and 'arguments'"
+        if name in self.names:
+            return None, f"{quote(name)} is not run through {outer.name}: call it directly"
+        inner = self.serving.open(
+            name, dict(arguments), outer.token, outer.request, outer.params, stable=outer.stable
+        )
+        tool = inner.tool
+        if outer.name != self.risky_name and tool is not None and tool.risk in DANGEROUS_RISKS:
+            return None, (
+                f"{name} is a risky tool (risk: {tool.risk}): run it with "
+                f"{self.risky_name}, with the same name and arguments; your client may "
+                "ask the user first"
+            )
+        return inner, ""
 
     # -- the index -----------------------------------------------------------
 
     def index(self) -> ToolIndex:
         """The index of the installed tools, rebuilt when a plugin's tools or presets change."""
-        presets = self.server.presets
+        presets = self.serving.presets
         key = (presets.tool_adapters.version, tuple(map(id, presets.registry.list())))
         with self._index_lock:
             if self._index is None or key != self._index_key:
@@ -489,12 +471,12 @@ class Discovery:
 
     def search(self, query: str, limit: int, token: str | None) -> dict[str, Any]:
         """What ``presets_search`` answers: the best tools for ``query`` that the caller may see."""
-        server = self.server
-        policy = server.policy
+        serving = self.serving
+        policy = serving.policy
         index = self.index()
         found = index.search(query, limit, lambda doc: policy.allows(doc.name, token))
-        registry = server.presets.registry
-        manager = server.presets.manager
+        registry = serving.presets.registry
+        manager = serving.presets.manager
         results = []
         principal = token or LOCAL
         for doc, score in found:
@@ -514,12 +496,12 @@ class Discovery:
     ) -> dict[str, Any]:
         from agent_presets.explain import preset_verdicts
 
-        served = self.server.tool_for(doc.name, principal)  # as the caller is served it
+        served = self.serving.tool_for(doc.name, principal)  # as the caller is served it
         active = served is not None and served.managed_source == doc.tool_id
         holders = [p for name in doc.presets if (p := registry.get(name)) is not None]
         verdicts = preset_verdicts(manager, holders)
         chosen = next((v for v in verdicts if v.active), verdicts[0] if verdicts else None)
-        adapters = self.server.presets.tool_adapters
+        adapters = self.serving.presets.tool_adapters
         adapter = adapters.get(doc.tool_id)
         result: dict[str, Any] = {
             "name": doc.name,
@@ -553,7 +535,7 @@ class Discovery:
         return result
 
     def _request_name(self) -> str:
-        return f"{self.server.tool_registry.namespace_prefix}presets_request"
+        return self.serving.request_tool
 
 
 def _plain(value: Any) -> Any:
@@ -577,17 +559,6 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> object | None:
     return connection if connection is not None else session
 
 
-class _Bind:
-    """Names the discovery tool for the stages after it (``Record``'s tool, the schema)."""
-
-    def __init__(self, tool: ToolDef) -> None:
-        self.tool = tool
-
-    async def handle(self, call: PendingCall, call_next: Next) -> Result:
-        call.tool = self.tool
-        return await call_next(call)
-
-
 class _BadArguments:
     """The last stage of a malformed ``presets_call``: its refusal, recorded as bad arguments."""
 
@@ -595,7 +566,7 @@ class _BadArguments:
         self.error = error
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
-        call.outcome, call.error = "bad-arguments", self.error
+        call.ending.outcome, call.ending.error = "bad-arguments", self.error
         return error_result(str(self.error))
 
 
@@ -609,7 +580,7 @@ class _Search:
         args = call.arguments
         limit = args.get("limit", DEFAULT_LIMIT)
         answer = self.discovery.search(str(args["query"]), int(limit), call.token)
-        call.outcome = "ok"
+        call.ending.outcome = "ok"
         return success_result(answer)
 
 

@@ -1,14 +1,15 @@
 """One call pipeline: every ``tools/call``, from either era and either transport.
 
-A call passes one ordered chain of small stages, each an object with one
-method, ``handle(call, call_next)`` (the shape of an ASGI stack, or of
-FastMCP's ``Middleware.on_call_tool``):
+A call arrives, is opened once (``Serving.open``: its one ``PendingCall``,
+with the tool it names resolved for its caller) and passes one ordered chain
+of small stages, each an object with one method, ``handle(call, call_next)``
+(the shape of an ASGI stack, or of FastMCP's ``Middleware.on_call_tool``):
 
-1. ``Record``: the outermost. It times the call and, once the call is over,
-   however it ended, makes its one ``CallRecord`` and hands it to every sink
-   (the event log through the policy, OpenTelemetry's span and metrics).
-   The log is what ``presets stats`` and the console read.
-2. ``Resolve``: the name to a served tool, or the inactive-tool answer.
+1. ``Record``: the outermost. Once the call is over, however it ended, it
+   makes the call's one ``CallRecord`` and hands it to the event log (through
+   the policy) and to OpenTelemetry (``Serving.write``). The log is what
+   ``presets stats`` and the console read.
+2. ``Resolve``: a name not served to this caller is the inactive-tool answer.
 3. ``Gates``: the server's allow-list and the token's profile.
 4. ``Budgets``: the server's and the token's call budgets (this counts the call).
 5. The embedder's own stages (``PresetServer(stages=...)``), in their order.
@@ -18,10 +19,12 @@ FastMCP's ``Middleware.on_call_tool``):
 8. ``Run``: the handler itself.
 
 A stage refuses by raising ``CallRefused(gate, message)``: ``Record`` turns
-it into the ``isError`` result the model reads and a ``refusal`` line. What
-a stage learns about the call (the tool, the confirmation's outcome, how the
-run ended) it writes on the ``PendingCall``, and ``Record`` reads it there:
-one record per call, made in one place.
+it into the ``isError`` result the model reads and a ``refusal`` line. The
+call's facts are on the ``PendingCall``, made once and never changed; what a
+stage learns of how the call ends (the outcome, the confirmation's answer,
+the error) it writes on its ``ending``, and ``Record`` reads it there: one
+record per call, made in one place. What a stage needs of the server is on
+the ``Serving`` it was built with (``serving.py``), never the server itself.
 """
 
 from __future__ import annotations
@@ -29,28 +32,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.model import PresetError, ToolArgumentError, ToolDef
+from agent_presets.model import PresetError, ToolArgumentError
 from agent_presets.server.mcp.context import McpCallContext
 from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Rounds
 from agent_presets.server.mcp.wire import error_result, success_result
-from agent_presets.server.policy import CallRecord, GateError
-from agent_presets.server.stage import CallRefused, Next, PendingCall, Result, Stage
+from agent_presets.server.policy import GateError
+from agent_presets.server.record import CallRecord
+from agent_presets.server.stage import CallRefused, Next, PendingCall, Pipeline, Result, Stage
 from agent_presets.server.store.base import StoreUnavailableError
 
 if TYPE_CHECKING:
-    from agent_presets.server.events import Reason
-    from agent_presets.server.mcp.calls import ToolCalls
-    from agent_presets.server.mcp.confirm import CallConfirmation
-    from agent_presets.server.mcp.fanout import ChangeFanout
-    from agent_presets.server.policy import ToolPolicy
-    from agent_presets.server.telemetry import Telemetry
-    from agent_presets.tools import ToolRegistry
+    from agent_presets.server.mcp.serving import Serving
 
 __all__ = [
     "Arguments",
@@ -65,7 +63,6 @@ __all__ = [
     "Resolve",
     "Result",
     "Run",
-    "Served",
     "Stage",
     "standard_stages",
 ]
@@ -73,133 +70,86 @@ __all__ = [
 log = logging.getLogger("agent_presets.server")
 
 
-class Served(Protocol):
-    """What the built-in stages use of the server (``PresetServer`` is one)."""
-
-    tool_registry: ToolRegistry
-    policy: ToolPolicy
-    telemetry: Telemetry
-    confirmation: CallConfirmation
-    calls: ToolCalls
-    fanout: ChangeFanout
-
-    def unavailable_message(self, name: str) -> str: ...
-
-    def exposed_because(self, preset: str | None, principal: str = ...) -> Reason | None: ...
-
-    def tool_for(self, name: str, principal: str) -> ToolDef | None: ...
-
-    def does_io(self, tool: ToolDef) -> bool: ...
-
-    def provides(self, name: str) -> bool: ...
-
-
-class Pipeline:
-    """The chain of stages, built once; ``await pipeline(call)`` runs a call through it."""
-
-    def __init__(self, stages: Sequence[Stage]) -> None:
-        if not stages:
-            raise ValueError("a pipeline needs at least one stage")
-        self.stages = tuple(stages)
-
-        async def end(call: PendingCall) -> Result:
-            raise RuntimeError(f"the last stage ({type(self.stages[-1]).__name__}) called on")
-
-        step: Next = end
-        for stage in reversed(self.stages):
-            step = _link(stage, step)
-        self._first = step
-
-    def __call__(self, call: PendingCall) -> Awaitable[Result]:
-        return self._first(call)
-
-
-def _link(stage: Stage, following: Next) -> Next:
-    handle = stage.handle
-
-    def step(call: PendingCall) -> Awaitable[Result]:
-        return handle(call, following)
-
-    return step
-
-
 # --------------------------------------------------------------------- the stages
 
 
 class Record:
-    """Times the call and makes its one record, whatever ended it (see the module docstring)."""
+    """Makes the call's one record once it is over, whatever ended it (module docstring)."""
 
-    def __init__(self, server: Served) -> None:
-        self.server = server
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
+        ending = call.ending
         try:
             result = await call_next(call)
         except CallRefused as refused:
-            call.outcome, call.gate = "refused", refused.gate
+            ending.outcome, ending.gate = "refused", refused.gate
             result = error_result(refused.message)
         except StoreUnavailableError as exc:
             # Redis down under a stage (the budget's count, a principal's state): the
             # call fails in words, as the handler's own store errors do, not as -32603.
-            call.outcome, call.error = "error", exc
+            ending.outcome, ending.error = "error", exc
             result = error_result(str(exc))
         except asyncio.CancelledError:
-            call.outcome = "cancelled"
+            ending.outcome = "cancelled"
             self._record(call)
             raise
         except MCPError:  # a protocol error answers instead of a result (-32021)
-            if call.outcome is not None:
+            if ending.outcome is not None:
                 self._record(call)
             raise
-        if call.outcome is not None:
+        if ending.outcome is not None:
             self._record(call)
         return result
 
     def _record(self, call: PendingCall) -> None:
-        server = self.server
         tool = call.tool
-        preset = tool.preset if tool is not None else None
-        refused = call.outcome == "refused"
-        record = CallRecord(
-            tool=call.name,
-            principal=call.principal,
-            token=call.token,
-            outcome=call.outcome or "error",
-            gate=call.gate,
-            preset=preset,
-            risk=tool.risk if tool is not None else None,
-            reason=server.exposed_because(preset, call.principal),
-            confirm=call.confirm,
-            seconds=0.0 if refused else time.perf_counter() - call.started,
-            arguments=None if refused else call.arguments,
-            error=call.error,
-            # A name no plugin provides is the agent's text: the log keeps a hash of it.
-            known=tool is not None or not refused or server.provides(call.name),
-            schema=tool.input_schema if tool is not None else None,
+        ending = call.ending
+        # A refused name no plugin provides is the agent's text: the log keeps a hash of it.
+        schema = tool.input_schema if tool is not None else self.serving.schema_of(call.name)
+        self.serving.write(
+            CallRecord(
+                tool=call.name,
+                principal=call.principal,
+                token=call.token,
+                outcome=ending.outcome or "error",
+                gate=ending.gate,
+                preset=tool.preset if tool is not None else None,
+                risk=tool.risk if tool is not None else None,
+                reason=call.reason,
+                confirm=ending.confirm,
+                seconds=time.perf_counter() - call.started,
+                arguments=call.arguments,
+                error=ending.error,
+                known=schema is not None,
+                schema=schema,
+            )
         )
-        server.policy.write(record)
-        server.telemetry.record(record)
 
 
 class Resolve:
-    """The served tool of the call's name; a tool not served now is the ``preset`` refusal."""
+    """A name not served to this caller now (its ``tool`` is None) is the ``preset`` refusal.
 
-    def __init__(self, server: Served) -> None:
-        self.server = server
+    The name was resolved when the call was opened; a name the allow-lists
+    hide is left to ``Gates``, so a caller learns nothing of what it may not use.
+    """
+
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
-        server = self.server
-        call.tool = server.tool_for(call.name, call.principal)
-        if call.tool is None and server.policy.allows(call.name, call.token):
-            raise CallRefused("preset", server.unavailable_message(call.name))
+        serving = self.serving
+        if call.tool is None and serving.policy.allows(call.name, call.token):
+            raise CallRefused("preset", serving.unavailable(call.name))
         return await call_next(call)
 
 
 class Gates:
     """The server's allow-list and the token's profile; a name they hide is refused here."""
 
-    def __init__(self, server: Served) -> None:
-        self.policy = server.policy
+    def __init__(self, serving: Serving) -> None:
+        self.policy = serving.policy
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
         try:
@@ -218,9 +168,9 @@ class Budgets:
     it may run (``Confirm``), so a denied or expired call costs no budget.
     """
 
-    def __init__(self, server: Served) -> None:
-        self.policy = server.policy
-        self.confirmation = server.confirmation
+    def __init__(self, serving: Serving) -> None:
+        self.policy = serving.policy
+        self.confirmation = serving.confirmation
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
         assert call.tool is not None
@@ -242,7 +192,7 @@ class Arguments:
             try:
                 check(call.arguments)
             except ToolArgumentError as exc:
-                call.outcome, call.error = "bad-arguments", exc
+                call.ending.outcome, call.ending.error = "bad-arguments", exc
                 return error_result(str(exc))
         return await call_next(call)
 
@@ -252,39 +202,39 @@ class Confirm:
 
     The wait can be long: a preset may be turned off, the token revoked or a
     budget spent while the person reads the request, so an approval runs the
-    call only if the tool is still served to this caller, and the call is
+    call only if its tool is still served to this caller (the same tool: a
+    check, the call keeps the tool it was opened with), and the call is
     counted against its budgets only then.
     """
 
-    def __init__(self, server: Served) -> None:
-        self.server = server
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
-        server = self.server
+        serving = self.serving
         tool = call.tool
         assert tool is not None
-        confirmation = server.confirmation
+        confirmation = serving.confirmation
         if not confirmation.needed(tool):
             return await call_next(call)
         rounds = rounds_of(call)
         try:
             answer = await confirmation.ask(call.request, tool, call.arguments, rounds)
         except asyncio.CancelledError:
-            call.confirm = "withdrawn"  # ask() withdrew the request before this
+            call.ending.confirm = "withdrawn"  # ask() withdrew the request before this
             raise
         except InputRequired as asked:  # a 2026-07-28 client is asked in a round
             return asked.result()
-        call.confirm = answer.outcome
+        call.ending.confirm = answer.outcome
         if answer.refusal is not None:
             raise CallRefused("confirm", answer.refusal)
         approved = answer.request.id if answer.request is not None else "?"
-        served = server.tool_for(call.name, call.principal)
+        served = serving.tool_for(call.name, call.principal)
         if served is None or served.managed_source != tool.managed_source:
-            message = server.unavailable_message(call.name)
+            message = serving.unavailable(call.name)
             raise CallRefused("preset", _approved_but(approved, call.name, message))
-        call.tool = served
         try:
-            server.policy.admit(call.name, call.token)
+            serving.policy.admit(call.name, call.token)
         except GateError as exc:
             raise CallRefused(exc.layer, _approved_but(approved, call.name, str(exc))) from None
         result = await call_next(call)
@@ -308,12 +258,13 @@ class Run:
     right here on the loop: no thread, so the call crosses none.
     """
 
-    def __init__(self, server: Served) -> None:
-        self.server = server
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
 
     async def handle(self, call: PendingCall, call_next: Next) -> Result:
-        server = self.server
+        serving = self.serving
         tool = call.tool
+        ending = call.ending
         assert tool is not None
         awaited = tool.run_async is not None
         # Built only for a handler that can receive it: other calls pay nothing.
@@ -325,16 +276,16 @@ class Run:
         try:
             try:
                 if awaited:
-                    value = await server.calls.run_async(
+                    value = await serving.calls.run_async(
                         tool, call.arguments, context=context, checked=tool.check is not None
                     )
                 else:
                     # A sync handler that takes the context runs on a thread: its notices go
                     # out while it runs, and its questions never make it run twice.
-                    value = await server.calls.run(
+                    value = await serving.calls.run(
                         tool,
                         call.arguments,
-                        offload=context is not None or server.does_io(tool),
+                        offload=context is not None or serving.does_io(tool),
                         context=context,
                         checked=tool.check is not None,
                     )
@@ -347,54 +298,53 @@ class Run:
                     await context.flush()
             result = success_result(value)
             # A tool's own error result (an upstream's isError) is an error in the record too.
-            call.outcome = "error" if result["isError"] else "ok"
+            ending.outcome = "error" if result["isError"] else "ok"
         except InputRequired as asked:  # modern era: the client answers, then calls again
             return asked.result()
         except MissingCapability as missing:  # modern era: refused, as the protocol says
-            call.outcome, call.gate = "refused", "capability"
+            ending.outcome, ending.gate = "refused", "capability"
             raise MCPError(
                 code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                 message=str(missing),
                 data={"requiredCapabilities": missing.required},
             ) from None
         except ToolArgumentError as exc:
-            call.outcome, call.error = "bad-arguments", exc
+            ending.outcome, ending.error = "bad-arguments", exc
             result = error_result(str(exc))
         except PresetError as exc:
-            call.outcome, call.error = "error", exc
+            ending.outcome, ending.error = "error", exc
             result = error_result(str(exc))
         except (Exception, SystemExit) as exc:  # a plugin bug must not take the server down
             log.exception("tool %s failed", call.name)
-            call.outcome, call.error = "error", exc
+            ending.outcome, ending.error = "error", exc
             result = error_result(
                 f"{call.name} failed with an internal error (the server logged the details). "
                 "Do not retry it with the same arguments; tell the user it failed."
             )
-        if server.fanout.pending:
-            await server.fanout.settle()
+        fanout = serving.fanout
+        if fanout.pending:
+            await fanout.settle()
         return result
 
 
-def standard_stages(server: Served, extra: Sequence[Stage] = ()) -> list[Stage]:
+def standard_stages(serving: Serving, extra: Sequence[Stage] = ()) -> list[Stage]:
     """The built-in chain, with an embedder's ``extra`` stages after the budgets."""
     return [
-        Record(server),
-        Resolve(server),
-        Gates(server),
-        Budgets(server),
+        Record(serving),
+        Resolve(serving),
+        Gates(serving),
+        Budgets(serving),
         *extra,
         Arguments(),
-        Confirm(server),
-        Run(server),
+        Confirm(serving),
+        Run(serving),
     ]
 
 
 def rounds_of(call: PendingCall) -> Rounds:
-    """The call's rounds so far, read from its params once."""
+    """The call's rounds so far, read from its params when it was opened (``Serving.open``)."""
     rounds = call.rounds
-    if not isinstance(rounds, Rounds):
-        rounds = call.rounds = Rounds.of(call.params)
-    return rounds
+    return rounds if isinstance(rounds, Rounds) else Rounds.of(call.params)
 
 
 def arguments_of(params: Any) -> dict[str, Any]:

@@ -25,9 +25,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets._version import __version__
-from agent_presets.model import PromptFragment, Resolution, ToolDef
-from agent_presets.principal import LOCAL, acting_as
-from agent_presets.schema import quote
+from agent_presets.model import Resolution, ToolDef
+from agent_presets.principal import LOCAL
 from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
     ConfirmMode,
@@ -42,13 +41,12 @@ from agent_presets.server.delivery import (
     DeliveryMode,
     Listed,
     Listings,
-    agent_call,
     choose,
     make_notice,
     notice_text,
 )
 from agent_presets.server.mcp.auth import principal_of, token_of
-from agent_presets.server.mcp.calls import OFFLOAD_RISKS, ToolCalls
+from agent_presets.server.mcp.calls import ToolCalls
 from agent_presets.server.mcp.catalog import ServedMembers
 from agent_presets.server.mcp.confirm import DEFAULT_TIMEOUT, CallConfirmation
 from agent_presets.server.mcp.context import set_level_handler
@@ -56,14 +54,9 @@ from agent_presets.server.mcp.discovery import Discovery, client_of
 from agent_presets.server.mcp.fanout import ChangeFanout
 from agent_presets.server.mcp.invalid_params import name_invalid_params
 from agent_presets.server.mcp.listenlimit import ListenLimit
-from agent_presets.server.mcp.pipeline import (
-    PendingCall,
-    Pipeline,
-    Stage,
-    arguments_of,
-    standard_stages,
-)
+from agent_presets.server.mcp.pipeline import PendingCall, Stage, arguments_of, standard_stages
 from agent_presets.server.mcp.rounds import state_boundary
+from agent_presets.server.mcp.serving import Serving
 from agent_presets.server.mcp.tasks import Tasks
 from agent_presets.server.mcp.wire import (
     PROMPT_URI,
@@ -82,12 +75,10 @@ from agent_presets.server.start.lists import (
 )
 from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.server.telemetry import Telemetry
-from agent_presets.suggest import did_you_mean
 from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
     from agent_presets.boot import Presets
-    from agent_presets.server.events import Reason
     from agent_presets.server.mcp.upstream import UpstreamHub
     from agent_presets.server.store import Store
 
@@ -195,8 +186,19 @@ class PresetServer(Server[Any]):
         self.calls = ToolCalls(exclusive=exclusive_runtimes)
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._resolution: Resolution | None = presets.manager.resolve()
-        # Every tools/call passes this one chain (pipeline.py); `stages` are the host's own.
-        self.pipeline = Pipeline(standard_stages(self, stages))
+        # What a call uses of this server, and all of it: the pipeline, presets_call and
+        # tasks get this, never the server (serving.py); `stages` are the host's own.
+        self.serving = Serving(
+            presets,
+            self.principals,
+            policy=self.policy,
+            telemetry=self.telemetry,
+            confirmation=self.confirmation,
+            calls=self.calls,
+            fanout=self.fanout,
+            request_tool=self._request_tool.name,
+            chain=lambda serving: standard_stages(serving, stages),
+        )
         self._tools_key: int | None = None
         self._tools_cache: list[dict[str, Any]] = []
         self._principal_lists: dict[int, tuple[Any, int, list[dict[str, Any]], int]] = {}
@@ -214,7 +216,7 @@ class PresetServer(Server[Any]):
             # An upstream's calls touch its own process: the shell's never wait for them.
             self.calls.detached = frozenset(presets.upstreams.runtimes)
         # The tool budget, presets_search and presets_call (discovery.py).
-        self.discovery = Discovery(self, discovery, tool_budget)
+        self.discovery = Discovery(self.serving, discovery, tool_budget)
         self.fanout.stable_of = lambda ctx: self.delivery_for(ctx) == "stable"
         self.fanout.stable_principal = self._stable_listener
         # A stable caller's listing is fixed when it connects (its listen stream, or its
@@ -222,7 +224,7 @@ class PresetServer(Server[Any]):
         # tools/list is still news to it.
         self.fanout.tools_version = lambda principal: self.listings.listed(principal).version
         # Long calls as tasks, for clients of the tasks extension (tasks.py).
-        self.tasks = Tasks(self)
+        self.tasks = Tasks(self.serving)
         super().__init__(
             name,
             version=__version__,
@@ -247,13 +249,13 @@ class PresetServer(Server[Any]):
         add("tools/list", types.PaginatedRequestParams, self._list_tools)
         add("tools/call", types.CallToolRequestParams, self._call_tool)
         # prompts/*, resources/* (but subscriptions) and completion/complete: catalog.py.
-        self.members = ServedMembers(self)
+        self.members = ServedMembers(presets, self.calls, lambda: self.listing, self.status)
         self.members.register(add)
         add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         # Legacy-era clients set the floor for the call context's log messages.
         add("logging/setLevel", types.SetLevelRequestParams, set_level_handler())
-        self.tasks.register(add)
+        self.tasks.register(add, self.extensions)
         self.middleware.append(self.fanout.track)
         # A -32602 names the field that was wrong, not only "Invalid request parameters".
         self.middleware.append(name_invalid_params)
@@ -449,18 +451,6 @@ class PresetServer(Server[Any]):
         """The registry's tools, its preset tools replaced by ``defs``, in name order."""
         return self.listing.tools_with(defs)
 
-    def tool_for(self, name: str, principal: str) -> ToolDef | None:
-        """The tool ``name`` as ``principal`` is served it now, or None."""
-        defs = None if principal == LOCAL else self.principals.tool_defs(principal)
-        if defs is None:
-            return self.tool_registry.get(name)
-        for tool in defs:
-            if tool.name == name:
-                return tool
-        if name in self.presets.sync.managed():
-            return None  # a preset tool of the server's, not this principal's
-        return self.tool_registry.get(name)
-
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
@@ -527,21 +517,28 @@ class PresetServer(Server[Any]):
     ) -> dict[str, Any]:
         if self.upstreams is not None:
             await self.upstreams.ready()
-        call = PendingCall(params.name, arguments_of(params), token_of(ctx.request), ctx, params)
         stable = self.delivery_for(ctx) == "stable"
-        with agent_call(call.principal):
-            if params.name in self.discovery.names and (self.discovery.enabled or stable):
-                result = await self.discovery.call(call)
-            elif self.tasks.takes(call):  # it runs through run_call too, as a task
+        name, arguments, token = params.name, arguments_of(params), token_of(ctx.request)
+        discovery = self.discovery
+        if name in discovery.names and (discovery.enabled or stable):
+            # A discovery tool is the server's own; presets_call opens the call it names.
+            own = discovery.tools[name]
+            call = PendingCall(name, arguments, token, ctx, params, own, stable=stable)
+            result, call = await discovery.call(call)
+        else:
+            call = self.serving.open(name, arguments, token, ctx, params, stable=stable)
+            if self.tasks.takes(call):  # it runs through the pipeline too, as a task
                 return await self.tasks.call(call)
-            else:
-                result = await self.run_call(call)
+            result = await self.serving.run(call)
         if stable:
             self._tell(call, result)
         return result
 
     def _tell(self, call: PendingCall, result: dict[str, Any]) -> None:
-        """Append the notice of what changed to a stable caller's result (``delivery.py``)."""
+        """Append the notice of what changed to a stable caller's result (``delivery.py``).
+
+        ``call`` is the call that ran: through ``presets_call``, the named tool's.
+        """
         content = result.get("content")
         if not isinstance(content, list) or result.get("resultType") == "input_required":
             return
@@ -568,100 +565,23 @@ class PresetServer(Server[Any]):
         # Claude Code and Codex send the model a result's structured content instead of its
         # text when it has some: the notice goes there too, where the output schema lets it.
         structured = result.get("structuredContent")
-        if isinstance(structured, dict) and _open(self._output_schema(call)):
+        schema = call.tool.output_schema if call.tool is not None else None
+        if isinstance(structured, dict) and _open(schema):
             structured[NOTICE_KEY] = text
 
-    def _output_schema(self, call: PendingCall) -> Mapping[str, Any] | None:
-        """The output schema of the tool whose result ``call`` answers (through a
-        discovery tool: the tool it named)."""
-        name = call.name
-        if name in self.discovery.names:
-            named = call.arguments.get("name")
-            if not isinstance(named, str):
-                return None
-            name = named
-        tool = self.tool_for(name, call.principal)
-        return tool.output_schema if tool is not None else None
-
     async def run_call(self, call: PendingCall) -> dict[str, Any]:
-        """Run one call through the pipeline, in its span: what ``tools/call`` does.
+        """Open ``call`` and run it through the pipeline, in its span: what ``tools/call`` does.
 
         Public for a host that receives calls another way (and for tests):
-        a call without an MCP request (``call.request`` None) cannot ask the
-        client anything, so a confirmation waits for ``presets approve``.
+        ``PendingCall(name, arguments, token)`` is all it needs. A call without
+        an MCP request (``call.request`` None) cannot ask the client anything,
+        so a confirmation waits for ``presets approve``.
         """
-        # acting_as: the handler reads current_principal() wherever it runs.
-        with (
-            self.telemetry.tool_call(call.name, call.principal, call.token),
-            acting_as(call.principal),
-            agent_call(call.principal),
-        ):
-            return await self.pipeline(call)
-
-    def exposed_because(self, preset: str | None, principal: str = LOCAL) -> Reason | None:
-        """Why ``preset``'s tools are served now: ``context`` or ``override`` (None: no preset)."""
-        if preset is None:
-            return None
-        resolution = (
-            self._resolution if principal == LOCAL else self.principals.resolution(principal)
-        )
-        if resolution is None:
-            return None
-        for active in resolution.active_presets:
-            if active.name == preset:
-                return active.reason
-        return None
-
-    def does_io(self, tool: ToolDef) -> bool:
-        """Whether ``tool`` may block on files or processes, so it runs on the thread pool.
-
-        Its preset's risk says so, not the tool's effective risk: a read-only
-        tool of a file-reading preset changes nothing but still reads files.
-        """
-        preset = self.presets.registry.get(tool.preset) if tool.preset is not None else None
-        return preset is not None and preset.risk in OFFLOAD_RISKS
-
-    def provides(self, name: str) -> bool:
-        """Whether an installed plugin provides a tool of this MCP name or id.
-
-        Any other name the agent sent is its own text, which the event log
-        never keeps (``CallRecord.known``).
-        """
-        return self.presets.tool_adapters.find(name) is not None
-
-    def unavailable_message(self, name: str) -> str:
-        """What a model reads when it calls a tool that is not in the list now."""
-        from agent_presets.explain import explain_tool  # only on this rare path, not at start
-
-        explanation = explain_tool(self.presets.manager, name)
-        if not explanation.known:
-            known = sorted(
-                {self.presets.tool_adapters.mcp_name(a) for a in self.presets.tool_adapters.list()}
-                | set(self.tool_registry.names())
-            )
-            hint = did_you_mean(name, known, "list the tools to see what is available now.")
-            return f"Unknown tool {quote(name)}: no installed plugin provides it{hint}"
-        if explanation.active:
-            return f"Tool {name!r} is being updated; list the tools again and retry."
-        text = explanation.message()
-        first = explanation.presets[0].preset if explanation.presets else None
-        text = text[0].upper() + text[1:] + " Only the user can set an override"
-        # The agent's own way to ask for one: the request tool, which a person approves.
-        text += (
-            f"; ask for one with {self._request_tool.name} "
-            f'(preset "{first}", state "on", and your reason).'
-            if first is not None
-            else "."
-        )
-        if any(v.default_state == "auto" and v.override != "off" for v in explanation.presets):
-            text += " After a context change, list the tools again."
-        return text
+        serving = self.serving
+        opened = serving.open(call.name, call.arguments, call.token, call.request, call.params)
+        return await serving.run(opened)
 
     # -- prompt and resources ------------------------------------------------
-
-    def _fragments(self, token: str | None) -> list[PromptFragment]:
-        """The active presets' prompt fragments this session may read (``Listing.fragments``)."""
-        return self.listing.fragments(token)
 
     def resolution_for(self, token: str | None) -> Resolution:
         """What the principal of ``token`` (``local`` without one) is served now."""
@@ -670,10 +590,6 @@ class PresetServer(Server[Any]):
     def served_tools(self, token: str | None) -> list[ToolDef]:
         """The tools the principal of ``token`` is served now, the allow-lists not applied."""
         return self.listing.served_tools(token)
-
-    def _presets_seen(self, token: str | None) -> set[str]:
-        """The active presets behind the tools this session sees (``Listing.presets_seen``)."""
-        return self.listing.presets_seen(token)
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -692,14 +608,14 @@ class PresetServer(Server[Any]):
 
         It is the principal's own: its context, the overrides in force for it
         and what it is served. A session narrowed by ``--allow`` or by a token
-        sees the active presets behind its tools (``_presets_seen``) and the
+        sees the active presets behind its tools (``Listing.presets_seen``) and the
         overrides of presets that hold one of its tools (an ``off`` one too,
         which hides them); the policy part is ``ToolPolicy.status``, which
         shows a token only its own.
         """
         principal = LOCAL if token is None else token
         narrowed = self.policy.allow is not None or token is not None
-        seen = self._presets_seen(token) if narrowed else None
+        seen = self.listing.presets_seen(token) if narrowed else None
         overrides = self.principals.overrides(principal)
         if narrowed:
             overrides = {n: v for n, v in overrides.items() if self._holds_allowed(n, token)}

@@ -9,15 +9,17 @@ request's ``_meta``. The server decides (the client sends no hint): the
 ``tasks/get``, which carries the result once the call is over; ``tasks/cancel``
 stops it, and ``tasks/update`` answers what the call asked.
 
-The call itself is the ordinary one: the task runs ``PresetServer.run_call``,
-so gates, budgets, the confirmation and the event log apply to it as to any
-call. A round that asks the client something (a handler's ``elicit``, a
-``--confirm-via client`` confirmation) parks the task in ``input_required``
-with its ``inputRequests``; once ``tasks/update`` has answered every one, the
-call runs again with the answers, as a multi-round call would
-(``rounds.py``). A tool that *requires* a task asks its first round's
-questions before the task exists, as the rounds of the call itself
-(``ASK_FIRST``): the task begins with the answers in hand.
+The call itself is the ordinary one: the task runs it through the server's
+pipeline (``Serving.run``), so gates, budgets, the confirmation and the event
+log apply to it as to any call. A round that asks the client something (a
+handler's ``elicit``, a ``--confirm-via client`` confirmation) parks the task
+in ``input_required`` with its ``inputRequests``; once ``tasks/update`` has
+answered every one, the call runs again with the answers, as a multi-round
+call would (``rounds.py``): opened again after the wait, its tool resolved
+again, as the next request of a multi-round call is. A tool that *requires*
+a task asks its first round's questions before the task exists, as the
+rounds of the call itself (``ASK_FIRST``): the task begins with the answers
+in hand.
 
 What the SDK gives: the wire types (``mcp_types``), the extension's slot in
 the server's capabilities (``Server.extensions``) and the dispatch of methods
@@ -56,7 +58,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import mcp_types as types
@@ -70,17 +72,7 @@ from agent_presets.server.mcp.rounds import Rounds
 from agent_presets.server.stage import PendingCall
 
 if TYPE_CHECKING:
-    from agent_presets.model import ToolDef
-
-
-class TaskServer(Protocol):
-    """What tasks need of ``PresetServer`` (a Protocol: no import cycle)."""
-
-    extensions: dict[str, Any]
-
-    def tool_for(self, name: str, principal: str) -> ToolDef | None: ...
-
-    async def run_call(self, call: PendingCall) -> dict[str, Any]: ...
+    from agent_presets.server.mcp.serving import Serving
 
 
 log = logging.getLogger("agent_presets.server")
@@ -249,15 +241,19 @@ class _TaskSession:
 class Tasks:
     """The server's tasks, and its ``tasks/*`` handlers (see the module docstring)."""
 
-    def __init__(self, server: TaskServer) -> None:
-        self.server = server
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
         self._tasks: dict[str, Task] = {}
+        self.extensions: dict[str, Any] = {}
+        """The server's extensions (``register``), where this one is advertised."""
         self.replica: str | None = None
         """This server's replica name (``behind``): tasks are not served then."""
 
-    def register(self, add: Callable[..., None]) -> None:
+    def register(self, add: Callable[..., None], extensions: dict[str, Any]) -> None:
+        """Add the ``tasks/*`` handlers with ``add``, and the extension to ``extensions``."""
         # Advertised in server/discover (2026-07-28 only: the SDK adds extensions there).
-        self.server.extensions[TASKS] = {}
+        self.extensions = extensions
+        extensions[TASKS] = {}
         add("tasks/get", TaskParams, self._get)
         add("tasks/update", UpdateParams, self._update)
         add("tasks/cancel", TaskParams, self._cancel)
@@ -265,7 +261,7 @@ class Tasks:
     def behind(self, replica: str) -> None:
         """This server is replica ``replica`` behind a balancer: no tasks (module docstring)."""
         self.replica = replica
-        self.server.extensions.pop(TASKS, None)
+        self.extensions.pop(TASKS, None)
 
     def _not_here(self, what: str) -> MCPError:
         return MCPError(
@@ -290,32 +286,34 @@ class Tasks:
 
     def takes(self, call: PendingCall) -> bool:
         """Whether ``call`` is this module's: a tool that may run as a task, on a modern request."""
-        if not modern(call.request):  # asked first: the cheaper question, and most calls'
-            return False
-        tool = self.server.tool_for(call.name, call.principal)
-        return tool is not None and tool.task_support is not None
+        tool = call.tool
+        return tool is not None and tool.task_support is not None and modern(call.request)
 
     async def call(self, call: PendingCall) -> dict[str, Any]:
         """Answer a ``tools/call`` of a task-capable tool: a task, or the call's own result."""
-        tool = self.server.tool_for(call.name, call.principal)
+        tool = call.tool
         assert tool is not None and tool.task_support is not None
+        run = self.serving.run
         ctx = call.request
         if self.replica is not None:
             if tool.task_support == "required":
                 raise self._not_here(f"{call.name} runs only as a task")
-            return await self.server.run_call(call)
+            return await run(call)
         if not declared(ctx):
             if tool.task_support == "required":
                 raise _needs_tasks(
                     f"{call.name} runs only as a task: declare the {TASKS} extension "
                     "in the request's clientCapabilities to call it"
                 )
-            return await self.server.run_call(call)
+            return await run(call)
         owner = principal_of(ctx)
         if self._running(owner) >= MAX_RUNNING:
-            return await self.server.run_call(call)  # no task: the call answers when done
+            return await run(call)  # no task: the call answers when done
         task = self._new(owner, call.name)
-        call.request = dataclasses.replace(ctx, session=_TaskSession(ctx.session, task))
+        # Its notices reach the client through the task's session, which outlives the request.
+        call = dataclasses.replace(
+            call, request=dataclasses.replace(ctx, session=_TaskSession(ctx.session, task))
+        )
         task.job = asyncio.get_running_loop().create_task(self._drive(task, call))
         if tool.task_support == "required":
             with contextlib.suppress(TimeoutError):
@@ -333,7 +331,7 @@ class Tasks:
         """Run the call, round after round, until it ends; the task follows it."""
         try:
             while True:
-                result = await self.server.run_call(call)
+                result = await self.serving.run(call)
                 if result.get("resultType") != "input_required":
                     task.result = result
                     task.move("completed")
@@ -351,7 +349,7 @@ class Tasks:
                 await task.answered.wait()
                 task.answered = asyncio.Event()
                 task.move("working")
-                call = PendingCall(
+                call = self.serving.open(
                     call.name,
                     call.arguments,
                     call.token,

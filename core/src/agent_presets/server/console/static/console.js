@@ -158,8 +158,7 @@
           el("figcaption"), el("img", { alt: v.runtime }));
         box.append(figure);
       }
-      figure.querySelector("figcaption").textContent =
-        v.runtime + (v.world ? " · world " + v.world : "");
+      figure.querySelector("figcaption").textContent = v.runtime;
       const img = figure.querySelector("img");
       // As an image, never as markup: an SVG the agent shaped cannot run script here.
       const src = v.kind === "svg"

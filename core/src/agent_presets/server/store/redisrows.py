@@ -41,9 +41,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from agent_presets.host.nesting import NestedTransaction
 from agent_presets.model import PresetError, ToolCallError
 from agent_presets.rows import RowConflict
+from agent_presets.server.store.nesting import NestedTransaction
 
 if TYPE_CHECKING:
     import redis

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from agent_presets.atomicfile import private_directory, private_file
-from agent_presets.host.lock import refuse_symlink
-from agent_presets.host.nesting import NestedTransaction
+from agent_presets.server.store.lock import refuse_symlink
+from agent_presets.server.store.nesting import NestedTransaction
 
 DB_FILE: Final = "state.db"
 SCHEMA: Final = """
