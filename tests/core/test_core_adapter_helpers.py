@@ -470,7 +470,7 @@ def test_a_kit_adapter_takes_its_tool_id_from_the_action_s_name() -> None:
     assert written.id == "counter.add"
     registry = ToolAdapterRegistry(SimpleNamespace(counter=Counter()))
     registry.register(made[0])
-    with pytest.raises(ToolCallError, match=r"^space_counter_add_amount: amount is over 10"):
+    with pytest.raises(ToolCallError, match=r"^counter_add_amount: amount is over 10"):
         registry.resolve("counter.add-amount").run({"amount": 11})
 
 

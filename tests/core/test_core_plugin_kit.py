@@ -181,7 +181,7 @@ def test_plugin_hooks_give_each_world_its_table_runtime_loaded_when_first_used(
     state = tmp_path / "state"
     (state / "worlds" / "home").mkdir(parents=True)
     (state / "worlds" / "home" / "notes.json").write_text('{"notes": ["saved", "whole"]}')
-    host = presets_host(plugins=[notes_package], state_dir=state)
+    host = presets_host(plugins=[SpaceApp(), notes_package], state_dir=state)
     assert "kit_notes.notebook" not in sys.modules  # the host started without it
     host.set_context(surface="canvas", activity="notes")
     assert host.call_tool("space_notes_count") == 2  # migrated from the file saved whole
@@ -216,10 +216,10 @@ def test_the_smallest_plugin_is_one_module_and_its_presets_and_its_tool_runs(
         catalog = collect(plugins)
         assert plugins.problems == catalog.problems == []  # it loads and validates
         assert {a.id for a in catalog.adapters} == listed
-        host = presets_host(plugins=[module], context={"surface": "canvas", "activity": "jot"})
-        assert host.call_tool("space_jot_add_note", text=" buy milk ") == {"number": 1}
+        host = presets_host(plugins=[module], context={"view": "jot"})
+        assert host.call_tool("jot_add_note", text=" buy milk ") == {"number": 1}
         host.restart()
-        assert host.call_tool("space_jot_list_notes") == {"notes": ["buy milk"]}
+        assert host.call_tool("jot_list_notes") == {"notes": ["buy milk"]}
     finally:
         for name in [n for n in sys.modules if n.split(".")[0] == "agent_presets_jot"]:
             del sys.modules[name]
