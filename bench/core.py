@@ -27,7 +27,7 @@ from agent_presets import (
     ToolAdapterRegistry,
     ToolRegistry,
 )
-from agent_presets.loader import load_preset_text
+from agent_presets.lib.loader import load_preset_text
 
 SURFACES = ["scene", "canvas", "board", "doc", "map"]
 ACTIVITIES = [None, "drawing", "graph", "notes", "review", "units", "play"]

@@ -664,10 +664,10 @@ def _per_call(fn: Any, repeat: int = 2000) -> float:
 def _presets_server(event_log: bool = True) -> Any:
     """A server built as ``presets serve`` builds it (the Space host, installed plugins)."""
     from agent_presets.cli.options import installed_plugins
+    from agent_presets.lib.tools import ToolRegistry
     from agent_presets.server import ServeConfig
     from agent_presets.server.mcp.server import build_server
     from agent_presets.server.policy import ToolPolicy
-    from agent_presets.tools import ToolRegistry
     from agent_presets_general import SpaceHost
 
     state = Path(tempfile.mkdtemp(prefix="presets-bench-parts-"))

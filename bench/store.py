@@ -88,11 +88,11 @@ def stop(process: subprocess.Popen[Any]) -> None:
 def build(store_url: str | None, max_calls: int | None) -> Any:
     """A server built as ``presets serve`` builds one, on the given store."""
     from agent_presets.cli.options import installed_plugins
+    from agent_presets.lib.tools import ToolRegistry
     from agent_presets.server import ServeConfig
     from agent_presets.server.mcp.server import build_server
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.store import open_store
-    from agent_presets.tools import ToolRegistry
     from agent_presets_general import SpaceHost
 
     state = Path(tempfile.mkdtemp(prefix="presets-bench-store-"))

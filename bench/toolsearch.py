@@ -21,7 +21,7 @@ Figures:
   schema), median and p95 over every query, ``--rounds`` times (target
   median <= 5 ms);
 - tools/list: the tokens (o200k_base, each tool as the default client sends it to
-  its model: ``agent_presets.toolformats``) of the list with no budget and with
+  its model: ``agent_presets.lib.toolformats``) of the list with no budget and with
   ``--tool-budget`` (default 4,000), and how many tools each holds.
 """
 
@@ -387,7 +387,7 @@ def build(folder: Path, budget: int | None) -> Any:
 
 
 def measure(rounds: int, budget: int) -> dict[str, Any]:
-    from agent_presets.budget import Budget, get_tokenizer
+    from agent_presets.lib.budget import Budget, get_tokenizer
 
     folder = Path(tempfile.mkdtemp(prefix="presets-toolsearch-"))
     server = build(folder, budget)

@@ -61,7 +61,7 @@ def peak_mb() -> float:
 async def served(folder: Path, *args: str, **options: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
     from mcp import Client
 
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
     from agent_presets.server.mcp import build_server
     from agent_presets_general import SpaceHost
 

@@ -117,7 +117,7 @@ async def _served(folder: Path, stack: AsyncExitStack) -> Any:
     """A client, in memory, of the server of ``folder`` (its upstreams started by a list)."""
     from mcp import Client
 
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
     from agent_presets.server.mcp import build_server
     from agent_presets_general import SpaceHost
 

@@ -16,7 +16,7 @@ A chunk is its JSON, compact (``,`` and ``:`` separators), keys in the order
 the client sent them, with every ``cache_control`` marker taken out (a
 client moves those markers from request to request; a provider matches the
 prefix without them). Its tokens are counted with o200k_base
-(``agent_presets.budget.get_tokenizer``); a request's **input tokens** are
+(``agent_presets.lib.budget.get_tokenizer``); a request's **input tokens** are
 the sum over its chunks.
 
 **Tokens from cache** (the prefix rule): a request's cached part is the
@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_presets.budget import get_tokenizer
+from agent_presets.lib.budget import get_tokenizer
 
 SERVER_PREFIX = {"chat": "srv_", "anthropic": "mcp__presets__", "responses": "mcp__presets"}
 

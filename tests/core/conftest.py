@@ -20,8 +20,8 @@ from agent_presets import (
     ToolAdapterRegistry,
     ToolRegistry,
 )
-from agent_presets.model import Preset, ToolDef
-from agent_presets.tools import ToolRegistryChange
+from agent_presets.lib.model import Preset, ToolDef
+from agent_presets.lib.tools import ToolRegistryChange
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 

@@ -20,7 +20,7 @@ from agent_presets import (
     result_schema,
     runtime_handler,
 )
-from agent_presets.adapters import ToolCall, takes_call
+from agent_presets.lib.adapters import ToolCall, takes_call
 
 SPACE = "space_"
 """The namespace these tests serve in (a host's, here the Space app's)."""

@@ -440,7 +440,7 @@ def test_importing_the_adapters_module_does_not_import_jsonschema():
     # The package itself imports lazily, so this counts the package and the adapters module.
     code = (
         "import sys\n"
-        "import agent_presets.adapters\n"
+        "import agent_presets.lib.adapters\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'jsonschema'))\n"
     )
     lines = python_lines(code)
@@ -531,7 +531,7 @@ def test_the_quick_argument_check_passes_only_what_jsonschema_accepts(
 ) -> None:
     import jsonschema
 
-    from agent_presets.metaschema import schema_problem
+    from agent_presets.lib.metaschema import schema_problem
 
     schema = {"type": "object", "properties": {"a": properties}}
     if schema_problem(schema) is not None:

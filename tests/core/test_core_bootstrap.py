@@ -18,7 +18,7 @@ from agent_presets import (
     bootstrap,
     hookimpl,
 )
-from agent_presets.model import ToolDef
+from agent_presets.lib.model import ToolDef
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}

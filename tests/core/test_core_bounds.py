@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from lanes import examples
 from mcp_types import JSONRPCResponse
 
-from agent_presets.adapters import check_arguments
-from agent_presets.model import ToolArgumentError
+from agent_presets.lib.adapters import check_arguments
+from agent_presets.lib.model import ToolArgumentError
+from agent_presets.lib.suggest import did_you_mean
 from agent_presets.server.console.app import TAIL, Console
 from agent_presets.server.control import Controller
 from agent_presets.server.eventlog import EventLog, LogFollower, read_events
@@ -29,7 +30,6 @@ from agent_presets.server.mcp.envelope import INVALID_REQUEST, too_long
 from agent_presets.server.mcp.eventstore import MemoryEventStore
 from agent_presets.server.mcp.sessionlimit import SessionLimit
 from agent_presets.server.stats import stats_of_log
-from agent_presets.suggest import did_you_mean
 
 from .conftest import build_preset, build_stack
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_presets.budget import (
+from agent_presets.lib.budget import (
     DEFAULT_TOKENIZER,
     TOKENIZERS,
     Budget,
@@ -31,11 +31,11 @@ from agent_presets.budget import (
     get_tokenizer,
     preset_problems,
 )
-from agent_presets.catalog import collect
-from agent_presets.model import Preset, PresetValidationError, ToolDef
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.model import Preset, PresetValidationError, ToolDef
+from agent_presets.lib.plugins import load_plugins
+from agent_presets.lib.toolwire import LEGACY, MODERN, PROTOCOLS, listed, tool_entry
 from agent_presets.server.control import Controller
-from agent_presets.toolwire import LEGACY, MODERN, PROTOCOLS, listed, tool_entry
 from agent_presets_general import SpaceApp
 
 # ---------------------------------------------------------------- fixtures
@@ -52,7 +52,7 @@ def catalog() -> Any:
 
 @pytest.fixture(scope="module")
 def manager(catalog: Any) -> Any:
-    from agent_presets.budget import catalog_manager
+    from agent_presets.lib.budget import catalog_manager
 
     return catalog_manager(catalog)
 
@@ -60,7 +60,7 @@ def manager(catalog: Any) -> Any:
 @pytest.fixture(scope="module")
 def every_tool(catalog: Any, manager: Any) -> list[ToolDef]:
     """Every tool of every preset as that preset serves it, and the server's own tool."""
-    from agent_presets.budget import served_by
+    from agent_presets.lib.budget import served_by
 
     tools = [
         served_by(preset, manager.tool_adapters, tool_id)
@@ -100,7 +100,7 @@ def openai() -> Iterator[dict[str, Any]]:
 
 
 def served_entry(tool: ToolDef) -> dict[str, Any]:
-    from agent_presets.toolwire import annotations_for
+    from agent_presets.lib.toolwire import annotations_for
 
     return tool_entry(tool, annotations_for(tool))
 
@@ -375,7 +375,7 @@ def test_an_active_set_over_the_limit_names_its_context_and_its_largest_presets(
 
 
 def test_max_tokens_and_pin_read_back_from_a_preset_file(tmp_path: Path) -> None:
-    from agent_presets.loader import load_preset_file
+    from agent_presets.lib.loader import load_preset_file
 
     path = tmp_path / "p.yaml"
     path.write_text(

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_presets.cli import main
-from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT
+from agent_presets.lib.toolformats import CLIENTS, DEFAULT_CLIENT
 
 DRAWING = ("--surface", "canvas", "--activity", "drawing")
 

@@ -27,12 +27,12 @@ from agent_presets import (
     load_plugins,
     results,
 )
-from agent_presets.bundles import ContentError, FileMembers
-from agent_presets.catalog import check_preset_files, collect
-from agent_presets.loader import parse_presets
-from agent_presets.plugins import display_path
-from agent_presets.tools import ToolRegistry
-from agent_presets.uritemplate import UriTemplate
+from agent_presets.lib.bundles import ContentError, FileMembers
+from agent_presets.lib.catalog import check_preset_files, collect
+from agent_presets.lib.loader import parse_presets
+from agent_presets.lib.plugins import display_path
+from agent_presets.lib.tools import ToolRegistry
+from agent_presets.lib.uritemplate import UriTemplate
 
 HERE = Path(__file__).resolve()
 PROVIDER_LINE = next(
@@ -527,7 +527,9 @@ def test_a_tools_only_server_never_imports_the_members_code(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = result.stdout
     assert "agent_presets.server.mcp.catalog" in loaded
-    assert "agent_presets.bundles" not in loaded and "agent_presets.uritemplate" not in loaded
+    assert (
+        "agent_presets.lib.bundles" not in loaded and "agent_presets.lib.uritemplate" not in loaded
+    )
 
 
 def test_a_hostile_uri_cannot_make_matching_back_up_through_the_variables() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from agent_presets.boot import Presets
+from agent_presets.lib.boot import Presets
 from agent_presets.server.events import read_events
 from agent_presets.server.mcp.server import PresetServer
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy

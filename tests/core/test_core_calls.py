@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanes import examples
 
-from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
-from agent_presets.model import PresetValidationError, ToolDef
+from agent_presets.lib.adapters import ToolAdapter, ToolAdapterRegistry
+from agent_presets.lib.model import PresetValidationError, ToolDef
 from agent_presets.server.mcp.calls import SLOW_CALL, ToolCalls, call_scope
 
 WAIT = 10.0  # seconds; only ever reached when a test fails
@@ -332,7 +332,7 @@ def test_the_resolved_tool_carries_its_adapters_runtime() -> None:
 
 
 def test_an_adapter_runtime_must_name_an_attribute_and_match_its_handler() -> None:
-    from agent_presets.adapters import runtime_handler
+    from agent_presets.lib.adapters import runtime_handler
 
     handler = runtime_handler("drawing", "space_drawing_x", lambda d, a: None)
     adapter = ToolAdapter("drawing.x", "space_drawing_x", "X.", {"type": "object"}, handler)

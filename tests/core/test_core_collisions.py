@@ -18,8 +18,8 @@ from agent_presets import (
     hookimpl,
     load_plugins,
 )
-from agent_presets.catalog import can_be_active_together, collect, patterns_meet
-from agent_presets.model import Preset
+from agent_presets.lib.catalog import can_be_active_together, collect, patterns_meet
+from agent_presets.lib.model import Preset
 from agent_presets_general import SpaceHost
 
 HERE = Path(__file__).resolve()

@@ -15,8 +15,8 @@ import anyio
 import mcp_types as types
 import pytest
 
-from agent_presets.model import ToolDef
-from agent_presets.principal import acting_as
+from agent_presets.lib.model import ToolDef
+from agent_presets.lib.principal import acting_as
 from agent_presets.server.mcp.confirm import CallConfirmation
 from agent_presets.server.mcp.rounds import InputRequired, Rounds
 from agent_presets.server.requests import MAX_PER_PRINCIPAL, RequestStore

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from agent_presets import ContextField, PresetError, bootstrap, hookimpl
+from agent_presets.lib.vocabulary import ContextValueError
 from agent_presets.server.control import Controller, respond
 from agent_presets.server.events import ContextChange, Event, check_event
-from agent_presets.vocabulary import ContextValueError
 from agent_presets_general import SpaceHost
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_presets.model import ToolArgumentError, ToolCallError, UnknownPresetError
+from agent_presets.lib.model import ToolArgumentError, ToolCallError, UnknownPresetError
 from agent_presets.server.control import (
     ConfirmationRequired,
     ControlError,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from agent_presets.model import ActivePreset, Resolution, ToolDef
+from agent_presets.lib.model import ActivePreset, Resolution, ToolDef
 from agent_presets.server import ServeConfig
 from agent_presets.server.delivery import (
     STABLE_CLIENTS,

@@ -1,6 +1,6 @@
 """presets_search's index and the server's discovery rules, without a client.
 
-The index (``agent_presets.toolsearch``) is library code; the rules of who
+The index (``agent_presets.lib.toolsearch``) is library code; the rules of who
 gets the two tools, and how a budget cuts the list, are ``discovery.py``'s.
 """
 
@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanes import examples
 
+from agent_presets.lib.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
+from agent_presets.lib.toolsearch import ToolIndex, catalog_docs, query_words, words
 from agent_presets.server import ServeConfig
 from agent_presets.server.clients import KNOWN_CLIENTS, known_not_to_relist
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.discovery import ALWAYS_LOAD, Relisting
 from agent_presets.server.policy import Profile, ToolPolicy
-from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT, client_format
-from agent_presets.toolsearch import ToolIndex, catalog_docs, query_words, words
 from agent_presets_general import SpaceHost
 
 
@@ -158,7 +158,7 @@ def test_a_token_profile_hides_tools_from_the_search(server: Any) -> None:
 def test_the_list_never_passes_the_budget_beyond_the_servers_own_tools(
     server: Any, budget: int, client: str
 ) -> None:
-    from agent_presets.budget import Budget, get_tokenizer
+    from agent_presets.lib.budget import Budget, get_tokenizer
 
     discovery = server.discovery
     discovery.tool_budget = budget
@@ -197,7 +197,7 @@ def test_a_client_is_counted_in_its_own_format_an_unknown_one_in_the_default(
 
 
 def test_a_bad_tool_budget_or_discovery_is_refused_by_the_config() -> None:
-    from agent_presets.model import PresetError
+    from agent_presets.lib.model import PresetError
 
     with pytest.raises(PresetError, match="at least 1 token"):
         ServeConfig(tool_budget=0)
@@ -227,7 +227,7 @@ def test_a_budget_server_is_built_without_waiting_for_the_tokenizer(
     import threading
     import time
 
-    import agent_presets.budget as budget
+    import agent_presets.lib.budget as budget
 
     loaded = threading.Event()
     release = threading.Event()

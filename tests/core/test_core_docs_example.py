@@ -53,7 +53,7 @@ def test_the_documented_plugin_loads_validates_and_runs(
     assert callable(test)
     test(tmp_path)
 
-    from agent_presets.loader import load_preset_file
+    from agent_presets.lib.loader import load_preset_file
 
     [preset] = load_preset_file(package / "presets.yaml")
     assert preset.tool_ids == ("notes.append",)

@@ -171,7 +171,7 @@ ONLY_THE_APP = {"PRESETS_LOAD_PLUGINS": "taskapp,todo"}
 
 def test_the_documented_app_plugin_makes_the_served_host_the_app(tmp_path: Path) -> None:
     from agent_presets.host import ServedHost
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
 
     plugins = load_plugins(env=ONLY_THE_APP, plugins_dir=app_folder(tmp_path))
     assert plugins.problems == []

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanes import examples
 
-from agent_presets.model import ToolArgumentError, ToolCallError
+from agent_presets.lib.model import ToolArgumentError, ToolCallError
 from agent_presets.server.eventlog import GENESIS
 from agent_presets.server.events import (
     KINDS,

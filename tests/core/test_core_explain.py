@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent_presets.explain import explain_tool
+from agent_presets.lib.explain import explain_tool
 
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}
 GRAPH: dict[str, Any] = {"surface": "canvas", "activity": "graph", "canvas_visible": True}

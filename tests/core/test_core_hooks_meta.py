@@ -10,7 +10,7 @@ import pytest
 
 import agent_presets
 from agent_presets import hookspecs
-from agent_presets.plugins import HOOK_NAMES, get_plugin_manager
+from agent_presets.lib.plugins import HOOK_NAMES, get_plugin_manager
 
 TESTS = Path(__file__).resolve().parent
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"

@@ -26,8 +26,8 @@ from agent_presets.host import (
     check_root,
 )
 from agent_presets.host.store import read_json, write_atomic, write_json_atomic
-from agent_presets.model import PresetError
-from agent_presets.tools import ToolRegistryChange
+from agent_presets.lib.model import PresetError
+from agent_presets.lib.tools import ToolRegistryChange
 from agent_presets_general import SpaceHost
 
 PRESETS_YAML = """\

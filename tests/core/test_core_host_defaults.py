@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_presets import bootstrap, hookimpl
-from agent_presets.boot import HostDefaults
+from agent_presets.lib.boot import HostDefaults
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, PresetServer
 from agent_presets_general import SPACE_DEFAULTS, SpaceHost
 

@@ -79,7 +79,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
 def test_serve_starts_without_jsonschema_or_the_other_commands(served: set[str]) -> None:
     names = served
     assert "mcp" in names  # it did start the server
-    assert "agent_presets.boot" in names
+    assert "agent_presets.lib.boot" in names
     assert not {n for n in names if n.split(".")[0] == "jsonschema"}
     assert "agent_presets.cli.inspect" not in names
     assert "agent_presets.cli.validate" not in names

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_presets import DuplicatePresetError, PresetValidationError, load_preset_file
-from agent_presets.loader import load_preset_text, parse_presets
+from agent_presets.lib.loader import load_preset_text, parse_presets
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from lanes import examples
 
 from agent_presets import Preset, PresetValidationError
-from agent_presets.catalog import check_preset_files
-from agent_presets.loader import MAX_FILE_SIZE, parse_presets
+from agent_presets.lib.catalog import check_preset_files
+from agent_presets.lib.loader import MAX_FILE_SIZE, parse_presets
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SEED_FILES: Final = sorted(ROOT.glob("plugins/*/src/*/presets.yaml"))

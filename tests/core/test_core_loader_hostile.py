@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from agent_presets import PresetValidationError, ToolAdapter, bootstrap, hookimpl, load_preset_file
-from agent_presets.catalog import check_preset_files
 from agent_presets.cli import main
-from agent_presets.loader import (
+from agent_presets.lib.catalog import check_preset_files
+from agent_presets.lib.loader import (
     MAX_FILE_SIZE,
     MAX_PROBLEMS,
     MAX_VALUES,
@@ -182,7 +182,7 @@ def test_the_characters_refused_are_exactly_those_pyyaml_refuses() -> None:
     """The loader spells the set as what is refused (it compiles faster): the same set."""
     import yaml.reader
 
-    from agent_presets.loader import _NON_PRINTABLE
+    from agent_presets.lib.loader import _NON_PRINTABLE
 
     theirs = yaml.reader.Reader.NON_PRINTABLE
     points = [*range(0x10000), 0x10000, 0x10001, 0x1F600, 0x10FFFE, 0x10FFFF]
@@ -599,8 +599,8 @@ def test_presets_validate_reports_each_hostile_file_and_checks_the_rest(in_tmp: 
 
 def test_tens_of_thousands_of_tool_ids_are_checked_for_duplicates_in_one_pass() -> None:
     # Comparing every pair of 100,000 ids took hours; the check is linear now.
-    from agent_presets.schema import schema
-    from agent_presets.schemacheck import compile_check
+    from agent_presets.lib.schema import schema
+    from agent_presets.lib.schemacheck import compile_check
 
     root = schema()
     check = compile_check(root, root)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_strategies import nested
 
-from agent_presets.metaschema import build_flat_metaschema, flat_metaschema, schema_problem
-from agent_presets.schemacheck import compile_check
+from agent_presets.lib.metaschema import build_flat_metaschema, flat_metaschema, schema_problem
+from agent_presets.lib.schemacheck import compile_check
 
 KEYWORDS = [
     "type",

@@ -18,8 +18,8 @@ from agent_presets import (
     hookimpl,
     load_plugins,
 )
-from agent_presets.catalog import collect
-from agent_presets.prompts import fill_placeholders, placeholders
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.prompts import fill_placeholders, placeholders
 from agent_presets_general import SpaceHost
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import agent_presets_drawing
-from agent_presets import parsecache, yamlfile
-from agent_presets.bundles import FileMembers
-from agent_presets.loader import parse_presets
-from agent_presets.parsecache import ParseCache
+from agent_presets.lib import parsecache, yamlfile
+from agent_presets.lib.bundles import FileMembers
+from agent_presets.lib.loader import parse_presets
+from agent_presets.lib.parsecache import ParseCache
 
 DRAWING = Path(agent_presets_drawing.__file__).with_name("presets.yaml").read_text("utf-8")
 GOOD = (
@@ -246,7 +246,7 @@ def test_an_entry_moved_to_another_files_name_or_signed_with_another_key_is_not_
 
 
 def test_a_host_signs_its_cache_with_the_state_directorys_key(tmp_path: Path) -> None:
-    from agent_presets.statekey import KEY_FILE
+    from agent_presets.lib.statekey import KEY_FILE
     from agent_presets_general import SpaceHost
 
     with SpaceHost(tmp_path / "state") as host:

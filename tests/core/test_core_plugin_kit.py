@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 import agent_presets
-from agent_presets.atomicfile import write_atomic
-from agent_presets.catalog import collect
 from agent_presets.cli.newplugin import write_plugin
-from agent_presets.loader import load_preset_file
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.atomicfile import write_atomic
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.loader import load_preset_file
+from agent_presets.lib.plugins import load_plugins
 from agent_presets.server.store.statedb import StateStore
 from agent_presets.testing import PresetsHost, PresetTable, read_only_tools
 from agent_presets_general import SpaceApp

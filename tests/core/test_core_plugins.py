@@ -30,8 +30,8 @@ from agent_presets import (
     hookimpl,
     load_plugins,
 )
-from agent_presets.catalog import collect
-from agent_presets.plugins import PluginLoadError
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.plugins import PluginLoadError
 
 BUILTINS = ("drawing", "graph", "scene", "general", "units")
 
@@ -551,7 +551,7 @@ def test_a_plugin_of_the_working_folder_that_fails_to_load_is_told_to_fix_its_co
 
 
 def test_an_installed_copy_is_shown_at_the_checkout_it_came_from(monkeypatch, tmp_path):
-    from agent_presets.plugins import display_path
+    from agent_presets.lib.plugins import display_path
 
     installed = tmp_path / "venv/lib/python3.11/site-packages/my_plugin/adapters.py"
     source = tmp_path / "checkout/src/my_plugin/adapters.py"

@@ -18,8 +18,8 @@ import pytest
 from greet_plugin import GREET_MODULE, GREET_PRESETS
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl, load_plugins
-from agent_presets.catalog import collect
-from agent_presets.plugins import (
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.plugins import (
     PluginLoadError,
     PluginProblem,
     PresetFolder,

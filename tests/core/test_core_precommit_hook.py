@@ -10,7 +10,7 @@ import click
 import yaml
 
 from agent_presets.cli import main
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.plugins import load_plugins
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lanes import examples
 
-from agent_presets.model import PresetError
-from agent_presets.principal import LOCAL, acting_as, current_principal
+from agent_presets.lib.model import PresetError
+from agent_presets.lib.principal import LOCAL, acting_as, current_principal
 from agent_presets.server.control import Controller
 from agent_presets.server.principals import Audience, Principals
 from agent_presets.server.store.embedded import EmbeddedStore

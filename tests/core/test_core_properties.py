@@ -17,7 +17,7 @@ from agent_presets import (
     ToolAdapterRegistry,
     ToolRegistry,
 )
-from agent_presets.model import ToolDef
+from agent_presets.lib.model import ToolDef
 
 PROPERTY_SETTINGS = settings(max_examples=examples(100), deadline=None)
 

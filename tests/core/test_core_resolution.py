@@ -15,8 +15,8 @@ from agent_presets import (
     Resolution,
     UnknownPresetError,
 )
-from agent_presets.matching import validate_context
-from agent_presets.vocabulary import Vocabulary
+from agent_presets.lib.matching import validate_context
+from agent_presets.lib.vocabulary import Vocabulary
 from agent_presets_general import SPACE_FIELDS
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from agent_presets import PresetError, ToolRegistry, bootstrap, hookimpl
-from agent_presets.explain import explain_tool
-from agent_presets.listeners import call_listeners
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.explain import explain_tool
+from agent_presets.lib.listeners import call_listeners
+from agent_presets.lib.plugins import load_plugins
 from agent_presets_general import SpaceHost
 
 from .conftest import SCENE, build_adapter, build_preset
@@ -20,12 +20,12 @@ from .conftest import SCENE, build_adapter, build_preset
 def test_the_package_bootstrap_is_the_function_even_after_the_module_is_imported() -> None:
     import importlib
 
-    importlib.import_module("agent_presets.boot")
+    importlib.import_module("agent_presets.lib.boot")
     import agent_presets
     from agent_presets import bootstrap
 
     assert callable(agent_presets.bootstrap) and bootstrap is agent_presets.bootstrap
-    assert bootstrap.__name__ == "bootstrap" and bootstrap.__module__ == "agent_presets.boot"
+    assert bootstrap.__name__ == "bootstrap" and bootstrap.__module__ == "agent_presets.lib.boot"
 
 
 def test_a_failing_listener_does_not_silence_the_others() -> None:

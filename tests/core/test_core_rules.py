@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from lanes import examples
 
 from agent_presets import DEFAULT_NAMESPACE, Preset, PresetValidationError, ToolRegistry
-from agent_presets.catalog import check_preset_files, collect
-from agent_presets.loader import load_preset_text
-from agent_presets.model import DuplicatePresetError
+from agent_presets.lib.catalog import check_preset_files, collect
+from agent_presets.lib.loader import load_preset_text
+from agent_presets.lib.model import DuplicatePresetError
 
 REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "preset.schema.json"
 
@@ -238,7 +238,7 @@ def test_the_loader_the_catalog_and_the_registry_word_a_duplicate_alike(
 
 
 def test_the_default_namespace_is_the_tool_registry_and_catalog_default() -> None:
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
 
     assert DEFAULT_NAMESPACE == ""  # a host that supplies none: the plugins' names as given
     assert ToolRegistry().namespace_prefix == DEFAULT_NAMESPACE
@@ -273,16 +273,17 @@ def test_importing_the_package_imports_neither_jsonschema_nor_mcp() -> None:
 def test_the_rule_modules_import_jsonschema_only_when_a_mapping_is_validated(
     module: str,
 ) -> None:
-    assert "jsonschema" not in _modules_after(f"import agent_presets.{module}")
+    assert "jsonschema" not in _modules_after(f"import agent_presets.lib.{module}")
 
 
 def test_a_valid_preset_is_built_without_jsonschema_and_a_broken_one_is_described_by_it() -> None:
     build = "Preset(name='p', default_state='off', risk='normal', contexts=(), tool_ids=('a.b',))"
-    code = f"from agent_presets.model import Preset\n{build}"
+    code = f"from agent_presets.lib.model import Preset\n{build}"
     assert "jsonschema" not in _modules_after(code)
     broken = build.replace("'a.b'", "'ab'")
     code = (
-        f"from agent_presets.model import Preset\ntry:\n    {broken}\nexcept ValueError:\n    pass"
+        f"from agent_presets.lib.model import Preset\ntry:\n    {broken}\nexcept ValueError:\n"
+        "    pass"
     )
     assert "jsonschema" in _modules_after(code)
 
@@ -306,7 +307,7 @@ JSON_LIKE = st.recursive(
     st.one_of(JSON_LIKE, near_valid_presets(), near_valid_presets().map(lambda p: {"presets": [p]}))
 )
 def test_the_fast_check_accepts_only_what_jsonschema_accepts(value: Any) -> None:
-    from agent_presets.schemacheck import compile_check
+    from agent_presets.lib.schemacheck import compile_check
 
     published = json.loads(REPO_SCHEMA.read_text(encoding="utf-8"))
     file_validator = jsonschema.Draft202012Validator(published)
@@ -318,7 +319,7 @@ def test_the_fast_check_accepts_only_what_jsonschema_accepts(value: Any) -> None
 
 
 def test_the_fast_check_leaves_a_keyword_it_does_not_know_to_jsonschema() -> None:
-    from agent_presets.schemacheck import compile_check
+    from agent_presets.lib.schemacheck import compile_check
 
     schema_ = {"type": "integer", "multipleOf": 2}
     assert compile_check(schema_, schema_)(4) is False  # not certain, though valid
@@ -326,7 +327,7 @@ def test_the_fast_check_leaves_a_keyword_it_does_not_know_to_jsonschema() -> Non
 
 
 def test_one_listener_list_serves_every_notifier() -> None:
-    from agent_presets.listeners import Listeners
+    from agent_presets.lib.listeners import Listeners
 
     heard: list[tuple[Any, ...]] = []
 
@@ -345,7 +346,7 @@ def test_one_listener_list_serves_every_notifier() -> None:
 
 def test_a_sync_report_is_the_tool_registry_change_type() -> None:
     from agent_presets import SyncReport
-    from agent_presets.tools import ToolRegistryChange
+    from agent_presets.lib.tools import ToolRegistryChange
 
     report = SyncReport(("a",), (), ("b",))
     assert isinstance(report, ToolRegistryChange)
@@ -356,7 +357,7 @@ def test_a_sync_report_is_the_tool_registry_change_type() -> None:
 
 
 def test_did_you_mean_names_the_closest_name_or_says_where_to_look() -> None:
-    from agent_presets.suggest import did_you_mean
+    from agent_presets.lib.suggest import did_you_mean
 
     assert did_you_mean("grpah", ["graph", "scene"], "see the list") == "; did you mean 'graph'?"
     assert did_you_mean("zzz", ["graph"], "see the list") == "; see the list"
@@ -373,7 +374,7 @@ def test_the_registry_s_unknown_name_message_is_public(make_preset: Any) -> None
 
 
 def test_a_plugin_problem_is_a_preset_validation_error() -> None:
-    from agent_presets.plugins import PluginProblem, load_plugins
+    from agent_presets.lib.plugins import PluginProblem, load_plugins
 
     class Typo:
         from agent_presets import hookimpl
@@ -500,7 +501,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_core_has_no_import_cycles() -> None:
     paths = {_module_name(p): p for p in CORE.rglob("*.py")}
     graph = {name: _imports(path, name, set(paths)) for name, path in paths.items()}
-    assert graph["agent_presets.loader"] >= {"agent_presets.model", "agent_presets.schema"}
+    assert graph["agent_presets.lib.loader"] >= {
+        "agent_presets.lib.model",
+        "agent_presets.lib.schema",
+    }
     assert _cycles(graph) == []
 
 
@@ -512,7 +516,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_model_s_values_are_the_schema_s_and_its_types_spell_them() -> None:
     from typing import get_args
 
-    from agent_presets import model
+    from agent_presets.lib import model
 
     published = json.loads(REPO_SCHEMA.read_text(encoding="utf-8"))["$defs"]
     fields_ = published["preset"]["properties"]

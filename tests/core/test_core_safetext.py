@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_presets.safetext import shown, shown_arguments, shown_value
+from agent_presets.lib.safetext import shown, shown_arguments, shown_value
 from agent_presets.server.requests import RequestStore, call_digest, shown_request
 
 # The reason of the "terminal injection" finding, as an agent sent it.

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent_presets.loader import schema
+from agent_presets.lib.loader import schema
 
 REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "preset.schema.json"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server import ServeConfig, build_server
 from agent_presets.server.config import config_from
 from agent_presets.server.policy import ToolPolicy

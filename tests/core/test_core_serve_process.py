@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.plugins import load_plugins
 from agent_presets.server.process import (
     ServeSettings,
     SettingError,

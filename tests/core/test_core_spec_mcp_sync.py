@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agent_presets import OwnershipError, PresetMcpSync, SyncReport
-from agent_presets.tools import ToolRegistryChange
+from agent_presets.lib.tools import ToolRegistryChange
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}

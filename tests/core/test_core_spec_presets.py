@@ -14,8 +14,8 @@ from agent_presets import (
     PromptFragment,
     UnknownPresetError,
 )
-from agent_presets.loader import load_preset_text
-from agent_presets.matching import matches
+from agent_presets.lib.loader import load_preset_text
+from agent_presets.lib.matching import matches
 
 SCENE: dict[str, Any] = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING: dict[str, Any] = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}

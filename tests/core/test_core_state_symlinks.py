@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server.store.lock import StateLock
 from agent_presets.server.store.statedb import StateStore
 

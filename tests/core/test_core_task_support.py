@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agent_presets import ToolAdapter, object_schema
-from agent_presets.model import PresetValidationError
+from agent_presets.lib.model import PresetValidationError
 
 
 def adapter(**more: Any) -> ToolAdapter:

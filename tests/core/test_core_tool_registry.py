@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_presets import OwnershipError, PresetValidationError, ToolRegistry
-from agent_presets.tools import ToolRegistryChange
+from agent_presets.lib.tools import ToolRegistryChange
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_presets import bootstrap
-from agent_presets.model import ToolDef
+from agent_presets.lib.model import ToolDef
 
 SCENE = {"surface": "scene", "activity": None, "canvas_visible": False}
 DRAWING = {"surface": "canvas", "activity": "drawing", "canvas_visible": True}

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_presets.budget import Budget, get_tokenizer
-from agent_presets.toolformats import (
+from agent_presets.lib.budget import Budget, get_tokenizer
+from agent_presets.lib.toolformats import (
     CLAUDE_ALLOF_NOTE,
     CLIENTS,
     UnknownClientError,
@@ -140,7 +140,7 @@ def test_a_model_definition_is_name_description_and_input_schema_only(
 
 @given(entries)
 def test_the_wire_format_is_the_entry_as_sent(entry: dict[str, Any]) -> None:
-    from agent_presets.toolwire import entry_text
+    from agent_presets.lib.toolwire import entry_text
 
     assert Budget(get_tokenizer(), client="wire").text(entry) == entry_text(entry)
     assert set(CLIENTS) == {*RECORDED, "wire"}

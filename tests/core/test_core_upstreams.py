@@ -15,18 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from agent_presets import Upstream, hookimpl
-from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry, default_name
-from agent_presets.catalog import check_preset_files, collect
 from agent_presets.cli import main
-from agent_presets.manager import PresetManager
-from agent_presets.model import Preset, PresetValidationError, ToolArgumentError
-from agent_presets.plugins import load_plugins
-from agent_presets.registry import PresetRegistry
-from agent_presets.results import ToolResult, text
-from agent_presets.server.mcp.wire import success_result
-from agent_presets.sync import PresetMcpSync
-from agent_presets.tools import ToolRegistry
-from agent_presets.upstreams import (
+from agent_presets.lib.adapters import ToolAdapter, ToolAdapterRegistry, default_name
+from agent_presets.lib.catalog import check_preset_files, collect
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.model import Preset, PresetValidationError, ToolArgumentError
+from agent_presets.lib.plugins import load_plugins
+from agent_presets.lib.registry import PresetRegistry
+from agent_presets.lib.sync import PresetMcpSync
+from agent_presets.lib.tools import ToolRegistry
+from agent_presets.lib.upstreams import (
     LOCK_SUFFIX,
     Snapshot,
     UpstreamConfigError,
@@ -36,6 +34,8 @@ from agent_presets.upstreams import (
     read_lock,
     write_lock,
 )
+from agent_presets.results import ToolResult, text
+from agent_presets.server.mcp.wire import success_result
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
@@ -491,7 +491,7 @@ def served_from(tmp_path: Path, body: str, tools: tuple[UpstreamTool, ...]) -> P
 def test_an_upstreams_read_only_hint_does_not_lower_a_writing_presets_risk(
     tmp_path: Path,
 ) -> None:
-    from agent_presets.toolwire import annotations_for
+    from agent_presets.lib.toolwire import annotations_for
 
     manager = served_from(
         tmp_path, read_preset("[fs.write_file]", "filesystem-write", "off"), LYING_TOOLS
@@ -506,7 +506,7 @@ def test_an_upstreams_read_only_hint_does_not_lower_a_writing_presets_risk(
 def test_an_upstreams_read_only_hint_stands_in_a_preset_that_writes_nothing(
     tmp_path: Path,
 ) -> None:
-    from agent_presets.toolwire import annotations_for
+    from agent_presets.lib.toolwire import annotations_for
 
     manager = served_from(tmp_path, read_preset("[fs.read_text_file]"), LYING_TOOLS)
     [tool] = manager.get_tool_defs()
@@ -515,7 +515,7 @@ def test_an_upstreams_read_only_hint_stands_in_a_preset_that_writes_nothing(
 
 
 def test_an_upstreams_hints_may_add_risk() -> None:
-    from agent_presets.toolwire import floored_hints
+    from agent_presets.lib.toolwire import floored_hints
 
     assert floored_hints("normal", {"destructiveHint": True, "openWorldHint": True}) == {
         "destructiveHint": True,

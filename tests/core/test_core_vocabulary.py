@@ -18,8 +18,8 @@ from agent_presets import (
     hookimpl,
     load_plugins,
 )
-from agent_presets.catalog import collect
-from agent_presets.vocabulary import Vocabulary, is_addition, parse_declaration
+from agent_presets.lib.catalog import collect
+from agent_presets.lib.vocabulary import Vocabulary, is_addition, parse_declaration
 from agent_presets_general import SpaceApp, SpaceHost
 
 

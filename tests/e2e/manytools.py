@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_presets import ToolAdapter, bootstrap, hookimpl
-from agent_presets.boot import Presets
-from agent_presets.tools import ToolRegistry
+from agent_presets.lib.boot import Presets
+from agent_presets.lib.tools import ToolRegistry
 
 SCHEMA = {"type": "object", "properties": {"value": {"type": "integer"}}}
 

@@ -437,7 +437,7 @@ def test_opencode_rules_follow_the_server_key_and_refuse_one_opencode_would_rewr
 
 
 def test_a_read_only_tool_of_a_risky_preset_has_no_effective_risk() -> None:
-    from agent_presets.model import effective_risk
+    from agent_presets.lib.model import effective_risk
 
     assert effective_risk("shell", {"readOnlyHint": True}) is None
     assert effective_risk("shell", {"readOnlyHint": False}) == "shell"

@@ -23,9 +23,9 @@ from greet_plugin import GREET_MODULE, GREET_PRESETS
 from mcp import Client
 
 from agent_presets import ToolAdapter, load_plugins
-from agent_presets.catalog import check_preset_files
 from agent_presets.cli import main
-from agent_presets.plugins import BUILTIN_DISTRIBUTIONS
+from agent_presets.lib.catalog import check_preset_files
+from agent_presets.lib.plugins import BUILTIN_DISTRIBUTIONS
 
 from .conftest import serve_command, server_env
 

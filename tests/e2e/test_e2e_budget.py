@@ -114,10 +114,10 @@ def budget_texts(
     protocol: str, surface: str | None, activity: str | None, plugins_dir: Path | None = None
 ) -> list[str]:
     """The budget's serialization of the tools serve lists for that context, in its order."""
-    from agent_presets.boot import bootstrap
     from agent_presets.cli.budget import active_tools, make_budget
     from agent_presets.cli.contextflags import context_from_flags
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.boot import bootstrap
+    from agent_presets.lib.plugins import load_plugins
 
     plugin_set = load_plugins(plugins_dir=plugins_dir)  # the general plugin: the Space app
     flags = {"surface": surface, "activity": activity}

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
 from agent_presets import ContentProvider, ToolAdapter, bootstrap, hookimpl, results
-from agent_presets.boot import HostDefaults, Presets
+from agent_presets.lib.boot import HostDefaults, Presets
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import PROMPT_NAME, PROMPT_URI, STATUS_URI, PresetServer, build_server
 from agent_presets.server.policy import Profile, ToolPolicy

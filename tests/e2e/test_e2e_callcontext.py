@@ -14,10 +14,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from agent_presets import ToolAdapter, ToolCall, ToolResult, bootstrap, hookimpl, results
-from agent_presets.boot import Presets
+from agent_presets.lib.boot import Presets
+from agent_presets.lib.tools import ToolRegistry
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.server import PresetServer
-from agent_presets.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

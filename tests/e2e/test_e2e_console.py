@@ -440,7 +440,7 @@ async def test_console_shows_an_agents_words_as_text_and_each_call_in_full(
 ) -> None:
     from playwright.async_api import expect
 
-    from agent_presets.safetext import shown
+    from agent_presets.lib.safetext import shown
 
     attack = (
         "x\x1b[999D\x1b[2K r1 override general-theme-tools on \x1b]0;owned\x07 "

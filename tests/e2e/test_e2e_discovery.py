@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp_types import Implementation
 
-from agent_presets.budget import Budget, get_tokenizer
+from agent_presets.lib.budget import Budget, get_tokenizer
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.mcp.discovery import ALWAYS_LOAD, specificity
@@ -69,7 +69,7 @@ def serve(tmp_path: Path) -> Callable[..., Any]:
         plugins_dir: Path | None = None,
         **config: Any,
     ) -> AsyncIterator[Session]:
-        from agent_presets.plugins import load_plugins
+        from agent_presets.lib.plugins import load_plugins
 
         host = SpaceHost(tmp_path / "state")
         presets = host.start(load_plugins(plugins_dir=plugins_dir) if plugins_dir else None)
@@ -218,7 +218,7 @@ async def test_discovery_search_serves_both_to_every_client_marked_always_load(
 
 
 def test_a_tool_budget_with_discovery_list_is_refused() -> None:
-    from agent_presets.model import PresetError
+    from agent_presets.lib.model import PresetError
 
     with pytest.raises(PresetError, match="discovery 'auto' or 'search'"):
         ServeConfig(tool_budget=1000, discovery="list")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from agent_presets import ContextField, hookimpl
 from agent_presets.cli import main
 from agent_presets.embed import bootstrap, serve
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server import ServeConfig
 
 

@@ -507,7 +507,7 @@ async def test_the_node_host_says_when_no_server_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("agent_presets.upstreams") is None,
+    importlib.util.find_spec("agent_presets.lib.upstreams") is None,
     reason="needs upstreams (a preset file's `upstreams:`), not merged into this branch yet",
 )
 async def test_the_node_host_as_an_upstream_the_agent_s_tools_follow_its_context(

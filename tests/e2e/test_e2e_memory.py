@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from agent_presets import ToolAdapter, ToolCallError, ToolDef, bootstrap, hookimpl
-from agent_presets.boot import Presets
+from agent_presets.lib.boot import Presets
 from agent_presets.server.mcp import (
     PROMPT_NAME,
     PROMPT_URI,

@@ -26,7 +26,7 @@ from e2e.test_e2e_wheels import BIN, artifact, clean_env, presets, run, serve
 
 from agent_presets.cli import main
 from agent_presets.cli.newplugin import install_step
-from agent_presets.loader import load_preset_file
+from agent_presets.lib.loader import load_preset_file
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = [

@@ -369,7 +369,7 @@ PROBE_PRESETS = """presets:
 
 @asynccontextmanager
 async def probe_served(tmp_path: Path) -> AsyncIterator[Client]:
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
 
     folder = tmp_path / "plugins"
     folder.mkdir()

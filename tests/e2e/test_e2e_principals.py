@@ -267,7 +267,7 @@ async def test_presets_budget_counts_what_one_principal_is_served(
 
 
 async def test_a_tool_budget_holds_for_each_principals_own_list(tmp_path: Path) -> None:
-    from agent_presets.budget import Budget, get_tokenizer
+    from agent_presets.lib.budget import Budget, get_tokenizer
 
     state = tmp_path / "state"
     tokens = {name: create(state, name) for name in ("alice", "bob")}

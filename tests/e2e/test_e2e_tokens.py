@@ -324,7 +324,7 @@ def test_non_loopback_without_auth_is_refused_before_anything_starts(tmp_path: P
 
 
 def test_check_exposure_allows_loopback_auth_or_insecure() -> None:
-    from agent_presets.model import PresetError
+    from agent_presets.lib.model import PresetError
     from agent_presets.server.mcp.auth import check_exposure
 
     for host in ("127.0.0.1", "localhost", "::1", "127.8.9.10"):

@@ -26,7 +26,7 @@ from e2e.test_e2e_upstreams import (  # the fixture: a first list waits for a fi
 )
 from mcp import Client
 
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.plugins import load_plugins
 from agent_presets.server.config import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets_general import SpaceHost

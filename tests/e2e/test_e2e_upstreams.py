@@ -28,7 +28,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from agent_presets.plugins import load_plugins
+from agent_presets.lib.plugins import load_plugins
 from agent_presets.server import ServeConfig
 from agent_presets.server.mcp import build_server
 from agent_presets.server.policy import ToolPolicy
@@ -381,7 +381,7 @@ async def test_an_upstream_that_cannot_start_backs_off(tmp_path: Path) -> None:
         + "\n"
     )
     # A snapshot makes the tool known without starting it, so calls are what start it.
-    from agent_presets.upstreams import Snapshot, Upstream, UpstreamTool, lock_path, write_lock
+    from agent_presets.lib.upstreams import Snapshot, Upstream, UpstreamTool, lock_path, write_lock
 
     folder = tmp_path / "plugins"
     path = preset_file(folder, upstreams, preset("fake-tools", ["fake.pid"]))

@@ -34,8 +34,8 @@ import agent_presets_graph
 import agent_presets_scene
 import agent_presets_units
 from agent_presets import ToolArgumentError, ToolCallError, ToolResultError
-from agent_presets.adapters import plain_mapping
-from agent_presets.model import ToolDef
+from agent_presets.lib.adapters import plain_mapping
+from agent_presets.lib.model import ToolDef
 from agent_presets.testing import PresetsHost, mcp_name, plugin_adapters, plugin_presets
 from agent_presets_general import SPACE_DEFAULTS
 

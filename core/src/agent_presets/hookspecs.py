@@ -17,11 +17,11 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from agent_presets.adapters import ToolAdapter
-    from agent_presets.bundles import ContentProvider
     from agent_presets.hosting import Host, HostDefaults
-    from agent_presets.upstreams import Upstream
-    from agent_presets.vocabulary import ContextFieldDeclaration
+    from agent_presets.lib.adapters import ToolAdapter
+    from agent_presets.lib.bundles import ContentProvider
+    from agent_presets.lib.upstreams import Upstream
+    from agent_presets.lib.vocabulary import ContextFieldDeclaration
 
 PROJECT_NAME = "agent_presets"
 

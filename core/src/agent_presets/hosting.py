@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
-    from agent_presets.rows import RowTable
+    from agent_presets.lib.rows import RowTable
 
 T = TypeVar("T")
 

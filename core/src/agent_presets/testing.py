@@ -32,11 +32,11 @@ from agent_presets.hookspecs import hookimpl
 if TYPE_CHECKING:
     from mcp import Client
 
-    from agent_presets.adapters import ToolAdapter
-    from agent_presets.boot import Presets
     from agent_presets.host import ServedHost
-    from agent_presets.manager import PresetManager
-    from agent_presets.model import Preset, ToolDef
+    from agent_presets.lib.adapters import ToolAdapter
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.manager import PresetManager
+    from agent_presets.lib.model import Preset, ToolDef
 
 __all__ = [
     "ContextValues",
@@ -66,7 +66,7 @@ def mcp_name(adapter: ToolAdapter, namespace_prefix: str | None = _NAMESPACE) ->
     host serves it under its namespace (``HostDefaults.namespace``, ``serve
     --namespace``): pass the namespace your host uses to get its name there.
     """
-    from agent_presets.adapters import mcp_name_for
+    from agent_presets.lib.adapters import mcp_name_for
 
     return mcp_name_for(adapter, namespace_prefix)
 
@@ -215,7 +215,7 @@ class PresetsHost:
         self, name: str, arguments: Mapping[str, Any] | None = None, /, **kwargs: Any
     ) -> str:
         """Call a tool that must refuse; check that it changed nothing; return its message."""
-        from agent_presets.model import ToolCallError
+        from agent_presets.lib.model import ToolCallError
 
         with self.unchanged(), pytest.raises(ToolCallError) as refusal:
             self.call_tool(name, arguments, **kwargs)
@@ -312,7 +312,7 @@ class PresetsHost:
 
 def _hook_error(problems: Sequence[Exception]) -> BaseException | None:
     """The exception the first failed hook raised, noted with its hook and ``file:line``."""
-    from agent_presets.plugins import PluginProblem
+    from agent_presets.lib.plugins import PluginProblem
 
     for problem in problems:
         if isinstance(problem, PluginProblem) and problem.error is not None:
@@ -367,7 +367,7 @@ def assert_unchanged(
 
 def plugin_presets(plugin: object) -> list[Preset]:
     """The presets a plugin object (or module) ships, loaded and validated as the core does."""
-    from agent_presets.loader import load_preset_file
+    from agent_presets.lib.loader import load_preset_file
 
     files = getattr(plugin, "presets_preset_files", None)
     return [p for f in (files() if files else []) for p in load_preset_file(f)]
@@ -394,8 +394,8 @@ class PresetTable(dict[str, PresetRow]):
         def name_of(preset: Preset, tool_id: str) -> str:
             adapter = adapters.get(tool_id)
             if adapter is None:
-                from agent_presets.model import PresetValidationError
-                from agent_presets.suggest import did_you_mean
+                from agent_presets.lib.model import PresetValidationError
+                from agent_presets.lib.suggest import did_you_mean
 
                 hint = did_you_mean(
                     tool_id, adapters, "its presets_tool_adapters hook provides no such id"

@@ -8,8 +8,8 @@ import pytest
 
 import agent_presets_general
 from agent_presets import MissingRuntimeError, load_preset_file
-from agent_presets.boot import bootstrap
-from agent_presets.model import DANGEROUS_RISKS
+from agent_presets.lib.boot import bootstrap
+from agent_presets.lib.model import DANGEROUS_RISKS
 from agent_presets.testing import mcp_name
 from agent_presets_general import SPACE_DEFAULTS
 

@@ -10,7 +10,7 @@ import pytest
 
 import agent_presets_graph
 from agent_presets import MissingRuntimeError
-from agent_presets.boot import bootstrap
+from agent_presets.lib.boot import bootstrap
 from agent_presets.testing import (
     PresetTable,
     mcp_name,

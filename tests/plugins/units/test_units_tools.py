@@ -12,7 +12,7 @@ from lanes import examples
 
 import agent_presets_units
 from agent_presets import MissingRuntimeError, ToolArgumentError, ToolCallError, load_preset_file
-from agent_presets.boot import bootstrap
+from agent_presets.lib.boot import bootstrap
 from agent_presets.testing import mcp_name
 from agent_presets_general import SPACE_DEFAULTS, SpaceApp
 

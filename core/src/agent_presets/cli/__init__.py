@@ -23,7 +23,7 @@ import click
 
 from agent_presets import _startup
 from agent_presets._version import __version__
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 
 __all__ = ["COMMANDS", "PresetsGroup", "main"]
 

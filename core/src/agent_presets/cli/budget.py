@@ -1,6 +1,6 @@
 """``presets budget``: what each preset's tools, and the active set, cost in an agent's context.
 
-The counting is the library's (``agent_presets.budget``); this module picks
+The counting is the library's (``agent_presets.lib.budget``); this module picks
 the tools (each preset's, and the set ``presets serve`` would list for the
 context flags) and prints them. ``resolve`` and ``validate`` reach the same
 helpers here, so all three count one way.
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from agent_presets.budget import DEFAULT_TOKENIZER, TOKENIZERS
 from agent_presets.cli.contextflags import ContextCommand
 from agent_presets.cli.options import (
     context_options,
@@ -28,14 +27,15 @@ from agent_presets.cli.options import (
     state_dir_option,
     table,
 )
-from agent_presets.toolformats import CLIENTS, DEFAULT_CLIENT
-from agent_presets.toolwire import LEGACY, PROTOCOLS
+from agent_presets.lib.budget import DEFAULT_TOKENIZER, TOKENIZERS
+from agent_presets.lib.toolformats import CLIENTS, DEFAULT_CLIENT
+from agent_presets.lib.toolwire import LEGACY, PROTOCOLS
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.budget import Budget, SetCost
-    from agent_presets.manager import PresetManager
-    from agent_presets.model import ToolDef
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.budget import Budget, SetCost
+    from agent_presets.lib.manager import PresetManager
+    from agent_presets.lib.model import ToolDef
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,7 +53,7 @@ def tokenizer_option(func: F) -> F:
 
 
 def make_budget(tokenizer: str, protocol: str = LEGACY, client: str = DEFAULT_CLIENT) -> Budget:
-    from agent_presets.budget import Budget, get_tokenizer
+    from agent_presets.lib.budget import Budget, get_tokenizer
 
     return Budget(get_tokenizer(tokenizer), protocol, client)
 
@@ -173,7 +173,7 @@ def budget(
       presets budget --client wire          # the tools/list entries as sent
       presets budget --principal alice      # what alice's agent is served now
     """
-    from agent_presets.budget import SetCost
+    from agent_presets.lib.budget import SetCost
 
     allowed: frozenset[str] | None = None
     if principal is None:
@@ -279,7 +279,7 @@ def budget(
     )
     click.echo()
     whose = f" (principal {principal})" if principal else ""
-    from agent_presets.budget import describe_context
+    from agent_presets.lib.budget import describe_context
 
     click.echo(
         f"active set{whose}, {describe_context(data['context'])}: "

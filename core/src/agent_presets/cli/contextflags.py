@@ -25,8 +25,8 @@ import click
 
 if TYPE_CHECKING:
     from agent_presets.hosting import HostDefaults
-    from agent_presets.plugins import PluginSet
-    from agent_presets.vocabulary import ContextField
+    from agent_presets.lib.plugins import PluginSet
+    from agent_presets.lib.vocabulary import ContextField
 
 PLUGINS_KEY: Final = "agent_presets.cli.plugins"
 """ctx.meta: the plugins loaded to read the command line, reused to run the command."""
@@ -50,7 +50,7 @@ class ContextCommand(click.Command):
     """Whether the command resumes a saved context (``serve``): its flags' help says so."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from agent_presets.plugins import load_plugins
+        from agent_presets.lib.plugins import load_plugins
 
         # None: PRESETS_PLUGINS_DIR, as for every command that loads plugins.
         plugin_set = load_plugins(plugins_dir=plugins_dir_in(args))
@@ -86,7 +86,7 @@ def field_options(
     plugin_set: PluginSet, taken: Sequence[click.Parameter], *, saved: bool
 ) -> list[tuple[ContextField, click.Option]]:
     """Each field ``plugin_set`` declares with its option, but for flags ``taken`` has already."""
-    from agent_presets.catalog import context_vocabulary
+    from agent_presets.lib.catalog import context_vocabulary
 
     vocabulary = context_vocabulary(plugin_set)
     defaults = plugin_set.host_defaults()

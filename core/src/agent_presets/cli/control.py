@@ -25,7 +25,7 @@ from agent_presets.cli.options import (
     store_option,
     table,
 )
-from agent_presets.safetext import shown
+from agent_presets.lib.safetext import shown
 from agent_presets.server.control import ControlError, NoServerError, control_request
 from agent_presets.server.requests import MIN_DIGEST, shown_request
 

@@ -23,16 +23,16 @@ from agent_presets.cli.options import (
     table,
     warn,
 )
-from agent_presets.safetext import shown
+from agent_presets.lib.safetext import shown
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.model import Preset
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.model import Preset
 
 
 def definition(presets: Presets, preset: Preset) -> dict[str, Any]:
     """A preset as plain data, its prompt's ``{{tool.id}}`` placeholders filled with MCP names."""
-    from agent_presets.prompts import fill_placeholders
+    from agent_presets.lib.prompts import fill_placeholders
 
     data = preset.to_dict()
     if "system_prompt" in data:
@@ -62,7 +62,7 @@ def list_presets(group: str | None, as_json: bool) -> None:
             ]
         )
         return
-    from agent_presets.explain import describe_patterns
+    from agent_presets.lib.explain import describe_patterns
 
     table(
         None,
@@ -88,7 +88,7 @@ def list_presets(group: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show(name: str, as_json: bool) -> None:
     """Show one preset: its definition, its tools and where it comes from."""
-    from agent_presets.model import UnknownPresetError
+    from agent_presets.lib.model import UnknownPresetError
 
     presets = installed_presets()
     preset = presets.registry.get(name)
@@ -113,7 +113,7 @@ def show(name: str, as_json: bool) -> None:
     if as_json:
         emit_json(data)
         return
-    from agent_presets.explain import describe_patterns
+    from agent_presets.lib.explain import describe_patterns
 
     click.echo(f"{preset.name}  (plugin {data['plugin']}, {preset.source})")
     click.echo(f"  group:         {preset.group or '-'}")
@@ -134,7 +134,7 @@ def show(name: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def tools(as_json: bool) -> None:
     """List every tool the installed plugins provide, with the presets that include it."""
-    from agent_presets.explain import presets_providing
+    from agent_presets.lib.explain import presets_providing
 
     presets = installed_presets()
     name_of = presets.tool_adapters.mcp_name
@@ -178,7 +178,7 @@ def tools(as_json: bool) -> None:
 
 def _riskiest(presets: list[Preset]) -> str:
     """The highest risk of ``presets`` (``normal`` for none)."""
-    from agent_presets.model import RISKS
+    from agent_presets.lib.model import RISKS
 
     return max((p.risk for p in presets), key=RISKS.index, default="normal")
 
@@ -195,8 +195,8 @@ def plugins(show_all: bool, as_json: bool) -> None:
     name to another plugin (status "clash": which tool, which plugin keeps it,
     which presets were left out). Then the exit status is 1.
     """
-    from agent_presets.catalog import collect
-    from agent_presets.plugins import BUILTIN_DISTRIBUTIONS, PluginProblem
+    from agent_presets.lib.catalog import collect
+    from agent_presets.lib.plugins import BUILTIN_DISTRIBUTIONS, PluginProblem
 
     plugin_set = load_installed(strict=False)
     check_runtime_hooks(plugin_set)
@@ -289,13 +289,13 @@ def plugins(show_all: bool, as_json: bool) -> None:
 )
 def schema(output: Path | None) -> None:
     """Print the JSON Schema of a preset file (for editors and CI)."""
-    from agent_presets.schema import schema_text
+    from agent_presets.lib.schema import schema_text
 
     text = schema_text()
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    from agent_presets.atomicfile import write_atomic
+    from agent_presets.lib.atomicfile import write_atomic
 
     write_atomic(output, text.encode("utf-8"))
     click.echo(f"wrote {output}", err=True)
@@ -360,7 +360,7 @@ def explain(tool: str, as_json: bool, **flags: Any) -> None:
 
     Exit status 1 when no installed plugin provides TOOL.
     """
-    from agent_presets.explain import explain_tool
+    from agent_presets.lib.explain import explain_tool
 
     presets = presets_for_flags(**flags)
     result = explain_tool(presets.manager, tool)

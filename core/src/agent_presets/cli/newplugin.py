@@ -97,7 +97,7 @@ def render(names: PluginNames) -> dict[str, str]:
 
     walk(files("agent_presets") / "templates" / "plugin", ())
     # The schema the presets file names for editors: this core's own.
-    from agent_presets.schema import schema_text
+    from agent_presets.lib.schema import schema_text
 
     out["schemas/preset.schema.json"] = schema_text()
     return out

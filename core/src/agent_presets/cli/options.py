@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.plugins import PluginSet
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.plugins import PluginSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,7 +119,7 @@ def load_installed(*, strict: bool | None = None) -> PluginSet:
     command's own format, and it fails.
     """
     from agent_presets.cli.contextflags import loaded_plugins
-    from agent_presets.plugins import load_plugins
+    from agent_presets.lib.plugins import load_plugins
 
     loaded = loaded_plugins()  # as the command line was read (a context command)
     return loaded if loaded is not None else load_plugins(plugins_dir=plugins_dir(), strict=strict)
@@ -156,7 +156,7 @@ def check_runtime_hooks(plugin_set: PluginSet) -> None:
 def parse_value(text: str) -> Any:
     import yaml
 
-    from agent_presets.loader import PresetYamlLoader
+    from agent_presets.lib.loader import PresetYamlLoader
 
     try:
         value = yaml.load(text, Loader=PresetYamlLoader)
@@ -225,7 +225,7 @@ def installed_presets(
     app: Any = None,
     plugins: PluginSet | None = None,
 ) -> Presets:
-    from agent_presets.boot import bootstrap
+    from agent_presets.lib.boot import bootstrap
 
     plugin_set = installed_plugins() if plugins is None else plugins
     return bootstrap(app, plugins=plugin_set, context=context, overrides=overrides)

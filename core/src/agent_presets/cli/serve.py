@@ -30,8 +30,8 @@ from agent_presets.cli.options import (
     store_option,
     warn,
 )
-from agent_presets.model import DANGEROUS_RISKS, effective_risk
-from agent_presets.plugins import PluginSet
+from agent_presets.lib.model import DANGEROUS_RISKS, effective_risk
+from agent_presets.lib.plugins import PluginSet
 
 _ADDED_KEY = "agent_presets.serve.added"
 """ctx.meta: each plugin's ``ServeOptions``, added to the command's own options."""
@@ -180,7 +180,7 @@ def _emit_config(config: dict[str, Any], write_dir: Path | None, *, private: boo
     if write_dir is None:
         emit_json(config)
         return
-    from agent_presets.atomicfile import write_json_atomic
+    from agent_presets.lib.atomicfile import write_json_atomic
 
     write_dir.mkdir(parents=True, exist_ok=True)
     path = (write_dir / "opencode.json").resolve()
@@ -195,8 +195,8 @@ def risky_tools(plugin_set: PluginSet, namespace: str | None = None) -> list[str
     starting a server: a tool is risky if any preset that lists it gives it
     a risky effective risk, as the manager stamps the highest one.
     """
-    from agent_presets.adapters import mcp_name_for
-    from agent_presets.catalog import collect
+    from agent_presets.lib.adapters import mcp_name_for
+    from agent_presets.lib.catalog import collect
 
     namespace = plugin_set.namespace() if namespace is None else namespace
     catalog = collect(plugin_set, namespace_prefix=namespace)

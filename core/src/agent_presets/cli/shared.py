@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from agent_presets.cli.options import open_store_or_fail
-from agent_presets.principal import LOCAL
+from agent_presets.lib.principal import LOCAL
 
 
 @contextlib.contextmanager
@@ -151,7 +151,7 @@ def set_override(
     """``presets on|off|auto PRESET --store URL``: the override kept in the store, for every
     replica (the server-wide one without ``--principal``, else the principal's own)."""
     from agent_presets.cli.options import installed_presets
-    from agent_presets.model import PresetValidationError, UnknownPresetError
+    from agent_presets.lib.model import PresetValidationError, UnknownPresetError
     from agent_presets.server.principals import check_principal
 
     registry = installed_presets().registry
@@ -182,7 +182,7 @@ def set_context(store_url: str, changes: dict[str, Any], principal: str | None) 
     """``presets context set KEY=VALUE --principal NAME --store URL``: a principal's own
     context, kept in the store and served the same by every replica."""
     from agent_presets.cli.options import installed_presets
-    from agent_presets.model import PresetValidationError
+    from agent_presets.lib.model import PresetValidationError
     from agent_presets.server.events import ContextChange
     from agent_presets.server.principals import check_principal
     from agent_presets.server.store import PrincipalState

@@ -19,7 +19,7 @@ from agent_presets.cli.options import (
     store_option,
     table,
 )
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server.events import rotated_paths, verify_log
 from agent_presets.server.stats import stats_of_log
 

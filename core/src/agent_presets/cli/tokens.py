@@ -26,7 +26,7 @@ from agent_presets.cli.options import (
     store_option,
     table,
 )
-from agent_presets.model import PresetValidationError
+from agent_presets.lib.model import PresetValidationError
 
 _STATE_DIR = state_dir_option("The server's state folder.")
 _STORE = store_option("The token table of this store (as given to serve):")

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from agent_presets.cli.options import emit_json, load_installed, plugins_dir_option, warn
-from agent_presets.safetext import shown
+from agent_presets.lib.safetext import shown
 
 
 @click.group()
@@ -54,14 +54,14 @@ def snapshot(paths: tuple[Path, ...], root: Path, only: tuple[str, ...], as_json
     keeps the snapshot it had, and the command exits 1. Exit status: 0 all
     written, 1 an upstream failed, 2 usage error.
     """
-    from agent_presets.catalog import check_preset_files
     from agent_presets.cli.validate import yaml_files
-    from agent_presets.upstreams import Snapshot, read_lock, write_lock
+    from agent_presets.lib.catalog import check_preset_files
+    from agent_presets.lib.upstreams import Snapshot, read_lock, write_lock
 
     if paths:
         catalog = check_preset_files(yaml_files(paths))
     else:  # the installed catalog: its files, and the upstreams of presets_upstreams
-        from agent_presets.catalog import collect
+        from agent_presets.lib.catalog import collect
 
         catalog = collect(load_installed())
     for problem in catalog.upstreams.problems:

@@ -17,11 +17,11 @@ from agent_presets.cli.options import (
     load_installed,
     plugins_dir_option,
 )
-from agent_presets.model import PresetValidationError
+from agent_presets.lib.model import PresetValidationError
 
 if TYPE_CHECKING:
-    from agent_presets.catalog import Catalog
-    from agent_presets.plugins import PluginProblem, PluginSet
+    from agent_presets.lib.catalog import Catalog
+    from agent_presets.lib.plugins import PluginProblem, PluginSet
 
 PATHS_PLUGIN = "files given"
 """The plugin name ``validate --installed`` gives the files it was given."""
@@ -93,7 +93,7 @@ def validate(
             "provide: add --installed"
         )
     if paths and not installed:
-        from agent_presets.catalog import check_preset_files
+        from agent_presets.lib.catalog import check_preset_files
 
         files = yaml_files(paths)
         checked = check_preset_files(files, max_file_size=limit)
@@ -110,7 +110,7 @@ def validate(
         if problems:
             sys.exit(1)
         return
-    from agent_presets.catalog import collect, variants_turned_on_together
+    from agent_presets.lib.catalog import collect, variants_turned_on_together
 
     plugin_set = load_installed(strict=False)
     if paths:
@@ -138,8 +138,8 @@ def _budget_problems(
     """Presets over their max_tokens, and with ``max_tokens`` active sets over it."""
     if max_tokens is None and all(p.max_tokens is None for p in catalog.presets):
         return []  # nothing to count, so the tokenizer is never loaded
-    from agent_presets.budget import active_set_problems, catalog_manager, preset_problems
     from agent_presets.cli.budget import make_budget, server_tools
+    from agent_presets.lib.budget import active_set_problems, catalog_manager, preset_problems
 
     manager = catalog_manager(catalog, namespace)
     budget = make_budget(tokenizer)
@@ -176,7 +176,7 @@ def _in_place_of_installed(plugin_set: PluginSet, files: list[Path]) -> None:
     A file matches by resolved path (an editable install) or by identical
     content (a regular install of the same checkout).
     """
-    from agent_presets.plugins import PresetFolder
+    from agent_presets.lib.plugins import PresetFolder
 
     given = {f.resolve() for f in files}
     contents = {c for c in map(_content, files) if c is not None}
@@ -206,7 +206,7 @@ def local_path(item: object) -> Path | None:
 
 
 def _content(path: Path) -> bytes | None:
-    from agent_presets.loader import MAX_FILE_SIZE
+    from agent_presets.lib.loader import MAX_FILE_SIZE
 
     try:
         # Only a regular file within the default size is compared (a FIFO would hang).
@@ -220,7 +220,7 @@ def _content(path: Path) -> bytes | None:
 def _size(text: str | None) -> int | None:
     if text is None:
         return None
-    from agent_presets.loader import parse_size
+    from agent_presets.lib.loader import parse_size
 
     try:
         return parse_size(text)
@@ -253,7 +253,7 @@ def _report(
 ) -> None:
     """Every problem in ``fmt``: the plugins that failed first, since other problems may
     follow from them, and those that do (``FollowingProblem``) last, marked as such."""
-    from agent_presets.catalog import FollowingProblem
+    from agent_presets.lib.catalog import FollowingProblem
 
     def follows_from(p: PresetValidationError) -> list[str] | None:
         return list(p.follows_from) if isinstance(p, FollowingProblem) else None

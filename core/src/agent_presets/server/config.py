@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server.delivery import DELIVERY_MODES, DeliveryMode
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agent_presets.model import DANGEROUS_RISKS, Resolution, ToolDef
+from agent_presets.lib.model import DANGEROUS_RISKS, Resolution, ToolDef
 
 DeliveryMode = Literal["auto", "stable", "live"]
 Delivery = Literal["stable", "live"]

@@ -31,7 +31,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 
 # The file's side lives in eventlog, so a server opens its log without these classes.
 from agent_presets.server.eventlog import DEFAULT_BACKUPS as DEFAULT_BACKUPS

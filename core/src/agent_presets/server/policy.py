@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from agent_presets.model import PresetValidationError, ToolCallError
-from agent_presets.principal import LOCAL as LOCAL
-from agent_presets.schema import quote
+from agent_presets.lib.model import PresetValidationError, ToolCallError
+from agent_presets.lib.principal import LOCAL as LOCAL
+from agent_presets.lib.schema import quote
+from agent_presets.lib.suggest import did_you_mean
 from agent_presets.server.eventlog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, EventLog
 from agent_presets.server.record import CallRecord, Outcome, line_of
 from agent_presets.server.store.embedded import EmbeddedStore
-from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.lib.boot import Presets
     from agent_presets.server.events import CallEvent, Event
     from agent_presets.server.store import Store
 

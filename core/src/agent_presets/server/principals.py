@@ -1,6 +1,6 @@
 """Each principal's own context and overrides, over the server's: what it is served.
 
-A principal is who presented the authorization (``agent_presets.principal``).
+A principal is who presented the authorization (``agent_presets.lib.principal``).
 Every principal starts out following the server: it sees the host's context
 and the server-wide overrides, as ``local`` (stdio, an unauthenticated
 loopback server) always does, at no cost. A principal's own change (its
@@ -28,11 +28,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agent_presets.listeners import Listeners
-from agent_presets.manager import PresetManager
-from agent_presets.matching import Context
-from agent_presets.model import PresetValidationError, Resolution, ToolDef
-from agent_presets.principal import LOCAL
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.matching import Context
+from agent_presets.lib.model import PresetValidationError, Resolution, ToolDef
+from agent_presets.lib.principal import LOCAL
 from agent_presets.server.delivery import agent_call, calling
 from agent_presets.server.store import SERVER, PrincipalState, Store
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_presets.model import PresetError, PresetValidationError
+from agent_presets.lib.model import PresetError, PresetValidationError
 from agent_presets.server.config import (
     ConfirmMode,
     ConfirmVia,
@@ -29,8 +29,8 @@ from agent_presets.server.config import (
 from agent_presets.server.delivery import DeliveryMode
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.plugins import PluginSet
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.plugins import PluginSet
     from agent_presets.server.console.app import ConsoleOptions
     from agent_presets.server.host.served import ServedHost
     from agent_presets.server.policy import ToolPolicy
@@ -114,7 +114,7 @@ def serve(settings: ServeSettings, plugins: PluginSet, *, say: Say, warn: Say) -
 
 def check_settings(settings: ServeSettings, *, warn: Say) -> tuple[str, int] | None:
     """Refuse settings that cannot work, before anything is touched; the console's address."""
-    from agent_presets.adapters import MCP_NAME_RE
+    from agent_presets.lib.adapters import MCP_NAME_RE
 
     if settings.namespace and not MCP_NAME_RE.match(settings.namespace):
         raise SettingError(
@@ -227,8 +227,8 @@ def start_host(
 
     The host is bare: the app plugin among ``plugins`` makes it the app.
     """
+    from agent_presets.lib.tools import ToolRegistry
     from agent_presets.server.host.served import ServedHost
-    from agent_presets.tools import ToolRegistry
 
     folder = settings.plugins_dir
     # The file tools must not reach code that the next start imports.
@@ -295,7 +295,7 @@ def set_start_context(app: ServedHost, presets: Presets, changes: Mapping[str, A
     """
     if not changes:
         return
-    from agent_presets.vocabulary import ContextValueError
+    from agent_presets.lib.vocabulary import ContextValueError
 
     try:
         presets.vocabulary.check_change(changes)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_presets.principal import LOCAL
+from agent_presets.lib.principal import LOCAL
 
 if TYPE_CHECKING:
     from agent_presets.server.events import Call, Reason, Refusal

@@ -46,11 +46,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agent_presets.listeners import Listeners
-from agent_presets.model import PresetError, ToolCallError
-from agent_presets.principal import LOCAL
-from agent_presets.safetext import shown, shown_arguments, shown_value
-from agent_presets.suggest import did_you_mean
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.model import PresetError, ToolCallError
+from agent_presets.lib.principal import LOCAL
+from agent_presets.lib.safetext import shown, shown_arguments, shown_value
+from agent_presets.lib.suggest import did_you_mean
 
 if TYPE_CHECKING:
     # The event classes load with the first line written, not with the server.

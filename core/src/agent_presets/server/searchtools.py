@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from agent_presets.model import ToolDef
-from agent_presets.toolwire import tool_entry
+from agent_presets.lib.model import ToolDef
+from agent_presets.lib.toolwire import tool_entry
 
 __all__ = [
     "ALWAYS_LOAD",
@@ -81,7 +81,7 @@ _OPEN_HINTS: Final = MappingProxyType(
 
 def _checker(name: str, schema: Mapping[str, Any]) -> Any:
     """The tool's argument check, with jsonschema built on the first call."""
-    from agent_presets.adapters import check_arguments
+    from agent_presets.lib.adapters import check_arguments
 
     validators: list[Any] = []
 

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent_presets.model import ToolDef
-from agent_presets.principal import LOCAL
+from agent_presets.lib.model import ToolDef
+from agent_presets.lib.principal import LOCAL
 
 if TYPE_CHECKING:
     from agent_presets.server.events import Outcome as Decided

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 from opentelemetry import trace
 
 from agent_presets._version import __version__
-from agent_presets.model import ActivePreset, Resolution
+from agent_presets.lib.model import ActivePreset, Resolution
 
 if TYPE_CHECKING:
     from opentelemetry import metrics

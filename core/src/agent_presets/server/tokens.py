@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from agent_presets.atomicfile import write_atomic
-from agent_presets.model import PresetError
-from agent_presets.principal import LOCAL
+from agent_presets.lib.atomicfile import write_atomic
+from agent_presets.lib.model import PresetError
+from agent_presets.lib.principal import LOCAL
 
 T = TypeVar("T")
 
@@ -258,7 +258,7 @@ class TokenStore:
         def remove(records: dict[str, TokenRecord]) -> TokenRecord:
             record = records.pop(name, None)
             if record is None:
-                from agent_presets.suggest import did_you_mean
+                from agent_presets.lib.suggest import did_you_mean
 
                 hint = did_you_mean(name, records, "`presets tokens list` shows the names")
                 raise TokenError(f"no token named {name!r}{hint}")

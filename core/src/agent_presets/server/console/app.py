@@ -54,9 +54,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_presets.model import PresetError
-from agent_presets.principal import LOCAL
-from agent_presets.safetext import svg_safe
+from agent_presets.lib.model import PresetError
+from agent_presets.lib.principal import LOCAL
+from agent_presets.lib.safetext import svg_safe
 from agent_presets.server.console import allowed_hosts, foreign_request
 from agent_presets.server.console.credential import HOST_PATH, HostCredential
 from agent_presets.server.control import MAX_LINE, ConfirmationRequired, Controller

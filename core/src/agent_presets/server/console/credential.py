@@ -28,7 +28,7 @@ import secrets
 from pathlib import Path
 from typing import Final
 
-from agent_presets.atomicfile import write_atomic
+from agent_presets.lib.atomicfile import write_atomic
 
 CREDENTIAL_FILE: Final = "host-credential.json"
 HOST_PATH: Final = "/api/context"

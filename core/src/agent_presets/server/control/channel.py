@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.model import (
+from agent_presets.lib.model import (
     PresetError,
 )
 from agent_presets.server.store.base import StoreUnavailableError

@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from agent_presets.adapters import check_arguments
-from agent_presets.manager import PresetManager
-from agent_presets.model import (
+from agent_presets.lib.adapters import check_arguments
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.model import (
     OVERRIDE_STATES,
     PresetError,
     PresetValidationError,
@@ -34,7 +34,7 @@ from agent_presets.model import (
     ToolDef,
     UnknownPresetError,
 )
-from agent_presets.principal import LOCAL, current_principal
+from agent_presets.lib.principal import LOCAL, current_principal
 from agent_presets.server.principals import Principals, check_principal
 from agent_presets.server.requests import (
     DEFAULT_TTL,

@@ -13,16 +13,16 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.model import (
+from agent_presets.lib.model import (
     PresetError,
     PresetValidationError,
     UnknownPresetError,
 )
+from agent_presets.lib.vocabulary import ContextValueError
 from agent_presets.server.requests import (
     DigestMismatchError,
     UnknownRequestError,
 )
-from agent_presets.vocabulary import ContextValueError
 
 if TYPE_CHECKING:
     pass

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from agent_presets.plugins import PluginInfo, PluginProblem, PluginSet
+from agent_presets.lib.plugins import PluginInfo, PluginProblem, PluginSet
 
 if TYPE_CHECKING:
     import click

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 
 DEFAULT_ROOT_NAME: Final = "files"
 """The default file root: ``<state dir>/files``."""

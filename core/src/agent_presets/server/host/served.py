@@ -11,7 +11,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
-from agent_presets.atomicfile import read_json, write_json_atomic
 from agent_presets.hosting import (
     BARE_DEFAULTS,
     ContextKeeper,
@@ -21,19 +20,20 @@ from agent_presets.hosting import (
     TableMigration,
     TableRuntimeFactory,
 )
-from agent_presets.listeners import Listeners
-from agent_presets.model import MissingRuntimeError, PresetError
-from agent_presets.principal import LOCAL, current_principal
-from agent_presets.rows import RowTable
+from agent_presets.lib.atomicfile import read_json, write_json_atomic
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.model import MissingRuntimeError, PresetError
+from agent_presets.lib.principal import LOCAL, current_principal
+from agent_presets.lib.rows import RowTable
 from agent_presets.server.host.roots import DEFAULT_ROOT_NAME, check_root
 from agent_presets.server.store.lock import StateLock
 from agent_presets.server.store.redisrows import RedisRows, RedisTable
 from agent_presets.server.store.statedb import DB_FILE, StateStore, Table
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.plugins import PluginSet
-    from agent_presets.tools import ToolRegistry
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.plugins import PluginSet
+    from agent_presets.lib.tools import ToolRegistry
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ CONTEXT_FILE: Final = "context.json"
 DEFAULT_PARTITION: Final = "home"
 """The one partition of a host whose context has none (no keeper says otherwise)."""
 PARSE_CACHE: Final = "cache/presets"
-"""Below the state folder: what YAML read of the preset files (``agent_presets.parsecache``)."""
+"""Below the state folder: what YAML read of the preset files (``agent_presets.lib.parsecache``)."""
 MIGRATED_SUFFIX: Final = ".migrated"
 
 
@@ -384,10 +384,10 @@ class ServedHost:
         (``defaults.namespace``). ``strict`` makes plugin and definition
         problems fatal; None reads ``PRESETS_STRICT``.
         """
-        from agent_presets.boot import bootstrap
-        from agent_presets.parsecache import ParseCache
-        from agent_presets.plugins import PluginSet, env_flag, load_plugins
-        from agent_presets.statekey import state_key
+        from agent_presets.lib.boot import bootstrap
+        from agent_presets.lib.parsecache import ParseCache
+        from agent_presets.lib.plugins import PluginSet, env_flag, load_plugins
+        from agent_presets.lib.statekey import state_key
 
         plugin_set = plugins if isinstance(plugins, PluginSet) else load_plugins(plugins)
         if isinstance(getattr(type(self), "defaults", None), property):  # none of its own

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
-from agent_presets.model import PresetError
-from agent_presets.principal import LOCAL
+from agent_presets.lib.model import PresetError
+from agent_presets.lib.principal import LOCAL
 from agent_presets.server.console import is_loopback
 from agent_presets.server.policy import Allowed, Profile, ToolPolicy
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.lib.boot import Presets
     from agent_presets.server.tokens import TokenTable
 
 __all__ = [

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.model import ToolDef
+from agent_presets.lib.model import ToolDef
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

@@ -5,7 +5,7 @@
 ``completion/complete`` for one ``PresetServer``, in both protocol eras. It
 serves the server's own prompt (``active-presets``) and resources
 (``presets://active/prompt``, ``presets://active/status``) and, beside them,
-the members (``agent_presets.bundles``) that the active presets list.
+the members (``agent_presets.lib.bundles``) that the active presets list.
 
 The gates are the tools': a session narrowed by ``--allow`` or by its
 token's profile sees the members of the active presets it can see (those
@@ -30,7 +30,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.model import ToolDef
+from agent_presets.lib.model import ToolDef
+from agent_presets.lib.suggest import did_you_mean
 from agent_presets.server.mcp.auth import token_of
 from agent_presets.server.mcp.context import McpCallContext
 from agent_presets.server.mcp.rounds import InputRequired, MissingCapability
@@ -42,11 +43,10 @@ from agent_presets.server.mcp.wire import (
     prompt_text,
 )
 from agent_presets.server.start.lists import Listing, completes
-from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.bundles import Members
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.bundles import Members
     from agent_presets.server.mcp.calls import ToolCalls
 
 Handler = Callable[[ServerRequestContext[Any], Any], Any]
@@ -78,11 +78,11 @@ class ServedMembers:
     def members(self) -> Members:
         """The catalog's members; made empty on first use for a server that has none.
 
-        A tools-only server so imports ``agent_presets.bundles`` only when a
+        A tools-only server so imports ``agent_presets.lib.bundles`` only when a
         client asks for a prompt or resource that is not the server's own.
         """
         if self.presets.members is None:
-            from agent_presets.bundles import Members
+            from agent_presets.lib.bundles import Members
 
             self.presets.members = Members(
                 namespace_prefix=self.presets.tool_registry.namespace_prefix
@@ -111,7 +111,7 @@ class ServedMembers:
 
     def _not_served(self, kind: str, label: str, member_id: str, token: str | None) -> MCPError:
         """Why the member is not served to this session now, and what would serve it."""
-        from agent_presets.explain import explain_member  # only on this rare path
+        from agent_presets.lib.explain import explain_member  # only on this rare path
 
         field = "prompts" if kind == "prompt" else "resources"
         verdicts = explain_member(self.presets.manager, field, member_id)
@@ -149,7 +149,7 @@ class ServedMembers:
             risk=None,
             runtime=None,
         )
-        from agent_presets.bundles import ContentError
+        from agent_presets.lib.bundles import ContentError
 
         try:
             return await self.calls.run(reader, {})
@@ -336,7 +336,7 @@ class ServedMembers:
 
 
 def _completion(values: list[str]) -> dict[str, Any]:
-    from agent_presets.bundles import MAX_COMPLETIONS
+    from agent_presets.lib.bundles import MAX_COMPLETIONS
 
     shown = values[:MAX_COMPLETIONS]
     return {

@@ -51,9 +51,9 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.model import DANGEROUS_RISKS, ToolDef
-from agent_presets.principal import current_principal
-from agent_presets.safetext import shown_arguments
+from agent_presets.lib.model import DANGEROUS_RISKS, ToolDef
+from agent_presets.lib.principal import current_principal
+from agent_presets.lib.safetext import shown_arguments
 from agent_presets.server.config import CONFIRM_TIMEOUT, ConfirmMode, ConfirmVia
 from agent_presets.server.mcp.rounds import STATE_TTL, InputRequired, Rounds
 from agent_presets.server.requests import (

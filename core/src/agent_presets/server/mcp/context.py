@@ -41,14 +41,14 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.callcontext import (
+from agent_presets.lib.callcontext import (
     LOG_LEVELS,
     CallContext,
     Elicitation,
     LogLevel,
     unsupported,
 )
-from agent_presets.model import ToolCallError
+from agent_presets.lib.model import ToolCallError
 from agent_presets.server.mcp.calls import NeedsThread
 from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Rounds
 

@@ -6,7 +6,7 @@ a large active set fills the model's context before the first message. So
 the server can serve two tools of its own:
 
 - ``<prefix>presets_search`` ranks every installed tool the caller may see
-  (BM25, ``agent_presets.toolsearch``) for a task in words, and says of each
+  (BM25, ``agent_presets.lib.toolsearch``) for a task in words, and says of each
   whether it is active now and, if not, what would turn it on;
 - ``<prefix>presets_call`` runs one of them through the same call pipeline
   as a direct ``tools/call`` (``Serving.open`` and ``Serving.run``): the same
@@ -42,8 +42,10 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.model import ANY, DANGEROUS_RISKS, ToolArgumentError
-from agent_presets.schema import quote
+from agent_presets.lib.model import ANY, DANGEROUS_RISKS, ToolArgumentError
+from agent_presets.lib.schema import quote
+from agent_presets.lib.toolformats import DEFAULT_CLIENT, client_format
+from agent_presets.lib.toolwire import LEGACY, MODERN
 from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.mcp.pipeline import (
@@ -66,17 +68,15 @@ from agent_presets.server.searchtools import (
     discovery_tools,
     own_entry,
 )
-from agent_presets.toolformats import DEFAULT_CLIENT, client_format
-from agent_presets.toolwire import LEGACY, MODERN
 
 if TYPE_CHECKING:
-    from agent_presets.budget import Budget
-    from agent_presets.model import Preset
+    from agent_presets.lib.budget import Budget
+    from agent_presets.lib.model import Preset
+    from agent_presets.lib.tools import ToolRegistryChange
+    from agent_presets.lib.toolsearch import SearchDoc, ToolIndex
     from agent_presets.server.config import DiscoveryMode
     from agent_presets.server.delivery import Listed
     from agent_presets.server.mcp.serving import Serving
-    from agent_presets.tools import ToolRegistryChange
-    from agent_presets.toolsearch import SearchDoc, ToolIndex
 
 log = logging.getLogger("agent_presets.server")
 
@@ -176,7 +176,7 @@ def specificity(preset: Preset, context: Mapping[str, Any]) -> int:
 
     A field set to ``any`` says nothing about the context, so it does not count.
     """
-    from agent_presets.matching import compile_pattern
+    from agent_presets.lib.matching import compile_pattern
 
     items = frozenset(context.items())
     best = 0
@@ -401,7 +401,7 @@ class Discovery:
     def _budget(self, protocol: str, client: str = DEFAULT_CLIENT) -> Budget:
         budget = self._budgets.get((protocol, client))
         if budget is None:
-            from agent_presets.budget import Budget, get_tokenizer
+            from agent_presets.lib.budget import Budget, get_tokenizer
 
             budget = self._budgets[protocol, client] = Budget(get_tokenizer(), protocol, client)
         return budget
@@ -463,7 +463,7 @@ class Discovery:
         key = (presets.tool_adapters.version, tuple(map(id, presets.registry.list())))
         with self._index_lock:
             if self._index is None or key != self._index_key:
-                from agent_presets.toolsearch import ToolIndex, catalog_docs
+                from agent_presets.lib.toolsearch import ToolIndex, catalog_docs
 
                 docs = catalog_docs(presets.tool_adapters, presets.registry.list())
                 self._index, self._index_key = ToolIndex(docs), key
@@ -494,7 +494,7 @@ class Discovery:
     def _result(
         self, doc: SearchDoc, score: float, registry: Any, manager: Any, principal: str = LOCAL
     ) -> dict[str, Any]:
-        from agent_presets.explain import preset_verdicts
+        from agent_presets.lib.explain import preset_verdicts
 
         served = self.serving.tool_for(doc.name, principal)  # as the caller is served it
         active = served is not None and served.managed_source == doc.tool_id

@@ -55,7 +55,7 @@ from mcp.server.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_presets.principal import LOCAL
+from agent_presets.lib.principal import LOCAL
 from agent_presets.server.mcp.auth import principal_of
 from agent_presets.server.principals import EVERYONE, Audience
 

@@ -24,7 +24,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from agent_presets.schema import quote
+from agent_presets.lib.schema import quote
 
 __all__ = ["invalid_params_error", "name_invalid_params"]
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.model import PresetError, ToolArgumentError
+from agent_presets.lib.model import PresetError, ToolArgumentError
 from agent_presets.server.mcp.context import McpCallContext
 from agent_presets.server.mcp.rounds import InputRequired, MissingCapability, Rounds
 from agent_presets.server.mcp.wire import error_result, success_result

@@ -33,8 +33,8 @@ from typing import Any, Final
 
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
+from agent_presets.lib.statekey import KEY_FILE, state_key
 from agent_presets.server.mcp.auth import principal_of
-from agent_presets.statekey import KEY_FILE, state_key
 
 STATE_TTL: Final = 600.0
 """Seconds a round's state stays valid: the time a person has to answer in the client."""

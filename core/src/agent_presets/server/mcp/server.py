@@ -25,8 +25,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_presets._version import __version__
-from agent_presets.model import Resolution, ToolDef
-from agent_presets.principal import LOCAL
+from agent_presets.lib.model import Resolution, ToolDef
+from agent_presets.lib.principal import LOCAL
+from agent_presets.lib.tools import ToolRegistryChange
 from agent_presets.server.config import (
     TOOLS_PAGE_SIZE,
     ConfirmMode,
@@ -75,10 +76,9 @@ from agent_presets.server.start.lists import (
 )
 from agent_presets.server.store.embedded import EmbeddedStore
 from agent_presets.server.telemetry import Telemetry
-from agent_presets.tools import ToolRegistryChange
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.lib.boot import Presets
     from agent_presets.server.mcp.upstream import UpstreamHub
     from agent_presets.server.store import Store
 

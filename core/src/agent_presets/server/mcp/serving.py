@@ -20,17 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent_presets.principal import LOCAL, acting_as
-from agent_presets.schema import quote
+from agent_presets.lib.principal import LOCAL, acting_as
+from agent_presets.lib.schema import quote
+from agent_presets.lib.suggest import did_you_mean
 from agent_presets.server.delivery import agent_call
 from agent_presets.server.mcp.calls import OFFLOAD_RISKS
 from agent_presets.server.mcp.rounds import Rounds
 from agent_presets.server.stage import PendingCall, Pipeline, Result
-from agent_presets.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.model import ToolDef
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.model import ToolDef
     from agent_presets.server.events import Reason
     from agent_presets.server.mcp.calls import ToolCalls
     from agent_presets.server.mcp.confirm import CallConfirmation
@@ -173,7 +173,7 @@ class Serving:
 
     def unavailable(self, name: str) -> str:
         """What a model reads when it calls a tool that is not in the list now."""
-        from agent_presets.explain import explain_tool  # only on this rare path, not at start
+        from agent_presets.lib.explain import explain_tool  # only on this rare path, not at start
 
         presets = self.presets
         explanation = explain_tool(presets.manager, name)

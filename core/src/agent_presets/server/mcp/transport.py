@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from agent_presets.model import PresetError
+from agent_presets.lib.model import PresetError
 from agent_presets.server.config import ServeConfig, Transport, config_from
 from agent_presets.server.console import allowed_hosts
 from agent_presets.server.control import ControlListener
@@ -23,7 +23,7 @@ from agent_presets.server.mcp.server import PresetServer, build_server
 from agent_presets.server.policy import ToolPolicy
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.lib.boot import Presets
     from agent_presets.server.console.app import ConsoleOptions
     from agent_presets.server.start.front import StartFront
     from agent_presets.server.tokens import TokenTable

@@ -1,6 +1,6 @@
 """Upstream MCP servers, running: started on first need, their calls forwarded.
 
-``UpstreamHub`` is the app's ``upstreams`` runtime (``agent_presets.upstreams.RUNTIME``):
+``UpstreamHub`` is the app's ``upstreams`` runtime (``agent_presets.lib.upstreams.RUNTIME``):
 every upstream tool's handler calls ``hub.call(upstream, tool, arguments, call)``
 at call time, so the calls pass the server's whole pipeline (allow-lists,
 tokens, budgets, ``--confirm``, the event log) before they get here, as any
@@ -49,17 +49,10 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_presets.adapters import ToolCall
-from agent_presets.model import PresetError, PresetValidationError, ToolCallError
-from agent_presets.results import Content, ToolResult
-from agent_presets.safetext import shown
-from agent_presets.server.mcp.upstream_stdio import (
-    NOTICE_BURST,
-    NOTICE_RATE,
-    Bounds,
-    stdio_transport,
-)
-from agent_presets.upstreams import (
+from agent_presets.lib.adapters import ToolCall
+from agent_presets.lib.model import PresetError, PresetValidationError, ToolCallError
+from agent_presets.lib.safetext import shown
+from agent_presets.lib.upstreams import (
     RUNTIME,
     Launch,
     Snapshot,
@@ -69,9 +62,16 @@ from agent_presets.upstreams import (
     UpstreamTool,
     adapters_for,
 )
+from agent_presets.results import Content, ToolResult
+from agent_presets.server.mcp.upstream_stdio import (
+    NOTICE_BURST,
+    NOTICE_RATE,
+    Bounds,
+    stdio_transport,
+)
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
+    from agent_presets.lib.boot import Presets
 
 log = logging.getLogger("agent_presets.server")
 

@@ -3,7 +3,7 @@
 The server answers with dicts rather than ``mcp_types`` models: the SDK
 validates them like models without building them first, which keeps
 ``tools/list`` and ``tools/call`` cheap. A tool's entry is built in the
-library (``agent_presets.toolwire``), where ``presets budget`` counts it too.
+library (``agent_presets.lib.toolwire``), where ``presets budget`` counts it too.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import binascii
 import json
 from typing import Any
 
+from agent_presets.lib.toolwire import plain, tool_entry
 from agent_presets.results import Content, ToolResult
 from agent_presets.server.start.lists import (
     PROMPT_NAME,
@@ -21,7 +22,6 @@ from agent_presets.server.start.lists import (
     prompt_entry,
     prompt_text,
 )
-from agent_presets.toolwire import plain, tool_entry
 
 __all__ = [
     "PROMPT_NAME",

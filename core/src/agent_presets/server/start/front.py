@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_presets.lib.toolwire import LEGACY, MODERN, listed
 from agent_presets.server.clients import known_not_to_relist
 from agent_presets.server.delivery import DeliveryMode, choose
 from agent_presets.server.searchtools import discovery_tools, own_entry
@@ -55,13 +56,12 @@ from agent_presets.server.start.wire import (
     TooLong,
     claim,
 )
-from agent_presets.toolwire import LEGACY, MODERN, listed
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from agent_presets.boot import Presets
-    from agent_presets.model import ToolDef
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.model import ToolDef
     from agent_presets.server.control.channel import ControlListener
     from agent_presets.server.policy import ToolPolicy
 

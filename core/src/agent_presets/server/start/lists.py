@@ -15,14 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agent_presets._version import __version__
-from agent_presets.boot import host_defaults
-from agent_presets.principal import LOCAL
-from agent_presets.toolwire import annotations_for, tool_entry
+from agent_presets.lib.boot import host_defaults
+from agent_presets.lib.principal import LOCAL
+from agent_presets.lib.toolwire import annotations_for, tool_entry
 
 if TYPE_CHECKING:
-    from agent_presets.boot import Presets
-    from agent_presets.bundles import Members, PromptSpec, ResourceSpec
-    from agent_presets.model import PromptFragment, Resolution, ToolDef
+    from agent_presets.lib.boot import Presets
+    from agent_presets.lib.bundles import Members, PromptSpec, ResourceSpec
+    from agent_presets.lib.model import PromptFragment, Resolution, ToolDef
     from agent_presets.server.policy import ToolPolicy
     from agent_presets.server.principals import Principals
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from agent_presets.model import PresetError, ToolCallError
+from agent_presets.lib.model import PresetError, ToolCallError
 
 SERVER: Final = "*"
 """The principal name the server-wide overrides are kept under (no token name has ``*``)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_presets.listeners import Listeners
+from agent_presets.lib.listeners import Listeners
 from agent_presets.server.store.base import SERVER, PrincipalState, Subscriber
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from agent_presets.atomicfile import private_directory
-from agent_presets.model import PresetError
+from agent_presets.lib.atomicfile import private_directory
+from agent_presets.lib.model import PresetError
 
 LOCK_FILE: Final = "state.lock"
 

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from agent_presets.listeners import Listeners
+from agent_presets.lib.listeners import Listeners
 from agent_presets.server.store.base import (
     SERVER,
     PrincipalState,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from agent_presets.principal import LOCAL
+from agent_presets.lib.principal import LOCAL
 from agent_presets.server.requests import (
     DEFAULT_TTL,
     MAX_PENDING,
@@ -263,8 +263,8 @@ class SharedRequestStore(RequestStore):
         raw = self.store.run(lambda r: r.hget(self._hash, request_id))
         if raw is not None:
             return self._ours(_load(raw))
+        from agent_presets.lib.suggest import did_you_mean
         from agent_presets.server.requests import UnknownRequestError
-        from agent_presets.suggest import did_you_mean
 
         known = [_text(k) for k in self.store.run(lambda r: r.hkeys(self._hash))]
         hint = did_you_mean(request_id, known, "`presets requests` lists the pending ones")

@@ -12,7 +12,7 @@ A transaction buffers its writes (its own reads see them) and commits them in
 one Lua script, which Redis runs atomically: the writes apply only if the
 version is still the one this table last saw (its ``snapshot()`` or its own
 last commit), else nothing is written and ``RowConflict`` is raised
-(optimistic concurrency; ``agent_presets.rows.TableSync`` reloads and runs the
+(optimistic concurrency; ``agent_presets.lib.rows.TableSync`` reloads and runs the
 operation again). The token makes a commit idempotent: when the reply is lost
 and the client sends the script again, it finds its own token and reports the
 commit done instead of applying it twice (or calling it a conflict).
@@ -41,8 +41,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from agent_presets.model import PresetError, ToolCallError
-from agent_presets.rows import RowConflict
+from agent_presets.lib.model import PresetError, ToolCallError
+from agent_presets.lib.rows import RowConflict
 from agent_presets.server.store.nesting import NestedTransaction
 
 if TYPE_CHECKING:

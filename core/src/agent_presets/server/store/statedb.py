@@ -34,7 +34,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from agent_presets.atomicfile import private_directory, private_file
+from agent_presets.lib.atomicfile import private_directory, private_file
 from agent_presets.server.store.lock import refuse_symlink
 from agent_presets.server.store.nesting import NestedTransaction
 

@@ -13,8 +13,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from agent_presets.listeners import Listeners
-from agent_presets.model import DEFAULT_NAMESPACE, OwnershipError, PresetValidationError, ToolDef
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.model import (
+    DEFAULT_NAMESPACE,
+    OwnershipError,
+    PresetValidationError,
+    ToolDef,
+)
 
 
 @dataclass(frozen=True)

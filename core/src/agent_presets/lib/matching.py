@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_presets.model import ANY, FIELD_RE, NONE, PresetValidationError
+from agent_presets.lib.model import ANY, FIELD_RE, NONE, PresetValidationError
 
 Context = dict[str, Any]
 
@@ -54,7 +54,7 @@ def validate_context(context: object) -> Context:
 
     Only the shape is checked here: snake_case keys and scalar values. Which
     fields exist and which values they take is the declared vocabulary's
-    business (``agent_presets.vocabulary``): the core names no field itself.
+    business (``agent_presets.lib.vocabulary``): the core names no field itself.
     """
     if not isinstance(context, Mapping):
         raise PresetValidationError(

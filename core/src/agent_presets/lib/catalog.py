@@ -25,9 +25,9 @@ from importlib.resources.abc import Traversable
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from agent_presets.adapters import ToolAdapter, mcp_name_for
-from agent_presets.loader import parse_presets, read_preset_source
-from agent_presets.model import (
+from agent_presets.lib.adapters import ToolAdapter, mcp_name_for
+from agent_presets.lib.loader import parse_presets, read_preset_source
+from agent_presets.lib.model import (
     ANY,
     DEFAULT_NAMESPACE,
     NONE,
@@ -36,24 +36,24 @@ from agent_presets.model import (
     PresetValidationError,
     duplicate_preset_error,
 )
-from agent_presets.plugins import PluginInfo, PluginSet, display_path
-from agent_presets.prompts import placeholders, value_placeholders
-from agent_presets.schema import clip, quote
-from agent_presets.suggest import closest, did_you_mean
-from agent_presets.upstreams import (
+from agent_presets.lib.plugins import PluginInfo, PluginSet, display_path
+from agent_presets.lib.prompts import placeholders, value_placeholders
+from agent_presets.lib.schema import clip, quote
+from agent_presets.lib.suggest import closest, did_you_mean
+from agent_presets.lib.upstreams import (
     UpstreamSet,
     check_upstream_tool_ids,
     gather_upstreams,
     name_clash,
 )
-from agent_presets.vocabulary import Vocabulary
+from agent_presets.lib.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     import yaml
 
     # Imported when a catalog has members: a tools-only one never loads them.
-    from agent_presets.bundles import ContentProvider, PromptSpec, ResourceSpec
-    from agent_presets.parsecache import ParseCache
+    from agent_presets.lib.bundles import ContentProvider, PromptSpec, ResourceSpec
+    from agent_presets.lib.parsecache import ParseCache
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Catalog:
     member_plugin: dict[str, str] = field(default_factory=dict)
     """The plugin that declared each prompt and resource, by id."""
     upstreams: UpstreamSet = field(default_factory=UpstreamSet)
-    """The upstream MCP servers the files and hooks declare (``agent_presets.upstreams``)."""
+    """The upstream MCP servers the files and hooks declare (``agent_presets.lib.upstreams``)."""
     clashes: dict[str, list[PresetValidationError]] = field(default_factory=dict)
     """Each plugin that lost a tool id or an MCP name to another plugin: the problems saying
     which, and which presets were left out with it (``presets plugins`` shows them)."""
@@ -118,7 +118,7 @@ def collect(
     MCP names are checked in ``namespace_prefix``; None: the host's, as the
     app plugin among ``plugin_set`` gives it (``PluginSet.namespace``).
     ``parse_cache`` keeps what YAML read of each file without problems, for
-    the next collect of the same text (``agent_presets.parsecache``).
+    the next collect of the same text (``agent_presets.lib.parsecache``).
     """
     if namespace_prefix is None:
         namespace_prefix = plugin_set.namespace()
@@ -749,7 +749,7 @@ def _unique_members(catalog: Catalog, namespace_prefix: str | None) -> None:
     """
     if not catalog.prompts and not catalog.resources:
         return
-    from agent_presets.bundles import PromptSpec, prompt_mcp_name
+    from agent_presets.lib.bundles import PromptSpec, prompt_mcp_name
 
     seen: dict[tuple[str, str], PromptSpec | ResourceSpec] = {}
 
@@ -816,7 +816,7 @@ def _check_members(
     ]
     if not offered and not catalog.prompts and not catalog.resources:
         return  # a tools-only catalog: nothing to check, and bundles stays unimported
-    from agent_presets.bundles import ContentProvider
+    from agent_presets.lib.bundles import ContentProvider
 
     _unique_members(catalog, namespace_prefix)
     declared: list[PromptSpec | ResourceSpec] = [*catalog.prompts, *catalog.resources]
@@ -860,7 +860,7 @@ def _provider_problem(
     member: PromptSpec | ResourceSpec | None,
     providers: Mapping[str, ContentProvider],
 ) -> str | None:
-    from agent_presets.bundles import PromptSpec
+    from agent_presets.lib.bundles import PromptSpec
 
     label = f"content provider {quote(provider.id)} of plugin {provider.source}"
     if member is None:
@@ -900,7 +900,7 @@ def _member_problem(
     provider: ContentProvider | None,
     adapters: Mapping[str, ToolAdapter],
 ) -> str | None:
-    from agent_presets.bundles import PromptSpec, member_placeholders
+    from agent_presets.lib.bundles import PromptSpec, member_placeholders
 
     texts: list[str] = []
     if isinstance(member, PromptSpec):
@@ -986,7 +986,7 @@ class _Locator:
     def _root(self, source: str) -> yaml.Node | None:
         import yaml  # a problem's position only: a clean catalog never imports PyYAML
 
-        from agent_presets.yamlfile import PresetYamlLoader
+        from agent_presets.lib.yamlfile import PresetYamlLoader
 
         if source not in self._nodes:
             text = self._texts.get(source)

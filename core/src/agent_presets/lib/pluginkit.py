@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from agent_presets.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from agent_presets.adapters import ToolAdapter
-    from agent_presets.rows import RowTable
+    from agent_presets.lib.adapters import ToolAdapter
+    from agent_presets.lib.rows import RowTable
 
 RuntimeClass = type[Any] | str
 """A table runtime's class (``from_table(table)``, ``migrate(saved, table)``, as

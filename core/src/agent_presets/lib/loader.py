@@ -24,8 +24,8 @@ from os import PathLike, fspath
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from agent_presets.model import Preset, PresetValidationError, duplicate_preset_error
-from agent_presets.schema import (
+from agent_presets.lib.model import Preset, PresetValidationError, duplicate_preset_error
+from agent_presets.lib.schema import (
     SCHEMA_NAME,
     clip,
     describe,
@@ -40,10 +40,10 @@ from agent_presets.schema import (
 )
 
 if TYPE_CHECKING:
-    from agent_presets.bundles import PromptSpec, ResourceSpec
-    from agent_presets.parsecache import ParseCache, Position
-    from agent_presets.schema import PathKey
-    from agent_presets.yamlfile import PresetYamlLoader as PresetYamlLoader
+    from agent_presets.lib.bundles import PromptSpec, ResourceSpec
+    from agent_presets.lib.parsecache import ParseCache, Position
+    from agent_presets.lib.schema import PathKey
+    from agent_presets.lib.yamlfile import PresetYamlLoader as PresetYamlLoader
 
 __all__ = [
     "MAX_FILE_SIZE",
@@ -68,7 +68,7 @@ _YAML_NAMES: Final = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name in _YAML_NAMES:
-        from agent_presets import yamlfile
+        from agent_presets.lib import yamlfile
 
         return getattr(yamlfile, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -318,7 +318,7 @@ def parse_presets(
     composed = cache.get(text) if cache is not None else None
     kept = composed is not None
     if composed is None:
-        from agent_presets.yamlfile import compose
+        from agent_presets.lib.yamlfile import compose
 
         read = compose(text, source)
         if isinstance(read, list):
@@ -411,7 +411,7 @@ def parse_presets(
         first_seen[preset.name] = index
         presets.append(preset)
     if members is not None and any(key in data for key in MEMBER_KEYS):
-        from agent_presets.bundles import read_members
+        from agent_presets.lib.bundles import read_members
 
         def line_of(path: PathKey) -> int | None:
             pos = positions.get(path)

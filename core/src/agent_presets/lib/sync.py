@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from agent_presets.manager import PresetManager
-from agent_presets.model import OwnershipError, Resolution, ToolDef
-from agent_presets.tools import ToolRegistry, ToolRegistryChange
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.model import OwnershipError, Resolution, ToolDef
+from agent_presets.lib.tools import ToolRegistry, ToolRegistryChange
 
 
 class SyncReport(ToolRegistryChange):

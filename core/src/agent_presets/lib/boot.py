@@ -7,24 +7,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_presets.adapters import ToolAdapterRegistry
-from agent_presets.catalog import Catalog, collect
-
 # HostDefaults and host_defaults were defined here first: still importable from here.
 from agent_presets.hosting import HostDefaults as HostDefaults
 from agent_presets.hosting import host_defaults as host_defaults
-from agent_presets.manager import PresetManager
-from agent_presets.model import DEFAULT_NAMESPACE, PresetValidationError
-from agent_presets.plugins import PluginSet, env_flag, load_plugins
-from agent_presets.registry import PresetRegistry
-from agent_presets.sync import PresetMcpSync
-from agent_presets.tools import ToolRegistry
-from agent_presets.upstreams import UpstreamSet
-from agent_presets.vocabulary import Vocabulary
+from agent_presets.lib.adapters import ToolAdapterRegistry
+from agent_presets.lib.catalog import Catalog, collect
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.model import DEFAULT_NAMESPACE, PresetValidationError
+from agent_presets.lib.plugins import PluginSet, env_flag, load_plugins
+from agent_presets.lib.registry import PresetRegistry
+from agent_presets.lib.sync import PresetMcpSync
+from agent_presets.lib.tools import ToolRegistry
+from agent_presets.lib.upstreams import UpstreamSet
+from agent_presets.lib.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from agent_presets.bundles import Members
-    from agent_presets.parsecache import ParseCache
+    from agent_presets.lib.bundles import Members
+    from agent_presets.lib.parsecache import ParseCache
 
 log = logging.getLogger("agent_presets")
 
@@ -51,7 +50,7 @@ class Presets:
     """The declared upstream servers; the MCP server starts them (``mcpserver.upstream``)."""
     members: Members | None = None
     """The prompts, resources and resource templates presets may list, and their providers;
-    None when no plugin declares any (``agent_presets.bundles`` is then never imported)."""
+    None when no plugin declares any (``agent_presets.lib.bundles`` is then never imported)."""
 
 
 def bootstrap(
@@ -82,7 +81,7 @@ def bootstrap(
     (``presets_host_defaults``), else none (``DEFAULT_NAMESPACE``, no field
     set). ``parse_cache``
     keeps what YAML read of the preset files, so that the next start with the
-    same files need not read them again (``agent_presets.parsecache``).
+    same files need not read them again (``agent_presets.lib.parsecache``).
     """
     if strict is None:
         strict = env_flag("PRESETS_STRICT")
@@ -137,7 +136,7 @@ def bootstrap(
 def _members(catalog: Catalog, namespace_prefix: str | None) -> Members | None:
     if not catalog.prompts and not catalog.resources:
         return None
-    from agent_presets.bundles import Members
+    from agent_presets.lib.bundles import Members
 
     return Members(
         {p.id: p for p in catalog.prompts},

@@ -23,8 +23,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from agent_presets.adapters import ToolAdapterRegistry
-    from agent_presets.model import Preset
+    from agent_presets.lib.adapters import ToolAdapterRegistry
+    from agent_presets.lib.model import Preset
 
 __all__ = ["ACTION_WORDS", "SearchDoc", "ToolIndex", "catalog_docs", "query_words", "words"]
 

@@ -2,12 +2,12 @@
 
 Most definitions are valid, and presets are built often (every load, every
 test). ``compile_check`` turns the schema into plain Python checks that say
-only "certainly valid" or "not certain"; ``agent_presets.schema`` sends every
+only "certainly valid" or "not certain"; ``agent_presets.lib.schema`` sends every
 "not certain" to jsonschema, which has the last word and writes the messages.
 The rules stay the schema's: this reads the same document, and knows only the
 keywords the preset schema, the flattened JSON Schema metaschema and the
-built-in tools' input schemas use (``agent_presets.metaschema`` checks tools'
-input schemas with it, and ``agent_presets.adapters`` the arguments of a call).
+built-in tools' input schemas use (``agent_presets.lib.metaschema`` checks tools'
+input schemas with it, and ``agent_presets.lib.adapters`` the arguments of a call).
 """
 
 from __future__ import annotations

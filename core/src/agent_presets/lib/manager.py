@@ -10,10 +10,10 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from agent_presets.adapters import ToolAdapterRegistry
-from agent_presets.listeners import Listeners
-from agent_presets.matching import Context, validate_context
-from agent_presets.model import (
+from agent_presets.lib.adapters import ToolAdapterRegistry
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.matching import Context, validate_context
+from agent_presets.lib.model import (
     OVERRIDE_STATES,
     RISKS,
     ActivePreset,
@@ -26,9 +26,9 @@ from agent_presets.model import (
     UnknownPresetError,
     effective_risk,
 )
-from agent_presets.prompts import fill_placeholders, fill_values
-from agent_presets.registry import PresetRegistry
-from agent_presets.vocabulary import Vocabulary
+from agent_presets.lib.prompts import fill_placeholders, fill_values
+from agent_presets.lib.registry import PresetRegistry
+from agent_presets.lib.vocabulary import Vocabulary
 
 ChangeListener = Callable[[Resolution], None]
 _MEMO_SIZE = 64

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
-from agent_presets.adapters import (
+from agent_presets.lib.adapters import (
     ANNOTATION_KEYS,
     MCP_NAME_RE,
     ToolAdapter,
@@ -35,7 +35,7 @@ from agent_presets.adapters import (
     default_name,
     require_runtime,
 )
-from agent_presets.model import (
+from agent_presets.lib.model import (
     DANGEROUS_RISKS,
     TOOL_ID_RE,
     Preset,
@@ -43,7 +43,7 @@ from agent_presets.model import (
     PresetValidationError,
     ToolCallError,
 )
-from agent_presets.schema import clip, describe, quote, schema
+from agent_presets.lib.schema import clip, describe, quote, schema
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -578,7 +578,7 @@ def read_lock(path: Path) -> dict[str, Snapshot]:
 
 def write_lock(path: Path, snapshots: Iterable[Snapshot]) -> None:
     """Write (atomically) the lock file of ``snapshots``, sorted, for a stable diff."""
-    from agent_presets.atomicfile import write_atomic
+    from agent_presets.lib.atomicfile import write_atomic
 
     data = {
         "lock_version": LOCK_VERSION,
@@ -718,7 +718,7 @@ def _declared_in(source: str, text: str) -> list[Upstream]:
     """The valid ``upstreams:`` entries of one preset file, each with its line."""
     import yaml  # only a file that mentions upstreams gets here
 
-    from agent_presets.yamlfile import PresetYamlLoader
+    from agent_presets.lib.yamlfile import PresetYamlLoader
 
     loader = PresetYamlLoader(text)
     try:
@@ -843,7 +843,7 @@ def check_upstream_tool_ids(found: UpstreamSet, preset: Preset) -> list[tuple[st
     of upstream tools with no plugin around; the whole catalog checks the
     ids through its adapters and only the risk here.
     """
-    from agent_presets.suggest import did_you_mean
+    from agent_presets.lib.suggest import did_you_mean
 
     found_problems: list[tuple[str, int]] = []
     for index, tool_id in enumerate(preset.tool_ids):

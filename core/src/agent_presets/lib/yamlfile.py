@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import yaml
 
-from agent_presets.model import PresetValidationError
-from agent_presets.parsecache import Composed, Position
-from agent_presets.schema import PathKey, clip, quote
+from agent_presets.lib.model import PresetValidationError
+from agent_presets.lib.parsecache import Composed, Position
+from agent_presets.lib.schema import PathKey, clip, quote
 
 __all__ = ["MAX_DEPTH", "MAX_SHAPE_PROBLEMS", "MAX_VALUES", "PresetYamlLoader", "compose"]
 

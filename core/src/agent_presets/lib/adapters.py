@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from agent_presets.callcontext import CallContext, takes_context
-from agent_presets.metaschema import schema_problem
-from agent_presets.model import (
+from agent_presets.lib.callcontext import CallContext, takes_context
+from agent_presets.lib.metaschema import schema_problem
+from agent_presets.lib.model import (
     DEFAULT_NAMESPACE,
     TASK_SUPPORT,
     TOOL_ID_RE,
@@ -36,10 +36,10 @@ from agent_presets.model import (
     ToolDef,
     ToolResultError,
 )
-from agent_presets.prompts import fill_placeholders
-from agent_presets.schema import clip, quote
-from agent_presets.schemacheck import Check, compile_check
-from agent_presets.toolwire import floored_hints
+from agent_presets.lib.prompts import fill_placeholders
+from agent_presets.lib.schema import clip, quote
+from agent_presets.lib.schemacheck import Check, compile_check
+from agent_presets.lib.toolwire import floored_hints
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -730,7 +730,7 @@ class ToolAdapterRegistry:
         """
         adapter = self._adapters.get(tool_id)
         if adapter is None:
-            from agent_presets.suggest import did_you_mean
+            from agent_presets.lib.suggest import did_you_mean
 
             raise PresetValidationError(
                 f"no tool adapter provides tool id {tool_id!r}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from agent_presets.schema import preset_problems, schema
+from agent_presets.lib.schema import preset_problems, schema
 
 DefaultState = Literal["auto", "off"]
 Risk = Literal["normal", "filesystem-read", "filesystem-write", "destructive", "shell"]

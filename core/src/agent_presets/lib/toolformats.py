@@ -19,7 +19,7 @@ and ``tests/core/test_core_toolformats.py`` holds each count to them):
 - ``opencode``: an OpenAI chat-completions function tool, as the AI SDK
   sends it: ``{"type": "function", "function": {"name": "KEY_TOOL",
   "description", "parameters"}}``.
-- ``wire``: the ``tools/list`` entry itself (``agent_presets.toolwire``):
+- ``wire``: the ``tools/list`` entry itself (``agent_presets.lib.toolwire``):
   what the server sends, not what the model reads.
 
 Which key a user gave the server in their client's config is not known to
@@ -33,7 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent_presets.toolwire import LEGACY, entry_text, listed
+from agent_presets.lib.toolwire import LEGACY, entry_text, listed
 
 CLIENTS: Final = ("claude-code", "codex", "opencode", "wire")
 """The formats ``presets budget --client`` names."""

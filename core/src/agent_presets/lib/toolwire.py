@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent_presets.model import DANGEROUS_RISKS, ToolDef
+from agent_presets.lib.model import DANGEROUS_RISKS, ToolDef
 
 # ---------------------------------------------------------------- hints
 

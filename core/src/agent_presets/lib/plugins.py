@@ -43,7 +43,7 @@ import pluggy
 
 import agent_presets.hookspecs as hookspecs
 from agent_presets.hosting import HostDefaults
-from agent_presets.model import DEFAULT_NAMESPACE, PresetError, PresetValidationError
+from agent_presets.lib.model import DEFAULT_NAMESPACE, PresetError, PresetValidationError
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution, EntryPoint

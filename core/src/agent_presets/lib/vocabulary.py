@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent_presets.model import ANY, FIELD_RE, NONE, PresetValidationError
-from agent_presets.suggest import did_you_mean
+from agent_presets.lib.model import ANY, FIELD_RE, NONE, PresetValidationError
+from agent_presets.lib.suggest import did_you_mean
 
 FieldType = Literal["string", "boolean"]
 FIELD_TYPES: Final = ("string", "boolean")

@@ -29,10 +29,10 @@ from functools import cached_property
 from types import FrameType, MappingProxyType
 from typing import Any, Final, Literal
 
-from agent_presets.callcontext import CallContext, takes_context
-from agent_presets.model import PresetError, PresetValidationError
+from agent_presets.lib.callcontext import CallContext, takes_context
+from agent_presets.lib.model import PresetError, PresetValidationError
+from agent_presets.lib.uritemplate import UriTemplate
 from agent_presets.results import Content
-from agent_presets.uritemplate import UriTemplate
 
 MEMBER_PLACEHOLDER_RE: Final = re.compile(r"\{\{\s*([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*\}\}")
 """``{{name}}`` in a member's text: an argument or variable, or (dotted) a tool id."""

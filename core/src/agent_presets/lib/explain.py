@@ -10,10 +10,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_presets.adapters import ToolAdapter, ToolAdapterRegistry
-from agent_presets.manager import PresetManager
-from agent_presets.model import ANY, NONE, Preset
-from agent_presets.registry import PresetRegistry
+from agent_presets.lib.adapters import ToolAdapter, ToolAdapterRegistry
+from agent_presets.lib.manager import PresetManager
+from agent_presets.lib.model import ANY, NONE, Preset
+from agent_presets.lib.registry import PresetRegistry
 
 _MISSING = object()
 

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from agent_presets._version import __version__
-from agent_presets.atomicfile import private_directory, write_atomic
-from agent_presets.schema import SCHEMA_NAME, PathKey
-from agent_presets.statekey import derived_key
+from agent_presets.lib.atomicfile import private_directory, write_atomic
+from agent_presets.lib.schema import SCHEMA_NAME, PathKey
+from agent_presets.lib.statekey import derived_key
 
 __all__ = ["FORMAT", "MAX_ENTRIES", "Composed", "ParseCache"]
 
@@ -78,7 +78,7 @@ def _reader() -> bytes:
     here = Path(__file__).parent
     parts = [f"{FORMAT}\0{__version__}"]
     spec = find_spec("yaml")  # found, not imported
-    paths = [here / "yamlfile.py", here / "schemas" / SCHEMA_NAME]
+    paths = [here / "yamlfile.py", here.parent / "schemas" / SCHEMA_NAME]
     if spec is not None and spec.origin:
         paths.append(Path(spec.origin))
     for path in paths:

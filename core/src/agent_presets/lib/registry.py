@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_presets.listeners import Listeners
-from agent_presets.matching import CompiledPattern, compile_pattern, validate_context
-from agent_presets.model import (
+from agent_presets.lib.listeners import Listeners
+from agent_presets.lib.matching import CompiledPattern, compile_pattern, validate_context
+from agent_presets.lib.model import (
     OVERRIDE_STATES,
     ActivePreset,
     DuplicateToolError,
@@ -20,7 +20,7 @@ from agent_presets.model import (
     UnknownPresetError,
     duplicate_preset_error,
 )
-from agent_presets.suggest import did_you_mean
+from agent_presets.lib.suggest import did_you_mean
 
 RegistryListener = Callable[[str, Preset], None]
 """``callback(event, preset)`` with event ``"register"`` or ``"unregister"``."""

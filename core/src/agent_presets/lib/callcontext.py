@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agent_presets.model import ToolCallError
+from agent_presets.lib.model import ToolCallError
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """The MCP (syslog) log levels, lowest first."""

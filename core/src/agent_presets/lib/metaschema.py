@@ -11,7 +11,7 @@ faster. A schema that does declare one is checked the official way.
 The flattened schema is shipped beside this module (``metaschema.flat.json``;
 a test rebuilds it from jsonschema's copies with ``build_flat_metaschema``
 and compares), so the usual case needs no jsonschema at all: a schema that
-the fast reading of ``agent_presets.schemacheck`` finds certainly valid is
+the fast reading of ``agent_presets.lib.schemacheck`` finds certainly valid is
 valid, and only the others go to jsonschema, which has the last word and
 writes the message. So ``presets serve`` starts without importing jsonschema
 (about 90 ms, most of it its ``referencing`` dependency).
@@ -25,7 +25,7 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.schemacheck import Check, compile_check
+from agent_presets.lib.schemacheck import Check, compile_check
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

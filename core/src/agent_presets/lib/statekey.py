@@ -19,7 +19,7 @@ import secrets
 from pathlib import Path
 from typing import Final
 
-from agent_presets.atomicfile import private_file, write_atomic
+from agent_presets.lib.atomicfile import private_file, write_atomic
 
 __all__ = ["KEY_FILE", "derived_key", "state_key"]
 
