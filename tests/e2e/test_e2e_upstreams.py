@@ -538,7 +538,7 @@ def test_a_server_killed_with_sigkill_leaves_no_upstream_process_behind(tmp_path
         _rpc(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _rpc(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         listed = _answer(process, 2)
-        assert "space_fs_list_allowed_directories" in [t["name"] for t in listed["result"]["tools"]]
+        assert "fs_list_allowed_directories" in [t["name"] for t in listed["result"]["tools"]]
         running = _processes_with(marker)
         assert len(running) >= 3  # the guard, the shell, node and the helper, naming the root
         process.send_signal(signal.SIGKILL)
