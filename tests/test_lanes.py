@@ -96,7 +96,8 @@ def test_where_python_may_not_write_byte_code_a_run_keeps_it_in_pytests_cache(
     kept = list((tmp_path / "d").rglob("*.pyc"))
     # The test module as pytest rewrote it, a core module, libraries.
     names = {(path.parent.name, path.name.split(".")[0]) for path in kept}
-    assert {("core", "test_core_safetext"), ("agent_presets", "safetext")} <= names
+    assert ("core", "test_core_safetext") in names
+    assert any("agent_presets" in p.parts and p.name.startswith("safetext.") for p in kept)
     assert any("site-packages" in path.parts for path in kept)
 
 
