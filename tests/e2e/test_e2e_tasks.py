@@ -13,7 +13,6 @@ test_e2e_conformance.py.
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from host_processes import processes_with
 
 from agent_presets.server.events import read_events
 
@@ -94,21 +94,6 @@ def until(
         if task["status"] in statuses or time.monotonic() > deadline:
             return task
         time.sleep(0.1)
-
-
-def processes_with(marker: str) -> list[int]:
-    """PIDs whose command line holds ``marker`` (any PID namespace: the host sees them all)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def wait_for(predicate: Any, timeout: float) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import pytest
+from host_processes import processes_with
 from mcp import Client
 
 from agent_presets.lib.plugins import load_plugins
@@ -468,21 +469,6 @@ async def test_upstream_calls_pass_the_allow_list_and_reach_the_event_log(tmp_pa
 # ------------------------------------------------------------------- processes
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 def _rpc(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
     assert process.stdin is not None
     process.stdin.write((json.dumps(message) + "\n").encode())
@@ -539,18 +525,18 @@ def test_a_server_killed_with_sigkill_leaves_no_upstream_process_behind(tmp_path
         _rpc(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         listed = _answer(process, 2)
         assert "fs_list_allowed_directories" in [t["name"] for t in listed["result"]["tools"]]
-        running = _processes_with(marker)
+        running = processes_with(marker, running=True)
         assert len(running) >= 3  # the guard, the shell, node and the helper, naming the root
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _processes_with(marker) and time.monotonic() < deadline:
+        while processes_with(marker, running=True) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _processes_with(marker) == []
+        assert processes_with(marker, running=True) == []
     finally:
         if process.poll() is None:
             process.kill()
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker, running=True):
             os.kill(pid, signal.SIGKILL)
 
 
