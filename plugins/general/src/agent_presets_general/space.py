@@ -47,9 +47,6 @@ THEMES: Final = ("light", "dark", "high-contrast")
 DEFAULT_WORLD: Final = "home"
 WORLD_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SHELL_FILE: Final = "shell.json"
-CONTEXT_FIELDS: Final = ("surface", "activity", "canvas_visible", "world_id")
-"""The context the Space app reports, as ``SPACE_FIELDS`` declares it."""
-
 SPACE_FIELDS: Final = (
     ContextField(
         "surface",
@@ -72,6 +69,8 @@ SPACE_FIELDS: Final = (
 that have one, so the app declares the field with no values of its own. ``surface`` and
 ``canvas_visible`` are required (the seed's rule): the manager refuses a context without
 them."""
+CONTEXT_FIELDS: Final = tuple(field.name for field in SPACE_FIELDS)
+"""The context the Space app reports: the fields ``SPACE_FIELDS`` declares."""
 
 SPACE_DEFAULTS: Final = HostDefaults(
     namespace="space_",
@@ -139,7 +138,10 @@ class Shell:
 
     def state(self) -> dict[str, Any]:
         """The shell as the caller sees it: its context, the theme and the worlds."""
-        context = self._caller()
+        return self._state_of(self._caller())
+
+    def _state_of(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        """The shell in ``context``: what ``state()`` answers and ``shell.json`` holds."""
         return {
             "surface": context["surface"],
             "activity": context["activity"],
@@ -277,16 +279,8 @@ class Shell:
     def _write(self) -> None:
         import json
 
-        local = self._local
-        state = {
-            "surface": local["surface"],
-            "activity": local["activity"],
-            "canvas_visible": local["canvas_visible"],
-            "theme": self.theme,
-            "world": local["world_id"],
-            "worlds": list(self.worlds),
-        }
         # As earlier versions wrote it (agent_presets' JSON state files): one shape on disk.
+        state = self._state_of(self._local)
         data = json.dumps(state, indent=1, sort_keys=True).encode("utf-8") + b"\n"
         write_atomic(self._path, data)
 
